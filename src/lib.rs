@@ -1,0 +1,12 @@
+//! acp-coder: a coding agent speaking the Agent Client Protocol (ACP v1) over stdio.
+//!
+//! Layering (an arrow is "may use"): `rpc` and `acp` know nothing of the rest;
+//! `editor` uses both; `llm` stands alone; `tools` use `editor` and `acp`;
+//! `agent` ties everything together. See `DESIGN` notes in README.md.
+pub mod acp;
+pub mod agent;
+pub mod config;
+pub mod editor;
+pub mod llm;
+pub mod rpc;
+pub mod tools;
