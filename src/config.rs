@@ -1,1 +1,446 @@
-//! config
+//! Configuration: flags > environment > config file > defaults (DESIGN §3).
+//!
+//! The file lives at `$XDG_CONFIG_HOME/acp-coder/config.toml` (or `--config`).
+//! Settings are re-read by `authenticate`, so a key exported after the editor
+//! started the agent is picked up without a restart.
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
+pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
+pub const MODEL_ENV: &str = "ACP_CODER_MODEL";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What the user chose on the command line (flags already merged with their
+/// environment variables by clap). `None` means "not given".
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub config: Option<PathBuf>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+}
+
+/// The config file, as written by the user. Unknown keys are rejected so a typo
+/// is reported instead of silently ignored.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    /// A literal key (prefer `api_key_env`); never logged.
+    pub api_key: Option<String>,
+    /// Name of the environment variable holding the key (default OPENAI_API_KEY).
+    pub api_key_env: Option<String>,
+    /// Set false for a remote endpoint that needs no key.
+    pub require_api_key: Option<bool>,
+    pub default_mode: Option<String>,
+    pub max_turn_requests: Option<u32>,
+    pub context_window: Option<u64>,
+    pub max_retries: Option<u32>,
+    /// Seconds without a byte from the model before the stream counts as hung.
+    pub stream_idle_timeout_secs: Option<u64>,
+    /// Send `stream_options.include_usage` (some older servers reject it).
+    pub stream_usage: Option<bool>,
+    /// Send the previous turns' reasoning back as `reasoning_content` (DeepSeek-style servers want it).
+    pub send_reasoning: Option<bool>,
+    /// Extra HTTP headers for the model endpoint (values never logged).
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+}
+
+/// Where the API key came from, for messages that must not contain the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    Flag,
+    Env(String),
+    File(PathBuf),
+    None,
+}
+
+/// The effective settings of this agent process.
+#[derive(Clone)]
+pub struct Settings {
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub key_source: KeySource,
+    /// Variable the user should set when the key is missing or wrong.
+    pub api_key_env: String,
+    pub require_api_key: bool,
+    pub model: Option<String>,
+    pub config_path: Option<PathBuf>,
+    pub default_mode: String,
+    pub max_turn_requests: u32,
+    pub context_window: u64,
+    pub max_retries: u32,
+    pub stream_idle_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub stream_usage: bool,
+    pub send_reasoning: bool,
+    pub headers: Vec<(String, String)>,
+    /// Base delay of the retry backoff (tests shorten it).
+    pub retry_base_delay: Duration,
+    pub data_dir: PathBuf,
+    /// Names of environment variables holding secrets: stripped from children.
+    pub secret_env: Vec<String>,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("key_source", &self.key_source)
+            .field("model", &self.model)
+            .field("config_path", &self.config_path)
+            .field("default_mode", &self.default_mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            base_url: DEFAULT_BASE_URL.into(),
+            api_key: None,
+            key_source: KeySource::None,
+            api_key_env: API_KEY_ENV.into(),
+            require_api_key: true,
+            model: None,
+            config_path: None,
+            default_mode: "ask".into(),
+            max_turn_requests: 100,
+            context_window: 128_000,
+            max_retries: 5,
+            stream_idle_timeout: Duration::from_secs(300),
+            connect_timeout: Duration::from_secs(15),
+            stream_usage: true,
+            send_reasoning: false,
+            headers: Vec::new(),
+            retry_base_delay: Duration::from_millis(500),
+            data_dir: data_home().join("acp-coder"),
+            secret_env: vec![API_KEY_ENV.into()],
+        }
+    }
+}
+
+/// The modes an agent session can be in (DESIGN §3 "Modes and permissions").
+pub const MODE_IDS: [&str; 4] = ["read-only", "ask", "accept-edits", "full-auto"];
+
+impl Settings {
+    /// Builds the settings from overrides, the process environment and the file.
+    pub fn load(over: &Overrides) -> Result<Settings, ConfigError> {
+        Self::load_with(over, &|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// Same as [`Settings::load`] with an explicit environment (tests).
+    pub fn load_with(
+        over: &Overrides,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settings, ConfigError> {
+        let path = over.config.clone().or_else(|| {
+            let p = config_home_with(env).join("acp-coder").join("config.toml");
+            p.exists().then_some(p)
+        });
+        let file = match &path {
+            Some(p) => read_file(p)?,
+            None => FileConfig::default(),
+        };
+        let mut s = Settings {
+            config_path: path.clone(),
+            data_dir: data_home_with(env).join("acp-coder"),
+            ..Settings::default()
+        };
+        s.base_url = over
+            .base_url
+            .clone()
+            .or_else(|| env(BASE_URL_ENV))
+            .or(file.base_url.clone())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.into())
+            .trim_end_matches('/')
+            .to_owned();
+        if !(s.base_url.starts_with("http://") || s.base_url.starts_with("https://")) {
+            return Err(ConfigError::Invalid(format!(
+                "base URL {:?} must start with http:// or https:// (set --base-url, {BASE_URL_ENV} or base_url in the config file)",
+                s.base_url
+            )));
+        }
+        s.api_key_env = file
+            .api_key_env
+            .clone()
+            .unwrap_or_else(|| API_KEY_ENV.into());
+        if !s.secret_env.contains(&s.api_key_env) {
+            s.secret_env.push(s.api_key_env.clone());
+        }
+        let (key, source) = if let Some(k) = &over.api_key {
+            (Some(k.clone()), KeySource::Flag)
+        } else if let Some(k) = env(&s.api_key_env) {
+            (Some(k), KeySource::Env(s.api_key_env.clone()))
+        } else if let Some(k) = &file.api_key {
+            (
+                Some(k.clone()),
+                KeySource::File(path.clone().unwrap_or_default()),
+            )
+        } else {
+            (None, KeySource::None)
+        };
+        s.api_key = key;
+        s.key_source = source;
+        s.require_api_key = file
+            .require_api_key
+            .unwrap_or_else(|| !is_local_endpoint(&s.base_url));
+        s.model = over
+            .model
+            .clone()
+            .or_else(|| env(MODEL_ENV))
+            .or(file.model.clone());
+        if let Some(mode) = &file.default_mode {
+            if !MODE_IDS.contains(&mode.as_str()) {
+                return Err(ConfigError::Invalid(format!(
+                    "default_mode {mode:?} in {} is not one of {}",
+                    path.unwrap_or_default().display(),
+                    MODE_IDS.join(", ")
+                )));
+            }
+            s.default_mode = mode.clone();
+        }
+        if let Some(n) = file.max_turn_requests {
+            s.max_turn_requests = n.max(1);
+        }
+        if let Some(n) = file.context_window {
+            s.context_window = n;
+        }
+        if let Some(n) = file.max_retries {
+            s.max_retries = n;
+        }
+        if let Some(n) = file.stream_idle_timeout_secs {
+            s.stream_idle_timeout = Duration::from_secs(n.max(1));
+        }
+        if let Some(b) = file.stream_usage {
+            s.stream_usage = b;
+        }
+        if let Some(b) = file.send_reasoning {
+            s.send_reasoning = b;
+        }
+        s.headers = file.headers.into_iter().collect();
+        // Hidden knobs for tests and debugging; not part of the documented contract.
+        if let Some(ms) = env("ACP_CODER_RETRY_BASE_MS").and_then(|v| v.parse().ok()) {
+            s.retry_base_delay = Duration::from_millis(ms);
+        }
+        if let Some(secs) = env("ACP_CODER_STREAM_IDLE_SECS").and_then(|v| v.parse().ok()) {
+            s.stream_idle_timeout = Duration::from_secs(secs);
+        }
+        Ok(s)
+    }
+
+    /// Why a model call cannot be made yet, phrased as what to set; `None` when usable.
+    pub fn missing_credentials(&self) -> Option<String> {
+        if self.api_key.is_none() && self.require_api_key {
+            Some(format!(
+                "no API key for {}: set {} in the environment the editor starts acp-coder with, or api_key_env/api_key in {} (or point {} at a local server such as Ollama)",
+                self.base_url,
+                self.api_key_env,
+                self.config_path
+                    .clone()
+                    .unwrap_or_else(|| config_home().join("acp-coder").join("config.toml"))
+                    .display(),
+                BASE_URL_ENV,
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// Where to fix a key the endpoint rejected.
+    pub fn key_hint(&self) -> String {
+        match &self.key_source {
+            KeySource::Flag => "the key given with --api-key".into(),
+            KeySource::Env(v) => format!("the {v} environment variable"),
+            KeySource::File(p) => format!("api_key in {}", p.display()),
+            KeySource::None => format!("{} (no key is set)", self.api_key_env),
+        }
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.to_owned(),
+        message: e.message().to_owned()
+            + &e.span()
+                .map(|sp| format!(" (at byte {})", sp.start))
+                .unwrap_or_default(),
+    })
+}
+
+/// Loopback, private-network and `.local` hosts are taken as keyless local servers.
+pub fn is_local_endpoint(base_url: &str) -> bool {
+    let rest = base_url.split("://").nth(1).unwrap_or("");
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    if host == "localhost" || host.ends_with(".local") || host.ends_with(".localhost") {
+        return true;
+    }
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        Ok(std::net::IpAddr::V6(ip)) => ip.is_loopback(),
+        Err(_) => false,
+    }
+}
+
+fn home_with(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    env("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+fn xdg(env: &dyn Fn(&str) -> Option<String>, var: &str, fallback: &str) -> PathBuf {
+    env(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| home_with(env).join(fallback))
+}
+
+fn process_env(k: &str) -> Option<String> {
+    std::env::var(k).ok().filter(|v| !v.is_empty())
+}
+
+fn config_home_with(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    xdg(env, "XDG_CONFIG_HOME", ".config")
+}
+fn data_home_with(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    xdg(env, "XDG_DATA_HOME", ".local/share")
+}
+pub fn config_home() -> PathBuf {
+    config_home_with(&process_env)
+}
+pub fn data_home() -> PathBuf {
+    data_home_with(&process_env)
+}
+pub fn state_home() -> PathBuf {
+    xdg(&process_env, "XDG_STATE_HOME", ".local/state")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn precedence_flag_env_file_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("c.toml");
+        std::fs::write(
+            &cfg,
+            "model = \"file-model\"\nbase_url = \"http://file/v1\"\n",
+        )
+        .unwrap();
+        let over = Overrides {
+            config: Some(cfg.clone()),
+            ..Default::default()
+        };
+        let s = Settings::load_with(&over, &env_of(&[])).unwrap();
+        assert_eq!(s.model.as_deref(), Some("file-model"));
+        assert_eq!(s.base_url, "http://file/v1");
+        let s = Settings::load_with(
+            &over,
+            &env_of(&[(MODEL_ENV, "env-model"), (BASE_URL_ENV, "http://env/v1/")]),
+        )
+        .unwrap();
+        assert_eq!(s.model.as_deref(), Some("env-model"));
+        assert_eq!(s.base_url, "http://env/v1");
+        let over = Overrides {
+            model: Some("flag-model".into()),
+            ..over
+        };
+        let s = Settings::load_with(&over, &env_of(&[(MODEL_ENV, "env-model")])).unwrap();
+        assert_eq!(s.model.as_deref(), Some("flag-model"));
+        let s = Settings::load_with(&Overrides::default(), &env_of(&[("HOME", "/nonexistent")]))
+            .unwrap();
+        assert_eq!(s.base_url, DEFAULT_BASE_URL);
+        assert!(s.model.is_none());
+    }
+
+    #[test]
+    fn credentials_rules() {
+        let s = Settings::load_with(&Overrides::default(), &env_of(&[("HOME", "/nonexistent")]))
+            .unwrap();
+        let msg = s.missing_credentials().unwrap();
+        assert!(msg.contains("OPENAI_API_KEY"), "{msg}");
+        let s = Settings::load_with(
+            &Overrides::default(),
+            &env_of(&[(BASE_URL_ENV, "http://127.0.0.1:11434/v1")]),
+        )
+        .unwrap();
+        assert!(s.missing_credentials().is_none());
+        let s =
+            Settings::load_with(&Overrides::default(), &env_of(&[(API_KEY_ENV, "sk-x")])).unwrap();
+        assert!(s.missing_credentials().is_none());
+        assert!(!format!("{s:?}").contains("sk-x"));
+    }
+
+    #[test]
+    fn bad_file_is_reported_with_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("c.toml");
+        std::fs::write(&cfg, "modle = 1\n").unwrap();
+        let over = Overrides {
+            config: Some(cfg.clone()),
+            ..Default::default()
+        };
+        let err = Settings::load_with(&over, &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("c.toml") && err.contains("modle"), "{err}");
+    }
+
+    #[test]
+    fn local_endpoints() {
+        for u in [
+            "http://localhost:11434/v1",
+            "http://127.0.0.1:8080",
+            "http://[::1]:8000/v1",
+            "http://192.168.1.5:8000/v1",
+            "http://box.local/v1",
+        ] {
+            assert!(is_local_endpoint(u), "{u}");
+        }
+        for u in [
+            "https://api.openai.com/v1",
+            "https://openrouter.ai/api/v1",
+            "http://8.8.8.8/v1",
+        ] {
+            assert!(!is_local_endpoint(u), "{u}");
+        }
+    }
+}

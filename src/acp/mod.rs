@@ -1,1 +1,58 @@
-//! acp
+//! Hand-rolled ACP v1 types (serde only), grouped like the official schema.
+//!
+//! Lenient on input: unknown fields are ignored, `_meta` is kept, unknown enum
+//! variants in lists decode to an `Unknown` variant instead of failing the message.
+//! Exact on output: optional fields are omitted rather than sent as `null`, and
+//! every type mirrors its `$defs` entry in the ACP v1 schema.
+pub mod client;
+pub mod content;
+pub mod initialize;
+pub mod session;
+pub mod tool_call;
+pub mod update;
+
+pub use client::*;
+pub use content::*;
+pub use initialize::*;
+pub use session::*;
+pub use tool_call::*;
+pub use update::*;
+
+/// The only protocol version this agent speaks (ACP §3).
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// Arbitrary `_meta` object carried by every ACP type.
+pub type Meta = Option<serde_json::Map<String, serde_json::Value>>;
+
+/// Method names, so no string literal is repeated across the code.
+pub mod method {
+    pub const INITIALIZE: &str = "initialize";
+    pub const AUTHENTICATE: &str = "authenticate";
+    pub const SESSION_NEW: &str = "session/new";
+    pub const SESSION_LOAD: &str = "session/load";
+    pub const SESSION_RESUME: &str = "session/resume";
+    pub const SESSION_LIST: &str = "session/list";
+    pub const SESSION_CLOSE: &str = "session/close";
+    pub const SESSION_DELETE: &str = "session/delete";
+    pub const SESSION_PROMPT: &str = "session/prompt";
+    pub const SESSION_CANCEL: &str = "session/cancel";
+    pub const SESSION_SET_MODE: &str = "session/set_mode";
+    pub const SESSION_SET_CONFIG_OPTION: &str = "session/set_config_option";
+    pub const SESSION_UPDATE: &str = "session/update";
+    pub const REQUEST_PERMISSION: &str = "session/request_permission";
+    pub const FS_READ: &str = "fs/read_text_file";
+    pub const FS_WRITE: &str = "fs/write_text_file";
+    pub const TERMINAL_CREATE: &str = "terminal/create";
+    pub const TERMINAL_OUTPUT: &str = "terminal/output";
+    pub const TERMINAL_WAIT: &str = "terminal/wait_for_exit";
+    pub const TERMINAL_KILL: &str = "terminal/kill";
+    pub const TERMINAL_RELEASE: &str = "terminal/release";
+    pub const CANCEL_REQUEST: &str = "$/cancel_request";
+}
+
+/// An empty result object `{}` (the wire form of "no result fields").
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Empty {
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Meta,
+}

@@ -1,1 +1,16 @@
-//! rpc
+//! JSON-RPC 2.0 over newline-delimited frames on any `AsyncRead`/`AsyncWrite`.
+//!
+//! This layer knows nothing of ACP: it frames lines, classifies messages, owns the
+//! single writer of the output stream, keeps the table of the agent's own pending
+//! requests (the "reverse requests" to the editor) and dispatches incoming requests
+//! to a [`Handler`], each on its own task, so a long `session/prompt` never blocks
+//! `session/cancel` or the responses to our own requests.
+mod connection;
+mod error;
+mod framing;
+mod message;
+
+pub use connection::{Connection, Direction, Handler, Peer, ServeOptions, WriterDone, serve};
+pub use error::{RpcError, codes};
+pub use framing::{Frame, LineReader};
+pub use message::{Id, Incoming, decode_params};

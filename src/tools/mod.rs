@@ -1,1 +1,186 @@
-//! tools
+//! Model-facing tools: the [`Tool`] trait, the [`Registry`], and one file per tool.
+//!
+//! A call runs in two phases so the user can review it before anything happens:
+//! [`Tool::prepare`] validates the arguments and computes what the call would do
+//! (title, locations, a diff preview, which paths or command it touches), then the
+//! agent decides on permission, then [`Action::run`] does it. Tool failures are
+//! results for the model ([`ToolError`]), never JSON-RPC errors to the editor.
+mod plan;
+
+pub use plan::UpdatePlan;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::acp::{ToolCallContent, ToolCallLocation, ToolKind};
+use crate::editor::{Editor, FileError};
+
+/// Everything a tool may use while it runs.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub session_id: String,
+    /// The session's working directory (absolute, as given by the editor).
+    pub cwd: PathBuf,
+    /// cwd and additional directories, canonicalised: the session roots.
+    pub roots: Vec<PathBuf>,
+    pub editor: Editor,
+    /// Cancelled when the turn is cancelled.
+    pub cancel: CancellationToken,
+    pub tool_call_id: String,
+    /// Environment variables never passed to child processes.
+    pub secret_env: Vec<String>,
+}
+
+/// What a call touches; the permission policy decides from this.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Access {
+    /// Nothing outside the agent (plans, thinking).
+    None,
+    Read(Vec<PathBuf>),
+    Write(Vec<PathBuf>),
+    Execute {
+        command: String,
+        cwd: PathBuf,
+    },
+    /// An MCP tool; `read_only` from its annotations.
+    External {
+        tool: String,
+        read_only: bool,
+    },
+}
+
+/// A prepared call, ready to be shown, approved and run.
+pub struct Invocation {
+    pub title: String,
+    pub kind: ToolKind,
+    pub locations: Vec<ToolCallLocation>,
+    /// Preview shown in the `tool_call` and the permission request (e.g. a diff).
+    pub content: Vec<ToolCallContent>,
+    pub access: Access,
+    pub action: Box<dyn Action>,
+}
+
+/// The part of a call that has effects.
+#[async_trait::async_trait]
+pub trait Action: Send {
+    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+/// The result of a call, for the model and for the editor.
+#[derive(Debug, Clone, Default)]
+pub struct ToolOutput {
+    /// What the model reads as the tool result.
+    pub for_model: String,
+    /// Tool-call content shown in the editor (replaces the preview when non-empty).
+    pub content: Vec<ToolCallContent>,
+    /// Locations to show once done (e.g. search hits), if they changed.
+    pub locations: Option<Vec<ToolCallLocation>>,
+    pub raw_output: Option<Value>,
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            for_model: text.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// A failed call. The message is written for the model: it says what was
+/// wrong and what to do instead.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ToolError {
+    #[error("invalid arguments: {0}")]
+    InvalidArgs(String),
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error("{0}")]
+    Failed(String),
+    #[error("the user cancelled the turn")]
+    Cancelled,
+}
+
+/// A model-facing tool.
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync {
+    /// The name the model calls (a contract: DESIGN §3).
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// JSON Schema of the arguments object.
+    fn parameters(&self) -> Value;
+    fn kind(&self) -> ToolKind;
+    /// A title from unvalidated arguments, for the first report of the call.
+    fn title(&self, args: &Value) -> String {
+        let _ = args;
+        self.name().to_owned()
+    }
+    async fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Invocation, ToolError>;
+}
+
+/// Decodes tool arguments, naming the bad field for the model.
+pub fn parse_args<T: serde::de::DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    serde_path_to_error::deserialize(args).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            ToolError::InvalidArgs(inner.to_string())
+        } else {
+            ToolError::InvalidArgs(format!("{path}: {inner}"))
+        }
+    })
+}
+
+/// The tools of a session, by name.
+#[derive(Clone, Default)]
+pub struct Registry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+    order: Vec<String>,
+}
+
+impl Registry {
+    /// The built-in tools.
+    pub fn builtin() -> Self {
+        let mut r = Registry::default();
+        r.add(Arc::new(UpdatePlan));
+        r
+    }
+
+    pub fn add(&mut self, tool: Arc<dyn Tool>) {
+        let name = tool.name().to_owned();
+        if self.tools.insert(name.clone(), tool).is_none() {
+            self.order.push(name);
+        }
+    }
+
+    pub fn remove(&mut self, name: &str) {
+        if self.tools.remove(name).is_some() {
+            self.order.retain(|n| n != name);
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.order.iter().map(String::as_str)
+    }
+
+    /// Tool specs for the model, in registration order.
+    pub fn specs(&self) -> Vec<crate::llm::ToolSpec> {
+        self.order
+            .iter()
+            .filter_map(|n| self.tools.get(n))
+            .map(|t| crate::llm::ToolSpec {
+                name: t.name().to_owned(),
+                description: t.description().to_owned(),
+                parameters: t.parameters(),
+            })
+            .collect()
+    }
+}

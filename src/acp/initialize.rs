@@ -1,0 +1,182 @@
+//! `initialize` and `authenticate` (ACP §3, §4).
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Meta;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeRequest {
+    /// Any integer is accepted; we always answer with our version.
+    pub protocol_version: Value,
+    #[serde(default)]
+    pub client_capabilities: ClientCapabilities,
+    #[serde(default)]
+    pub client_info: Option<Implementation>,
+    #[serde(rename = "_meta", default)]
+    pub meta: Meta,
+}
+
+/// What the editor can do for us. Everything omitted is unsupported.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientCapabilities {
+    #[serde(default, deserialize_with = "lenient")]
+    pub fs: FileSystemCapabilities,
+    #[serde(default, deserialize_with = "lenient")]
+    pub terminal: bool,
+    #[serde(default, deserialize_with = "lenient")]
+    pub auth: ClientAuthCapabilities,
+    #[serde(default)]
+    pub session: Option<Value>,
+    #[serde(rename = "_meta", default)]
+    pub meta: Meta,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileSystemCapabilities {
+    #[serde(default, deserialize_with = "lenient")]
+    pub read_text_file: bool,
+    #[serde(default, deserialize_with = "lenient")]
+    pub write_text_file: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientAuthCapabilities {
+    #[serde(default, deserialize_with = "lenient")]
+    pub terminal: bool,
+}
+
+/// Like the reference implementation: a malformed optional capability is
+/// treated as absent instead of failing the whole handshake.
+fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned + Default,
+{
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).unwrap_or_default())
+}
+
+impl ClientCapabilities {
+    /// Whether the editor can render boolean config options.
+    pub fn boolean_config_options(&self) -> bool {
+        self.session
+            .as_ref()
+            .and_then(|s| s.get("configOptions"))
+            .and_then(|c| c.get("boolean"))
+            .is_some_and(|b| !b.is_null())
+    }
+    /// Whether the editor supports terminal auth (stable capability or the older `_meta` key).
+    pub fn terminal_auth(&self) -> bool {
+        self.auth.terminal
+            || self
+                .meta
+                .as_ref()
+                .and_then(|m| m.get("terminal-auth"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Implementation {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResponse {
+    pub protocol_version: u16,
+    pub agent_capabilities: AgentCapabilities,
+    pub auth_methods: Vec<AuthMethod>,
+    pub agent_info: Implementation,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCapabilities {
+    pub load_session: bool,
+    pub prompt_capabilities: PromptCapabilities,
+    pub mcp_capabilities: McpCapabilities,
+    #[serde(skip_serializing_if = "SessionCapabilities::is_empty")]
+    pub session_capabilities: SessionCapabilities,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptCapabilities {
+    pub image: bool,
+    pub audio: bool,
+    pub embedded_context: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct McpCapabilities {
+    pub http: bool,
+    pub sse: bool,
+}
+
+/// Each present key (`{}`) advertises one optional session method.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCapabilities {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list: Option<super::Empty>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delete: Option<super::Empty>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume: Option<super::Empty>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub close: Option<super::Empty>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub additional_directories: Option<super::Empty>,
+}
+
+impl SessionCapabilities {
+    fn is_empty(&self) -> bool {
+        self.list.is_none()
+            && self.delete.is_none()
+            && self.resume.is_none()
+            && self.close.is_none()
+            && self.additional_directories.is_none()
+    }
+}
+
+/// An auth method. Agent-type methods carry no `type` on the wire.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum AuthMethod {
+    Agent {
+        id: String,
+        name: String,
+        description: String,
+    },
+    Terminal {
+        #[serde(rename = "type")]
+        kind: TerminalTag,
+        id: String,
+        name: String,
+        description: String,
+        args: Vec<String>,
+    },
+}
+
+/// The constant `"terminal"` tag.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TerminalTag {
+    Terminal,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthenticateRequest {
+    pub method_id: String,
+}

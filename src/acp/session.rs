@@ -1,0 +1,191 @@
+//! Session setup and prompt turns (ACP §5, §6).
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{ContentBlock, Meta};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewSessionRequest {
+    pub cwd: String,
+    pub mcp_servers: Vec<McpServer>,
+    #[serde(default)]
+    pub additional_directories: Vec<String>,
+    #[serde(rename = "_meta", default)]
+    pub meta: Meta,
+}
+
+/// An MCP server handed over by the editor. stdio entries carry no `type`
+/// (a stray `"type": "stdio"` is tolerated); http and sse entries do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum McpServer {
+    Http(McpServerHttp),
+    Sse(McpServerHttp),
+    Stdio(McpServerStdio),
+    #[serde(untagged)]
+    StdioUntagged(McpServerStdio),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServerStdio {
+    pub name: String,
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: Vec<NameValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServerHttp {
+    pub name: String,
+    pub url: String,
+    #[serde(default)]
+    pub headers: Vec<NameValue>,
+}
+
+/// `{name, value}` pairs used for env variables and HTTP headers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NameValue {
+    pub name: String,
+    pub value: String,
+}
+
+impl McpServer {
+    pub fn name(&self) -> &str {
+        match self {
+            McpServer::Http(h) | McpServer::Sse(h) => &h.name,
+            McpServer::Stdio(s) | McpServer::StdioUntagged(s) => &s.name,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewSessionResponse {
+    pub session_id: String,
+    pub modes: SessionModeState,
+    pub config_options: Vec<SessionConfigOption>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionModeState {
+    pub current_mode_id: String,
+    pub available_modes: Vec<SessionMode>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionMode {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+}
+
+/// A select-type session config option (ACP §5.6). Boolean options are never
+/// sent: this agent has none.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionConfigOption {
+    pub id: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: SelectTag,
+    pub current_value: String,
+    pub options: Vec<SessionConfigSelectOption>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SelectTag {
+    Select,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionConfigSelectOption {
+    pub value: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptRequest {
+    pub session_id: String,
+    pub prompt: Vec<ContentBlock>,
+    #[serde(rename = "_meta", default)]
+    pub meta: Meta,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    MaxTokens,
+    MaxTurnRequests,
+    Refusal,
+    Cancelled,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptResponse {
+    pub stop_reason: StopReason,
+}
+
+/// Params naming only a session (`session/cancel`, `session/close`, ...).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRef {
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetModeRequest {
+    pub session_id: String,
+    pub mode_id: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetConfigOptionRequest {
+    pub session_id: String,
+    pub config_id: String,
+    pub value: Value,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetConfigOptionResponse {
+    pub config_options: Vec<SessionConfigOption>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_servers_of_every_shape() {
+        let servers: Vec<McpServer> = serde_json::from_str(
+            r#"[{"name":"a","command":"/bin/a","args":[],"env":[{"name":"K","value":"V"}]},
+                {"type":"stdio","name":"b","command":"/bin/b","args":["x"],"env":[]},
+                {"type":"http","name":"c","url":"http://h/mcp","headers":[]},
+                {"type":"sse","name":"d","url":"http://h/sse","headers":[{"name":"A","value":"B"}]}]"#,
+        )
+        .unwrap();
+        assert!(matches!(&servers[0], McpServer::StdioUntagged(s) if s.env[0].name == "K"));
+        assert!(matches!(&servers[1], McpServer::Stdio(_)));
+        assert!(matches!(&servers[2], McpServer::Http(_)));
+        assert!(matches!(&servers[3], McpServer::Sse(_)));
+        // stdio without `type` round-trips without one.
+        let back = serde_json::to_value(&servers[0]).unwrap();
+        assert!(back.get("type").is_none());
+    }
+}

@@ -1,0 +1,132 @@
+//! The `session/update` notification and its variants (ACP §7).
+use serde::{Deserialize, Serialize};
+
+use super::{ContentBlock, SessionConfigOption, ToolCall, ToolCallUpdate};
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionNotification<'a> {
+    pub session_id: &'a str,
+    pub update: &'a SessionUpdate,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "sessionUpdate", rename_all = "snake_case")]
+pub enum SessionUpdate {
+    UserMessageChunk(ContentChunk),
+    AgentMessageChunk(ContentChunk),
+    AgentThoughtChunk(ContentChunk),
+    ToolCall(ToolCall),
+    ToolCallUpdate(ToolCallUpdate),
+    Plan(Plan),
+    AvailableCommandsUpdate(AvailableCommandsUpdate),
+    CurrentModeUpdate(CurrentModeUpdate),
+    ConfigOptionUpdate(ConfigOptionUpdate),
+    SessionInfoUpdate(SessionInfoUpdate),
+    UsageUpdate(UsageUpdate),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContentChunk {
+    pub content: ContentBlock,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub entries: Vec<PlanEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanEntry {
+    pub content: String,
+    pub priority: PlanPriority,
+    pub status: PlanStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanPriority {
+    High,
+    Medium,
+    Low,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AvailableCommandsUpdate {
+    pub available_commands: Vec<AvailableCommand>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AvailableCommand {
+    pub name: String,
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<CommandInput>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommandInput {
+    pub hint: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CurrentModeUpdate {
+    pub current_mode_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigOptionUpdate {
+    pub config_options: Vec<SessionConfigOption>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfoUpdate {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UsageUpdate {
+    pub used: u64,
+    pub size: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cost {
+    pub amount: f64,
+    pub currency: String,
+}
+
+impl SessionUpdate {
+    pub fn agent_text(text: impl Into<String>, message_id: Option<String>) -> Self {
+        SessionUpdate::AgentMessageChunk(ContentChunk {
+            content: ContentBlock::text(text),
+            message_id,
+        })
+    }
+    pub fn agent_thought(text: impl Into<String>, message_id: Option<String>) -> Self {
+        SessionUpdate::AgentThoughtChunk(ContentChunk {
+            content: ContentBlock::text(text),
+            message_id,
+        })
+    }
+}

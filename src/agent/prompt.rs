@@ -1,0 +1,206 @@
+//! What the model reads: the system prompt (compiled-in text, environment,
+//! `AGENTS.md` files) and the user's prompt blocks turned into a chat message.
+use std::path::{Path, PathBuf};
+
+use crate::acp::{ContentBlock, ResourceContents, file_uri_to_path};
+use crate::editor::Editor;
+use crate::llm::{ChatMessage, UserPart};
+
+const SYSTEM: &str = include_str!("../../prompts/system.md");
+/// Project instructions larger than this are cut (they are paid on every call).
+const AGENTS_MD_LIMIT: usize = 32 * 1024;
+
+/// The system prompt for a session rooted at `cwd`.
+pub fn system_prompt(cwd: &Path, additional: &[PathBuf]) -> String {
+    let mut s = String::with_capacity(SYSTEM.len() + 1024);
+    s.push_str(SYSTEM.trim_end());
+    s.push_str("\n\n# Environment\n");
+    s.push_str(&format!("- Working directory: {}\n", cwd.display()));
+    for dir in additional {
+        s.push_str(&format!("- Additional directory: {}\n", dir.display()));
+    }
+    s.push_str(&format!(
+        "- Platform: {} ({})\n",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    ));
+    if let Ok(now) = time::OffsetDateTime::now_utc()
+        .format(&time::macros::format_description!("[year]-[month]-[day]"))
+    {
+        s.push_str(&format!("- Today's date: {now}\n"));
+    }
+    let repo = repo_root(cwd);
+    if repo.is_some() {
+        s.push_str("- The working directory is inside a git repository.\n");
+    }
+    for (path, text) in agents_files(cwd, repo.as_deref()) {
+        s.push_str(&format!(
+            "\n# Project instructions from {}\nFollow these instructions from the project's maintainers.\n\n{}\n",
+            path.display(),
+            text.trim_end()
+        ));
+    }
+    s
+}
+
+/// The closest ancestor of `cwd` (itself included) holding `.git`.
+fn repo_root(cwd: &Path) -> Option<PathBuf> {
+    cwd.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// `AGENTS.md` from the repository root down to `cwd` (outermost first, so the
+/// most specific instructions come last). Without a repository: `cwd` only.
+fn agents_files(cwd: &Path, repo: Option<&Path>) -> Vec<(PathBuf, String)> {
+    let mut dirs: Vec<&Path> = match repo {
+        Some(root) => cwd
+            .ancestors()
+            .take_while(|d| d.starts_with(root))
+            .collect(),
+        None => vec![cwd],
+    };
+    dirs.reverse();
+    let mut out = Vec::new();
+    for dir in dirs {
+        let path = dir.join("AGENTS.md");
+        if let Ok(mut text) = std::fs::read_to_string(&path) {
+            if text.len() > AGENTS_MD_LIMIT {
+                let mut cut = AGENTS_MD_LIMIT;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                text.truncate(cut);
+                text.push_str("\n[… truncated]");
+            }
+            out.push((path, text));
+        }
+    }
+    out
+}
+
+/// Converts prompt blocks into one user message. Embedded resources are inlined
+/// as delimited context; `resource_link`s to files are read (through the editor
+/// when it can, so unsaved changes are seen); images become image parts.
+pub async fn user_message(blocks: &[ContentBlock], editor: &Editor) -> ChatMessage {
+    let mut parts: Vec<UserPart> = Vec::new();
+    let mut text = String::new();
+    let push_text = |text: &mut String, t: &str| {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(t);
+    };
+    for block in blocks {
+        match block {
+            ContentBlock::Text(t) => push_text(&mut text, &t.text),
+            ContentBlock::Resource(r) => match &r.resource {
+                ResourceContents::Text {
+                    uri, text: body, ..
+                } => {
+                    push_text(&mut text, &context_block(uri, body));
+                }
+                ResourceContents::Blob { uri, mime_type, .. } => push_text(
+                    &mut text,
+                    &format!(
+                        "[Attached binary resource {uri} ({}) — its contents cannot be shown]",
+                        mime_type.as_deref().unwrap_or("unknown type")
+                    ),
+                ),
+            },
+            ContentBlock::ResourceLink(link) => {
+                let body = match file_uri_to_path(&link.uri) {
+                    Some(path) => match editor.read_text_file(&path).await {
+                        Ok(body) if body.len() <= 256 * 1024 => Some(body),
+                        Ok(_) => None,
+                        Err(e) => {
+                            tracing::debug!(uri = %link.uri, error = %e, "resource link not inlined");
+                            None
+                        }
+                    },
+                    None => None,
+                };
+                match body {
+                    Some(body) => push_text(&mut text, &context_block(&link.uri, &body)),
+                    None => push_text(
+                        &mut text,
+                        &format!(
+                            "[Referenced: {} ({}) — read it with a tool if needed]",
+                            link.name, link.uri
+                        ),
+                    ),
+                }
+            }
+            ContentBlock::Image(img) => {
+                if !text.is_empty() {
+                    parts.push(UserPart::Text(std::mem::take(&mut text)));
+                }
+                parts.push(UserPart::ImageUrl(format!(
+                    "data:{};base64,{}",
+                    img.mime_type, img.data
+                )));
+            }
+            ContentBlock::Audio(_) => {
+                push_text(&mut text, "[Audio attachment omitted: not supported]")
+            }
+            ContentBlock::Unknown => {}
+        }
+    }
+    if !text.is_empty() || parts.is_empty() {
+        parts.push(UserPart::Text(text));
+    }
+    ChatMessage::User(parts)
+}
+
+fn context_block(uri: &str, body: &str) -> String {
+    let shown = file_uri_to_path(uri).map_or_else(|| uri.to_owned(), |p| p.display().to_string());
+    format!(
+        "<context source=\"{shown}\">\n{}\n</context>",
+        body.trim_end_matches('\n')
+    )
+}
+
+/// The first line of the prompt text, shortened: used for logs and titles.
+pub fn summary(blocks: &[ContentBlock], max: usize) -> String {
+    let text = blocks
+        .iter()
+        .find_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .unwrap_or("");
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    if line.chars().count() > max {
+        line.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+    } else {
+        line.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agents_md_from_repo_root_to_cwd() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("crates/x")).unwrap();
+        std::fs::write(root.join("AGENTS.md"), "ROOT RULES").unwrap();
+        std::fs::write(root.join("crates/x/AGENTS.md"), "CRATE RULES").unwrap();
+        let s = system_prompt(&root.join("crates/x"), &[]);
+        let a = s.find("ROOT RULES").unwrap();
+        let b = s.find("CRATE RULES").unwrap();
+        assert!(a < b);
+        assert!(s.contains("Working directory"));
+        // Outside a repo only cwd's file counts.
+        let lone = tempfile::tempdir().unwrap();
+        std::fs::write(lone.path().join("AGENTS.md"), "LONE").unwrap();
+        assert!(system_prompt(lone.path(), &[]).contains("LONE"));
+    }
+}

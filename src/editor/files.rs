@@ -1,0 +1,152 @@
+//! Local file access: the fallback when the editor offers no `fs` methods.
+use std::path::{Path, PathBuf};
+
+use crate::rpc::{RpcError, codes};
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum FileError {
+    #[error("{} does not exist", .0.display())]
+    NotFound(PathBuf),
+    #[error("{} is a directory, not a file (use list_directory)", .0.display())]
+    IsDirectory(PathBuf),
+    #[error("{} looks like a binary file; only text files can be read or edited", .0.display())]
+    Binary(PathBuf),
+    #[error("{} is not valid UTF-8 text", .0.display())]
+    NotUtf8(PathBuf),
+    #[error("cannot access {}: {message}", path.display())]
+    Io { path: PathBuf, message: String },
+    #[error("the editor could not access {}: {message}", path.display())]
+    Editor { path: PathBuf, message: String },
+}
+
+/// NUL bytes in the first 8 KiB mark a file as binary (git's rule).
+pub fn looks_binary(bytes: &[u8]) -> bool {
+    bytes.iter().take(8192).any(|&b| b == 0)
+}
+
+fn io(path: &Path, e: std::io::Error) -> FileError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => FileError::NotFound(path.to_owned()),
+        std::io::ErrorKind::IsADirectory => FileError::IsDirectory(path.to_owned()),
+        _ => FileError::Io {
+            path: path.to_owned(),
+            message: e.to_string(),
+        },
+    }
+}
+
+pub async fn read_local(path: &Path) -> Result<String, FileError> {
+    if tokio::fs::metadata(path)
+        .await
+        .map_err(|e| io(path, e))?
+        .is_dir()
+    {
+        return Err(FileError::IsDirectory(path.to_owned()));
+    }
+    let bytes = tokio::fs::read(path).await.map_err(|e| io(path, e))?;
+    if looks_binary(&bytes) {
+        return Err(FileError::Binary(path.to_owned()));
+    }
+    String::from_utf8(bytes).map_err(|_| FileError::NotUtf8(path.to_owned()))
+}
+
+/// Writes via a temporary file in the same directory and a rename, so a crash
+/// never leaves a half-written file; keeps the permissions of an existing file.
+pub async fn write_local(path: &Path, content: &str) -> Result<(), FileError> {
+    let path = path.to_owned();
+    let content = content.to_owned();
+    tokio::task::spawn_blocking(move || write_atomic(&path, content.as_bytes()))
+        .await
+        .map_err(|e| FileError::Io {
+            path: PathBuf::new(),
+            message: e.to_string(),
+        })?
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    use std::io::Write;
+    if path.is_dir() {
+        return Err(FileError::IsDirectory(path.to_owned()));
+    }
+    let dir = path.parent().ok_or_else(|| FileError::Io {
+        path: path.to_owned(),
+        message: "has no parent directory".into(),
+    })?;
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let perms = std::fs::metadata(path).ok().map(|m| m.permissions());
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.acp-coder-{}.tmp", fastrand::u64(..)));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        if let Some(p) = perms {
+            std::fs::set_permissions(&tmp, p)?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(path, e));
+    }
+    Ok(())
+}
+
+/// Turns an editor's error for `fs/read_text_file` into a [`FileError`]; editors
+/// differ in codes, so the disk is consulted to tell "missing" apart.
+pub(super) async fn classify_editor_error(path: &Path, err: RpcError) -> FileError {
+    if err.code == codes::RESOURCE_NOT_FOUND {
+        return FileError::NotFound(path.to_owned());
+    }
+    match tokio::fs::metadata(path).await {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileError::NotFound(path.to_owned()),
+        Ok(m) if m.is_dir() => FileError::IsDirectory(path.to_owned()),
+        _ => FileError::Editor {
+            path: path.to_owned(),
+            message: err.message,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn local_round_trip_keeps_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sub/a.sh");
+        write_local(&p, "echo 1\n").await.unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write_local(&p, "echo 2\n").await.unwrap();
+        assert_eq!(read_local(&p).await.unwrap(), "echo 2\n");
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("sub")).unwrap().count(),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_are_specific() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            read_local(&dir.path().join("nope")).await,
+            Err(FileError::NotFound(_))
+        ));
+        assert!(matches!(
+            read_local(dir.path()).await,
+            Err(FileError::IsDirectory(_))
+        ));
+        let bin = dir.path().join("b");
+        std::fs::write(&bin, b"a\0b").unwrap();
+        assert!(matches!(read_local(&bin).await, Err(FileError::Binary(_))));
+    }
+}

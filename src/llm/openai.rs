@@ -1,0 +1,407 @@
+//! The OpenAI-compatible HTTP implementation of [`Model`].
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::header::{
+    AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER,
+};
+use serde_json::Value;
+
+use super::assemble::{Assembler, Chunk};
+use super::retry::parse_retry_after;
+use super::sse::SseDecoder;
+use super::{ChatRequest, Event, EventStream, LlmError, Model};
+
+pub struct OpenAiModel {
+    client: reqwest::Client,
+    base_url: String,
+    api_key: Option<String>,
+    idle_timeout: Duration,
+}
+
+/// Installs the process-wide TLS crypto provider once (reqwest is built
+/// without one to keep the build small; ring is enough for HTTPS clients).
+fn install_crypto() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+impl OpenAiModel {
+    pub fn new(
+        base_url: &str,
+        api_key: Option<String>,
+        extra_headers: &[(String, String)],
+        connect_timeout: Duration,
+        idle_timeout: Duration,
+    ) -> Result<Self, LlmError> {
+        install_crypto();
+        let mut headers = HeaderMap::new();
+        for (name, value) in extra_headers {
+            let bad = |what: &str| LlmError::Connect {
+                url: base_url.to_owned(),
+                reason: format!("config header {name:?} has an invalid {what}"),
+            };
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| bad("value"))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .default_headers(headers)
+            .user_agent(concat!("acp-coder/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| LlmError::Connect {
+                url: base_url.to_owned(),
+                reason: format!("cannot build the HTTP client: {e}"),
+            })?;
+        Ok(Self {
+            client,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key,
+            idle_timeout,
+        })
+    }
+
+    fn auth(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.api_key {
+            Some(key) => {
+                let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
+                    .unwrap_or_else(|_| HeaderValue::from_static(""));
+                v.set_sensitive(true);
+                req.header(AUTHORIZATION, v)
+            }
+            None => req,
+        }
+    }
+
+    fn redact(&self, text: &str) -> String {
+        redact_secrets(text, self.api_key.as_deref())
+    }
+
+    async fn error_from(&self, url: &str, resp: reqwest::Response) -> LlmError {
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let body = tokio::time::timeout(Duration::from_secs(10), resp.bytes())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let message = self.redact(&error_message(&body));
+        LlmError::Status {
+            status,
+            url: url.to_owned(),
+            message,
+            retry_after,
+        }
+    }
+}
+
+/// The human part of an error body: `error.message`, `error`, `message`, `detail` or the text.
+fn error_message(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let from_json = serde_json::from_str::<Value>(&text).ok().and_then(|v| {
+        let pick = |v: &Value| v.as_str().map(str::to_owned);
+        v.get("error")
+            .and_then(|e| e.get("message").and_then(pick).or_else(|| pick(e)))
+            .or_else(|| v.get("message").and_then(pick))
+            .or_else(|| v.get("detail").and_then(pick))
+    });
+    let msg = from_json.unwrap_or_else(|| text.trim().to_owned());
+    let msg = msg.replace(['\n', '\r'], " ");
+    if msg.is_empty() {
+        "(empty body)".into()
+    } else if msg.chars().count() > 300 {
+        msg.chars().take(300).collect::<String>() + "…"
+    } else {
+        msg
+    }
+}
+
+/// Removes the key itself and anything shaped like an API key (`sk-…`), which
+/// some servers echo back partially in their 401 messages.
+pub fn redact_secrets(text: &str, key: Option<&str>) -> String {
+    let mut out = match key {
+        Some(k) if k.len() >= 4 => text.replace(k, "[redacted]"),
+        _ => text.to_owned(),
+    };
+    let mut i = 0;
+    while let Some(pos) = out[i..].find("sk-") {
+        let start = i + pos + 3;
+        let at_word_start = i + pos == 0
+            || !out[..i + pos]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric());
+        if !at_word_start {
+            i = start;
+            continue;
+        }
+        let end = out[start..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "-_*.".contains(c)))
+            .map_or(out.len(), |e| start + e);
+        if end - start >= 4 {
+            out.replace_range(start..end, "[redacted]");
+        }
+        i = start.min(out.len());
+    }
+    out
+}
+
+struct StreamState {
+    url: String,
+    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    decoder: SseDecoder,
+    assembler: Option<Assembler>,
+    pending: VecDeque<Result<Event, LlmError>>,
+    idle: Duration,
+}
+
+impl StreamState {
+    /// Handles one SSE payload; returns true once the reply is complete.
+    fn payload(&mut self, data: &str) -> bool {
+        let data = data.trim();
+        if data.is_empty() {
+            return false;
+        }
+        if data == "[DONE]" {
+            self.complete();
+            return true;
+        }
+        let chunk: Chunk = match serde_json::from_str(data) {
+            Ok(c) => c,
+            Err(e) => {
+                let excerpt: String = data.chars().take(120).collect();
+                self.fail(LlmError::Decode {
+                    url: self.url.clone(),
+                    reason: format!("{e} in data line {excerpt:?}"),
+                });
+                return true;
+            }
+        };
+        if let Some(err) = &chunk.error {
+            let message = err
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| err.to_string());
+            self.fail(LlmError::Api {
+                url: self.url.clone(),
+                message,
+            });
+            return true;
+        }
+        let mut events = Vec::new();
+        if let Some(a) = self.assembler.as_mut() {
+            a.push(chunk, &mut events);
+        }
+        self.pending.extend(events.into_iter().map(Ok));
+        false
+    }
+
+    fn complete(&mut self) {
+        if let Some(a) = self.assembler.take() {
+            self.pending.push_back(Ok(Event::Done(a.finish())));
+        }
+    }
+
+    fn fail(&mut self, err: LlmError) {
+        self.assembler = None;
+        self.pending.push_back(Err(err));
+    }
+
+    async fn next(mut self) -> Option<(Result<Event, LlmError>, Self)> {
+        loop {
+            if let Some(item) = self.pending.pop_front() {
+                return Some((item, self));
+            }
+            self.assembler.as_ref()?;
+            match tokio::time::timeout(self.idle, self.body.next()).await {
+                Err(_) => self.fail(LlmError::Timeout {
+                    url: self.url.clone(),
+                    after: self.idle,
+                }),
+                Ok(Some(Ok(bytes))) => {
+                    for data in self.decoder.feed(&bytes) {
+                        if self.payload(&data) {
+                            break;
+                        }
+                    }
+                }
+                Ok(Some(Err(e))) => self.fail(LlmError::Interrupted {
+                    url: self.url.clone(),
+                    reason: e.to_string(),
+                }),
+                Ok(None) => {
+                    if let Some(data) = self.decoder.finish()
+                        && self.payload(&data)
+                    {
+                        continue;
+                    }
+                    let finished = self.assembler.as_ref().is_some_and(Assembler::saw_finish);
+                    if finished {
+                        self.complete();
+                    } else {
+                        self.fail(LlmError::Interrupted {
+                            url: self.url.clone(),
+                            reason: "the stream ended before the reply was complete".into(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Model for OpenAiModel {
+    async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
+        let url = format!("{}/chat/completions", self.base_url);
+        let req = self
+            .auth(self.client.post(&url))
+            .header(CONTENT_TYPE, "application/json")
+            .body(request.to_json().to_string());
+        let resp = match tokio::time::timeout(self.idle_timeout, req.send()).await {
+            Err(_) => {
+                return Err(LlmError::Timeout {
+                    url,
+                    after: self.idle_timeout,
+                });
+            }
+            Ok(Err(e)) => {
+                return Err(LlmError::Connect {
+                    url,
+                    reason: self.redact(&error_chain(&e)),
+                });
+            }
+            Ok(Ok(resp)) => resp,
+        };
+        if !resp.status().is_success() {
+            return Err(self.error_from(&url, resp).await);
+        }
+        let is_json = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.contains("application/json"));
+        let mut state = StreamState {
+            url,
+            body: resp.bytes_stream().boxed(),
+            decoder: SseDecoder::default(),
+            assembler: Some(Assembler::default()),
+            pending: VecDeque::new(),
+            idle: self.idle_timeout,
+        };
+        if is_json {
+            // A server that ignored `stream: true`: one JSON completion.
+            let mut body = Vec::new();
+            while let Some(part) = state.body.next().await {
+                match part {
+                    Ok(b) => body.extend_from_slice(&b),
+                    Err(e) => {
+                        return Err(LlmError::Interrupted {
+                            url: state.url,
+                            reason: e.to_string(),
+                        });
+                    }
+                }
+            }
+            let text = String::from_utf8_lossy(&body).into_owned();
+            if !state.payload(&text) {
+                state.complete();
+            }
+        }
+        Ok(futures::stream::unfold(state, StreamState::next).boxed())
+    }
+
+    async fn list_models(&self) -> Result<Vec<String>, LlmError> {
+        let url = format!("{}/models", self.base_url);
+        let resp = tokio::time::timeout(
+            Duration::from_secs(5),
+            self.auth(self.client.get(&url)).send(),
+        )
+        .await
+        .map_err(|_| LlmError::Timeout {
+            url: url.clone(),
+            after: Duration::from_secs(5),
+        })?
+        .map_err(|e| LlmError::Connect {
+            url: url.clone(),
+            reason: self.redact(&error_chain(&e)),
+        })?;
+        if !resp.status().is_success() {
+            return Err(self.error_from(&url, resp).await);
+        }
+        let v: Value = resp.json().await.map_err(|e| LlmError::Decode {
+            url: url.clone(),
+            reason: e.to_string(),
+        })?;
+        let list = v
+            .get("data")
+            .or_else(|| v.get("models"))
+            .and_then(Value::as_array);
+        Ok(list
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|m| {
+                        m.get("id")
+                            .or_else(|| m.get("name"))
+                            .and_then(Value::as_str)
+                    })
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}
+
+/// reqwest's Display hides the cause ("error sending request"); include it.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let cs = c.to_string();
+        if !s.contains(&cs) {
+            s.push_str(": ");
+            s.push_str(&cs);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted() {
+        let r = redact_secrets(
+            "Incorrect API key provided: sk-abc1***********wxyz. Key my-secret-key",
+            Some("my-secret-key"),
+        );
+        assert!(!r.contains("abc1"), "{r}");
+        assert!(!r.contains("my-secret-key"), "{r}");
+        assert_eq!(redact_secrets("risk-free sk-", None), "risk-free sk-");
+    }
+
+    #[test]
+    fn error_messages() {
+        assert_eq!(
+            error_message(br#"{"error":{"message":"bad model","type":"x"}}"#),
+            "bad model"
+        );
+        assert_eq!(error_message(br#"{"error":"nope"}"#), "nope");
+        assert_eq!(error_message(br#"{"detail":"Not Found"}"#), "Not Found");
+        assert_eq!(error_message(b"plain\ntext"), "plain text");
+        assert_eq!(error_message(b""), "(empty body)");
+    }
+}

@@ -1,0 +1,403 @@
+//! The connection: one reader loop, one writer task, a pending table.
+//!
+//! Three tasks, two channels (NOTES habit 3): the reader classifies frames and
+//! spawns one task per incoming request; every outgoing frame goes through one
+//! unbounded channel to the single writer, so frames never interleave and the
+//! messages of one session leave in the order they were produced.
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+
+use super::framing::{Frame, LineReader};
+use super::message::{Id, Incoming};
+use super::{RpcError, decode_params};
+
+type Pending = oneshot::Sender<Result<Option<Box<RawValue>>, RpcError>>;
+
+/// What the peer may call on us.
+pub trait Handler: Send + Sync + 'static {
+    /// Handles one request; runs on its own task. The return value is the `result`.
+    fn request(
+        self: Arc<Self>,
+        method: String,
+        params: Option<Box<RawValue>>,
+    ) -> BoxFuture<'static, Result<Box<RawValue>, RpcError>>;
+
+    /// Whether requests of this method run one at a time in arrival order
+    /// (e.g. `initialize` before `session/new`) instead of each on its own task.
+    /// Sequential requests still run off the reader loop, so notifications and
+    /// responses keep flowing while they run.
+    fn sequential(&self, method: &str) -> bool {
+        let _ = method;
+        false
+    }
+
+    /// Handles one notification, inline on the reader loop: it must not block
+    /// (cancellation is a notification and must take effect at once).
+    fn notification(&self, method: &str, params: Option<&RawValue>);
+}
+
+struct Shared {
+    out: mpsc::UnboundedSender<String>,
+    pending: Mutex<HashMap<i64, Pending>>,
+    next_id: AtomicI64,
+    /// Observer of every frame in both directions (the `--trace` file).
+    tracer: Option<Arc<dyn Fn(Direction, &str) + Send + Sync>>,
+}
+
+/// Direction of a traced frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    In,
+    Out,
+}
+
+/// A cloneable handle to send notifications and requests to the other side.
+#[derive(Clone)]
+pub struct Peer {
+    shared: Arc<Shared>,
+}
+
+#[derive(Serialize)]
+struct OutRequest<'a, P> {
+    jsonrpc: &'static str,
+    id: i64,
+    method: &'a str,
+    params: &'a P,
+}
+
+#[derive(Serialize)]
+struct OutNotification<'a, P> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    params: &'a P,
+}
+
+#[derive(Serialize)]
+struct OutResponse<'a> {
+    jsonrpc: &'static str,
+    id: &'a Id,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a RpcError>,
+}
+
+impl Peer {
+    fn send_line(&self, line: String) {
+        if let Some(tracer) = &self.shared.tracer {
+            tracer(Direction::Out, &line);
+        }
+        // A closed writer means the editor is gone; there is no one left to tell.
+        let _ = self.shared.out.send(line);
+    }
+
+    /// Sends a notification. Serialization of our own types cannot fail; if it
+    /// ever does, the frame is dropped with a log line rather than a panic.
+    pub fn notify<P: Serialize>(&self, method: &str, params: &P) {
+        match serde_json::to_string(&OutNotification {
+            jsonrpc: "2.0",
+            method,
+            params,
+        }) {
+            Ok(line) => self.send_line(line),
+            Err(e) => tracing::error!(method, error = %e, "could not serialize notification"),
+        }
+    }
+
+    /// Sends a request and waits for its response. Dropping the returned future
+    /// forgets the pending entry (the late response is then ignored).
+    pub async fn request<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<R, RpcError> {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let line = serde_json::to_string(&OutRequest {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        })
+        .map_err(RpcError::internal)?;
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, tx);
+        let guard = PendingGuard {
+            shared: &self.shared,
+            id,
+        };
+        self.send_line(line);
+        let outcome = rx.await;
+        drop(guard);
+        let raw = match outcome {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(RpcError::internal(format!(
+                    "the editor closed the connection before answering {method}"
+                )));
+            }
+        };
+        decode_params::<R>(raw.as_deref()).map_err(|e| {
+            RpcError::internal(format!(
+                "the editor's answer to {method} was malformed: {}",
+                e.message
+            ))
+        })
+    }
+
+    fn respond(&self, id: &Id, result: Result<Box<RawValue>, RpcError>) {
+        let (result, error) = match &result {
+            Ok(r) => (Some(r.as_ref()), None),
+            Err(e) => (None, Some(e)),
+        };
+        match serde_json::to_string(&OutResponse {
+            jsonrpc: "2.0",
+            id,
+            result,
+            error,
+        }) {
+            Ok(line) => self.send_line(line),
+            Err(e) => tracing::error!(error = %e, "could not serialize response"),
+        }
+    }
+
+    /// Fails every request still waiting for the editor (it is gone).
+    fn fail_pending(&self) {
+        let drained: Vec<Pending> = {
+            let mut map = self
+                .shared
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            map.drain().map(|(_, tx)| tx).collect()
+        };
+        for tx in drained {
+            let _ = tx.send(Err(RpcError::internal("the editor closed the connection")));
+        }
+    }
+}
+
+struct PendingGuard<'a> {
+    shared: &'a Shared,
+    id: i64,
+}
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.shared
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+    }
+}
+
+/// Options of a connection.
+pub struct ServeOptions {
+    /// Longest accepted frame in bytes; longer lines get `-32700` and are skipped.
+    pub max_frame: usize,
+    pub tracer: Option<Arc<dyn Fn(Direction, &str) + Send + Sync>>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            max_frame: 16 * 1024 * 1024,
+            tracer: None,
+        }
+    }
+}
+
+/// A running connection: the peer handle plus the future that runs it.
+pub struct Connection {
+    pub peer: Peer,
+    rx: mpsc::UnboundedReceiver<String>,
+}
+
+impl Connection {
+    pub fn new(tracer: Option<Arc<dyn Fn(Direction, &str) + Send + Sync>>) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            out: tx,
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicI64::new(0),
+            tracer,
+        });
+        Self {
+            peer: Peer { shared },
+            rx,
+        }
+    }
+}
+
+/// Runs the connection until the input reaches EOF. Returns once every frame
+/// produced so far has been written; `handler` tasks still running are not
+/// awaited (the caller cancels them and then drops the last `Peer`).
+///
+/// The writer task ends when every `Peer` clone is gone; the returned
+/// [`WriterDone`] lets the caller wait for the last frames to be flushed.
+pub fn serve<R, W, H>(
+    conn: Connection,
+    reader: R,
+    writer: W,
+    handler: Arc<H>,
+    opts: ServeOptions,
+) -> (BoxFuture<'static, ()>, WriterDone)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+    H: Handler,
+{
+    let Connection { peer, rx } = conn;
+    let (done_tx, done_rx) = oneshot::channel();
+    tokio::spawn(write_loop(writer, rx, done_tx));
+    let tracer = opts.tracer.clone();
+    let (seq_tx, mut seq_rx) = mpsc::unbounded_channel::<BoxFuture<'static, ()>>();
+    tokio::spawn(async move {
+        while let Some(job) = seq_rx.recv().await {
+            job.await;
+        }
+    });
+    let read = async move {
+        let mut lines =
+            LineReader::new(BufReader::with_capacity(64 * 1024, reader), opts.max_frame);
+        loop {
+            let frame = match lines.next().await {
+                Ok(Some(frame)) => frame,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading stdin failed; closing the connection");
+                    break;
+                }
+            };
+            let line = match frame {
+                Frame::Line(line) => line,
+                Frame::TooLong { len } => {
+                    tracing::warn!(len, "frame too long");
+                    peer.respond(
+                        &Id::null(),
+                        Err(RpcError::parse_error(format!(
+                            "line of {len} bytes exceeds the {} byte limit and was skipped",
+                            opts.max_frame
+                        ))),
+                    );
+                    continue;
+                }
+            };
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if let Some(tracer) = &tracer {
+                tracer(Direction::In, &String::from_utf8_lossy(&line));
+            }
+            match Incoming::parse(&line) {
+                Err((id, err)) => {
+                    tracing::debug!(%id, error = %err.message, "bad frame");
+                    peer.respond(&id, Err(err));
+                }
+                Ok(Incoming::Request { id, method, params }) => {
+                    let sequential = handler.sequential(&method);
+                    let handler = handler.clone();
+                    let peer = peer.clone();
+                    let job = Box::pin(async move {
+                        tracing::debug!(%id, method, "request");
+                        // A panic inside a handler must still produce a response.
+                        let fut =
+                            std::panic::AssertUnwindSafe(handler.request(method.clone(), params));
+                        let result = match futures::FutureExt::catch_unwind(fut).await {
+                            Ok(r) => r,
+                            Err(_) => {
+                                tracing::error!(method, "handler panicked");
+                                Err(RpcError::internal(format!(
+                                    "the {method} handler failed unexpectedly; see the log"
+                                )))
+                            }
+                        };
+                        peer.respond(&id, result);
+                    });
+                    if sequential {
+                        let _ = seq_tx.send(job);
+                    } else {
+                        tokio::spawn(job);
+                    }
+                }
+                Ok(Incoming::Notification { method, params }) => {
+                    handler.notification(&method, params.as_deref());
+                }
+                Ok(Incoming::Response { id, result }) => {
+                    let key = match id {
+                        Id::Num(n) => Some(n),
+                        _ => None,
+                    };
+                    let tx = key.and_then(|k| {
+                        peer.shared
+                            .pending
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .remove(&k)
+                    });
+                    match tx {
+                        Some(tx) => {
+                            let _ = tx.send(result);
+                        }
+                        None => tracing::debug!(%id, "response to no pending request"),
+                    }
+                }
+            }
+        }
+        peer.fail_pending();
+    };
+    (Box::pin(read), WriterDone(done_rx))
+}
+
+/// Resolves once the writer has flushed everything and every `Peer` is gone.
+pub struct WriterDone(oneshot::Receiver<()>);
+
+impl WriterDone {
+    pub async fn wait(self) {
+        let _ = self.0.await;
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut rx: mpsc::UnboundedReceiver<String>,
+    done: oneshot::Sender<()>,
+) {
+    let mut buf = Vec::with_capacity(64 * 1024);
+    while let Some(line) = rx.recv().await {
+        buf.clear();
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+        // Batch whatever else is already queued into one write.
+        while buf.len() < 1 << 20 {
+            match rx.try_recv() {
+                Ok(more) => {
+                    buf.extend_from_slice(more.as_bytes());
+                    buf.push(b'\n');
+                }
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = async {
+            writer.write_all(&buf).await?;
+            writer.flush().await
+        }
+        .await
+        {
+            tracing::warn!(error = %e, "writing to stdout failed; dropping further output");
+            break;
+        }
+    }
+    let _ = done.send(());
+}

@@ -1,0 +1,276 @@
+//! Untyped envelope, typed extraction: a line is classified first and its
+//! `params` decoded only once the method is known (NOTES: "untyped envelope").
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::RpcError;
+
+/// A request id, echoed back exactly as it came (number, string or null).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Id {
+    Num(i64),
+    Str(String),
+    /// Ids that are neither (floats, huge numbers, null) are kept verbatim.
+    Other(RawJson),
+}
+
+/// Verbatim JSON text used as an id; compared by text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RawJson(pub String);
+
+impl Serialize for RawJson {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let raw = RawValue::from_string(self.0.clone()).map_err(serde::ser::Error::custom)?;
+        raw.serialize(s)
+    }
+}
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw: Box<RawValue> = Deserialize::deserialize(d)?;
+        Ok(RawJson(raw.get().to_owned()))
+    }
+}
+
+impl Id {
+    pub fn null() -> Self {
+        Id::Other(RawJson("null".into()))
+    }
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Id::Num(n) => write!(f, "{n}"),
+            Id::Str(s) => write!(f, "{s:?}"),
+            Id::Other(raw) => f.write_str(&raw.0),
+        }
+    }
+}
+
+/// One classified incoming message.
+#[derive(Debug)]
+pub enum Incoming {
+    Request {
+        id: Id,
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    Notification {
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    Response {
+        id: Id,
+        result: Result<Option<Box<RawValue>>, RpcError>,
+    },
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    jsonrpc: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Box<RawValue>>,
+    #[serde(default)]
+    method: Option<Value>,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
+    #[serde(default)]
+    result: Option<Box<RawValue>>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// Keeps `"id": null` distinct from an absent id.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
+impl Incoming {
+    /// Classifies one frame. On failure returns the error to send and the id to
+    /// send it with (null when the id could not be read).
+    pub fn parse(line: &[u8]) -> Result<Incoming, (Id, RpcError)> {
+        let text = std::str::from_utf8(line).map_err(|e| {
+            (
+                Id::null(),
+                RpcError::parse_error(format!("line is not UTF-8 ({e})")),
+            )
+        })?;
+        let value: &RawValue = serde_json::from_str(text).map_err(|e| {
+            (
+                Id::null(),
+                RpcError::parse_error(format!("not valid JSON ({e})")),
+            )
+        })?;
+        let trimmed = value.get().trim_start();
+        if !trimmed.starts_with('{') {
+            let what = if trimmed.starts_with('[') {
+                "batch requests are not supported; send one JSON object per line"
+            } else {
+                "expected a JSON object"
+            };
+            return Err((Id::null(), RpcError::invalid_request(what)));
+        }
+        let env: Envelope = serde_json::from_str(value.get())
+            .map_err(|e| (Id::null(), RpcError::invalid_request(e)))?;
+        let id = match env.id {
+            None => None,
+            Some(raw) => Some(
+                serde_json::from_str::<Id>(raw.get())
+                    .map_err(|e| (Id::null(), RpcError::invalid_request(format!("id: {e}"))))?,
+            ),
+        };
+        let reply_id = id.clone().unwrap_or_else(Id::null);
+        match &env.jsonrpc {
+            None => {}
+            Some(Value::String(v)) if v == "2.0" => {}
+            Some(other) => {
+                return Err((
+                    reply_id,
+                    RpcError::invalid_request(format!("jsonrpc must be \"2.0\", got {other}")),
+                ));
+            }
+        }
+        if matches!(&id, Some(Id::Other(raw)) if raw.0 != "null") && env.method.is_some() {
+            return Err((
+                reply_id,
+                RpcError::invalid_request("id must be a string, an integer or null"),
+            ));
+        }
+        match (env.method, id) {
+            (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request {
+                id,
+                method,
+                params: env.params,
+            }),
+            (Some(Value::String(method)), None) => Ok(Incoming::Notification {
+                method,
+                params: env.params,
+            }),
+            (Some(_), _) => Err((
+                reply_id,
+                RpcError::invalid_request("method must be a string"),
+            )),
+            (None, Some(id)) => {
+                let result = match env.error {
+                    Some(err) => Err(serde_json::from_value::<RpcError>(err.clone())
+                        .unwrap_or_else(|_| {
+                            RpcError::internal(format!("malformed error object {err}"))
+                        })),
+                    None => Ok(env.result),
+                };
+                Ok(Incoming::Response { id, result })
+            }
+            (None, None) => Err((
+                Id::null(),
+                RpcError::invalid_request(
+                    "a message needs a \"method\" (request) or an \"id\" (response)",
+                ),
+            )),
+        }
+    }
+}
+
+/// Decodes `params` into `T`, naming the failing field in the error
+/// (`params.cwd: invalid type: ...`). Absent params decode as `{}`.
+pub fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, RpcError> {
+    let text = params.map_or("{}", |p| p.get());
+    let text = if text.trim() == "null" { "{}" } else { text };
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let path = if path == "." {
+            String::from("params")
+        } else {
+            format!("params.{path}")
+        };
+        RpcError::invalid_params(format!("{path}: {inner}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_requests_notifications_and_responses() {
+        let req = Incoming::parse(br#"{"jsonrpc":"2.0","id":"a-1","method":"x","params":{"k":1}}"#)
+            .unwrap();
+        assert!(
+            matches!(req, Incoming::Request { id: Id::Str(ref s), ref method, .. } if s == "a-1" && method == "x")
+        );
+        let note = Incoming::parse(br#"{"jsonrpc":"2.0","method":"session/cancel"}"#).unwrap();
+        assert!(matches!(note, Incoming::Notification { .. }));
+        // "result": null is still a response (editors answer fs/write_text_file with null).
+        let resp = Incoming::parse(br#"{"jsonrpc":"2.0","id":3,"result":null}"#).unwrap();
+        assert!(matches!(
+            resp,
+            Incoming::Response {
+                id: Id::Num(3),
+                result: Ok(None)
+            }
+        ));
+        let err = Incoming::parse(
+            br#"{"jsonrpc":"2.0","id":4,"error":{"code":-32002,"message":"nope"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            err,
+            Incoming::Response {
+                result: Err(RpcError { code: -32002, .. }),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn rejects_garbage_with_the_right_codes() {
+        assert_eq!(Incoming::parse(b"not json").unwrap_err().1.code, -32700);
+        assert_eq!(Incoming::parse(&[0xff, 0xfe]).unwrap_err().1.code, -32700);
+        assert_eq!(Incoming::parse(b"[1,2]").unwrap_err().1.code, -32600);
+        assert_eq!(Incoming::parse(b"42").unwrap_err().1.code, -32600);
+        assert_eq!(
+            Incoming::parse(br#"{"jsonrpc":"2.0"}"#).unwrap_err().1.code,
+            -32600
+        );
+        let (id, e) = Incoming::parse(br#"{"jsonrpc":"1.0","id":7,"method":"x"}"#).unwrap_err();
+        assert_eq!((id, e.code), (Id::Num(7), -32600));
+    }
+
+    #[test]
+    fn ids_round_trip_exactly() {
+        for raw in [r#"1"#, r#""abc""#, r#"-5"#] {
+            let id: Id = serde_json::from_str(raw).unwrap();
+            assert_eq!(serde_json::to_string(&id).unwrap(), raw);
+        }
+    }
+
+    #[test]
+    fn params_errors_name_the_field() {
+        #[derive(Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct P {
+            cwd: String,
+            inner: Inner,
+        }
+        #[derive(Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Inner {
+            n: u32,
+        }
+        let raw = RawValue::from_string(r#"{"cwd":"/x","inner":{"n":"no"}}"#.into()).unwrap();
+        let err = decode_params::<P>(Some(&raw)).unwrap_err();
+        assert_eq!(err.code, -32602);
+        assert!(err.message.contains("params.inner.n"), "{}", err.message);
+        let err = decode_params::<P>(None).unwrap_err();
+        assert!(
+            err.message.contains("missing field `cwd`"),
+            "{}",
+            err.message
+        );
+    }
+}

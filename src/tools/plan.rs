@@ -1,0 +1,106 @@
+//! `update_plan`: the model's task list, shown in the editor as a `plan` update (ACP §7).
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, parse_args};
+use crate::acp::{Plan, PlanEntry, PlanPriority, PlanStatus, SessionUpdate, ToolKind};
+
+pub struct UpdatePlan;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    entries: Vec<Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    content: String,
+    status: PlanStatus,
+    #[serde(default)]
+    priority: Option<PlanPriority>,
+}
+
+#[async_trait::async_trait]
+impl Tool for UpdatePlan {
+    fn name(&self) -> &str {
+        "update_plan"
+    }
+    fn description(&self) -> &str {
+        "Record or update your plan for a multi-step task. Send the complete list every time \
+         (it replaces the previous one); keep exactly one entry in_progress while working and \
+         mark entries completed as soon as they are done. Skip this for trivial one-step tasks."
+    }
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "entries": {
+                    "type": "array",
+                    "description": "The complete plan, in order.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "content": {"type": "string", "description": "What this step does, in a short sentence."},
+                            "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
+                            "priority": {"type": "string", "enum": ["high", "medium", "low"], "description": "Default medium."}
+                        },
+                        "required": ["content", "status"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["entries"],
+            "additionalProperties": false
+        })
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Think
+    }
+    fn title(&self, _args: &Value) -> String {
+        "Update plan".into()
+    }
+    async fn prepare(&self, args: Value, _ctx: &ToolContext) -> Result<Invocation, ToolError> {
+        let args: Args = parse_args(args)?;
+        let entries: Vec<PlanEntry> = args
+            .entries
+            .into_iter()
+            .map(|e| PlanEntry {
+                content: e.content,
+                status: e.status,
+                priority: e.priority.unwrap_or(PlanPriority::Medium),
+            })
+            .collect();
+        Ok(Invocation {
+            title: "Update plan".into(),
+            kind: ToolKind::Think,
+            locations: Vec::new(),
+            content: Vec::new(),
+            access: Access::None,
+            action: Box::new(Send_ { entries }),
+        })
+    }
+}
+
+struct Send_ {
+    entries: Vec<PlanEntry>,
+}
+
+#[async_trait::async_trait]
+impl Action for Send_ {
+    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let done = self
+            .entries
+            .iter()
+            .filter(|e| e.status == PlanStatus::Completed)
+            .count();
+        let total = self.entries.len();
+        ctx.editor.update(&SessionUpdate::Plan(Plan {
+            entries: self.entries,
+        }));
+        Ok(ToolOutput::text(format!(
+            "Plan updated ({done} of {total} done)."
+        )))
+    }
+}
