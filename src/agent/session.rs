@@ -57,7 +57,7 @@ impl Session {
     ) -> Arc<Self> {
         let roots = std::iter::once(&cwd)
             .chain(additional_dirs.iter())
-            .map(|d| super::permission::canonicalize_lenient(d))
+            .map(|d| crate::tools::paths::canonicalize_lenient(d))
             .collect();
         let system_prompt = super::prompt::system_prompt(&cwd, &additional_dirs);
         Arc::new(Self {

@@ -5,9 +5,17 @@
 //! (title, locations, a diff preview, which paths or command it touches), then the
 //! agent decides on permission, then [`Action::run`] does it. Tool failures are
 //! results for the model ([`ToolError`]), never JSON-RPC errors to the editor.
+mod edit_file;
+pub mod paths;
 mod plan;
+mod read_file;
+mod text;
+mod write_file;
 
+pub use edit_file::EditFile;
 pub use plan::UpdatePlan;
+pub use read_file::ReadFile;
+pub use write_file::WriteFile;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -135,6 +143,20 @@ pub fn parse_args<T: serde::de::DeserializeOwned>(args: Value) -> Result<T, Tool
     })
 }
 
+/// Resolves a model-given path against the session (relative to cwd, `~`,
+/// `..` and symlinks resolved).
+pub fn resolve_arg(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
+    if path.trim().is_empty() {
+        return Err(ToolError::InvalidArgs("path: must not be empty".into()));
+    }
+    if path.contains('\0') {
+        return Err(ToolError::InvalidArgs(
+            "path: must not contain NUL characters".into(),
+        ));
+    }
+    Ok(paths::resolve(path, &ctx.cwd))
+}
+
 /// The tools of a session, by name.
 #[derive(Clone, Default)]
 pub struct Registry {
@@ -146,6 +168,9 @@ impl Registry {
     /// The built-in tools.
     pub fn builtin() -> Self {
         let mut r = Registry::default();
+        r.add(Arc::new(ReadFile));
+        r.add(Arc::new(WriteFile));
+        r.add(Arc::new(EditFile));
         r.add(Arc::new(UpdatePlan));
         r
     }

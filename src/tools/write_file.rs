@@ -1,0 +1,122 @@
+//! `write_file`: create or overwrite a text file, shown to the user as a diff first.
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::paths::display;
+use super::text::{uses_crlf, with_line_endings};
+use super::{
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, parse_args, resolve_arg,
+};
+use crate::acp::{ToolCallContent, ToolCallLocation, ToolKind};
+use crate::editor::FileError;
+
+pub struct WriteFile;
+
+#[derive(Deserialize)]
+struct Args {
+    path: String,
+    content: String,
+}
+
+#[async_trait::async_trait]
+impl Tool for WriteFile {
+    fn name(&self) -> &str {
+        "write_file"
+    }
+    fn description(&self) -> &str {
+        "Create a file, or replace a file's whole content. Parent directories are created. \
+         For changes to part of an existing file, prefer edit_file. Read an existing file before \
+         overwriting it."
+    }
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, absolute or relative to the working directory."},
+                "content": {"type": "string", "description": "The complete new content of the file."}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Edit
+    }
+    fn title(&self, args: &Value) -> String {
+        match args.get("path").and_then(Value::as_str) {
+            Some(p) => format!("Write {p}"),
+            None => "Write file".into(),
+        }
+    }
+    async fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Invocation, ToolError> {
+        let args: Args = parse_args(args)?;
+        let path = resolve_arg(ctx, &args.path)?;
+        let old = match ctx.editor.read_text_file(&path).await {
+            Ok(old) => Some(old),
+            Err(FileError::NotFound(_)) => None,
+            Err(FileError::Binary(p)) => {
+                return Err(ToolError::Failed(format!(
+                    "{} is a binary file; refusing to overwrite it with text",
+                    p.display()
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        // Keep the file's line-ending convention.
+        let content = match &old {
+            Some(old) if uses_crlf(old) => with_line_endings(&args.content, true),
+            _ => args.content,
+        };
+        let shown = display(&path, &ctx.cwd);
+        let title = if old.is_some() {
+            format!("Write {shown}")
+        } else {
+            format!("Create {shown}")
+        };
+        Ok(Invocation {
+            title,
+            kind: ToolKind::Edit,
+            locations: vec![ToolCallLocation {
+                path: path.display().to_string(),
+                line: Some(1),
+            }],
+            content: vec![ToolCallContent::Diff {
+                path: path.display().to_string(),
+                old_text: old.clone(),
+                new_text: content.clone(),
+            }],
+            access: Access::Write(vec![path.clone()]),
+            action: Box::new(Write {
+                path,
+                shown,
+                content,
+                existed: old.is_some(),
+            }),
+        })
+    }
+}
+
+struct Write {
+    path: PathBuf,
+    shown: String,
+    content: String,
+    existed: bool,
+}
+
+#[async_trait::async_trait]
+impl Action for Write {
+    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        ctx.editor
+            .write_text_file(&self.path, &self.content)
+            .await?;
+        let lines = self.content.lines().count();
+        let verb = if self.existed { "Wrote" } else { "Created" };
+        Ok(ToolOutput {
+            for_model: format!("{verb} {} ({lines} lines).", self.shown),
+            raw_output: Some(json!({"path": self.path, "lines": lines, "created": !self.existed})),
+            ..Default::default()
+        })
+    }
+}
