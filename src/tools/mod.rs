@@ -9,6 +9,7 @@ mod edit_file;
 pub mod paths;
 mod plan;
 mod read_file;
+pub mod search;
 mod text;
 mod write_file;
 
