@@ -577,6 +577,41 @@ impl Drop for FakeEditor {
     }
 }
 
+/// A `Command` for the real `acp-coder` binary with a clean environment:
+/// PATH, HOME = `home`, XDG_{CONFIG,DATA,STATE,CACHE}_HOME under it,
+/// RUST_BACKTRACE=1, RUST_LOG/TMPDIR if set, then `opts.envs`; stdio piped.
+pub fn agent_command(opts: &SpawnOptions, home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_acp-coder"));
+    cmd.args(&opts.args)
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
+        )
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_STATE_HOME", home.join(".local/state"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("RUST_BACKTRACE", "1");
+    for var in ["RUST_LOG", "TMPDIR"] {
+        if let Some(v) = std::env::var_os(var) {
+            cmd.env(var, v);
+        }
+    }
+    for (k, v) in &opts.envs {
+        cmd.env(k, v);
+    }
+    if let Some(cwd) = &opts.cwd {
+        cmd.current_dir(cwd);
+    }
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
 impl FakeEditor {
     /// Spawns the real `acp-coder` binary with piped stdio, a clean
     /// environment (PATH, a temp HOME and XDG dirs, RUST_BACKTRACE, RUST_LOG
@@ -604,7 +639,7 @@ impl FakeEditor {
 
     /// Spawns the agent binary with full control over its launch.
     pub fn spawn_with(opts: SpawnOptions) -> FakeEditor {
-        let (home_dir, home) = match opts.home {
+        let (home_dir, home) = match opts.home.clone() {
             Some(h) => (None, h),
             None => {
                 let dir = tempfile::Builder::new()
@@ -615,34 +650,7 @@ impl FakeEditor {
                 (Some(dir), path)
             }
         };
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_acp-coder"));
-        cmd.args(&opts.args)
-            .env_clear()
-            .env(
-                "PATH",
-                std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
-            )
-            .env("HOME", &home)
-            .env("XDG_CONFIG_HOME", home.join(".config"))
-            .env("XDG_DATA_HOME", home.join(".local/share"))
-            .env("XDG_STATE_HOME", home.join(".local/state"))
-            .env("XDG_CACHE_HOME", home.join(".cache"))
-            .env("RUST_BACKTRACE", "1");
-        for var in ["RUST_LOG", "TMPDIR"] {
-            if let Some(v) = std::env::var_os(var) {
-                cmd.env(var, v);
-            }
-        }
-        for (k, v) in &opts.envs {
-            cmd.env(k, v);
-        }
-        if let Some(cwd) = &opts.cwd {
-            cmd.current_dir(cwd);
-        }
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+        let mut cmd = agent_command(&opts, &home);
         let mut child = cmd.spawn().expect("spawn the acp-coder binary");
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");

@@ -15,7 +15,7 @@ mod selftest;
 
 pub use editor::{
     FakeEditor, FileRead, FileWrite, PendingRequest, PermissionDecision, PermissionRecord,
-    RpcError, SpawnOptions, TerminalCall, full_capabilities, no_capabilities,
+    RpcError, SpawnOptions, TerminalCall, agent_command, full_capabilities, no_capabilities,
 };
 pub use fake_model::{FAKE_MODEL_ID, FakeModel, RecordedRequest, Reply, SseEvent, chunk};
 pub use schema::RpcId;
