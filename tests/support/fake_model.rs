@@ -234,17 +234,32 @@ impl Reply {
         Self::stream(chunks)
     }
 
-    /// Streams reasoning (`reasoning_content`) then text, then `stop`.
+    /// Streams reasoning in the `reasoning_content` field, then text, then `stop`.
     pub fn reasoning_then_text(reasoning: &str, text: &str) -> Self {
+        Self::thinking_then_text(chunk::reasoning_content, reasoning, text)
+    }
+
+    /// Streams reasoning in the `reasoning` field, then text, then `stop`.
+    pub fn reasoning_field_then_text(reasoning: &str, text: &str) -> Self {
+        Self::thinking_then_text(chunk::reasoning, reasoning, text)
+    }
+
+    fn thinking_then_text(make: fn(&str) -> Value, reasoning: &str, text: &str) -> Self {
         let mut chunks = vec![chunk::role()];
-        chunks.extend(
-            split_str(reasoning, 2)
-                .iter()
-                .map(|p| chunk::reasoning_content(p)),
-        );
+        chunks.extend(split_str(reasoning, 2).iter().map(|p| make(p)));
         chunks.extend(split_str(text, 2).iter().map(|p| chunk::text(p)));
         chunks.push(chunk::finish("stop"));
         Self::stream(chunks)
+    }
+
+    /// Streams one whole tool call in a single delta without `index`, then
+    /// `finish_reason: "tool_calls"` (as some servers do).
+    pub fn tool_call_unindexed(id: &str, name: &str, arguments: Value) -> Self {
+        Self::stream([
+            chunk::role(),
+            chunk::tool_call_unindexed(id, name, &arguments.to_string()),
+            chunk::finish("tool_calls"),
+        ])
     }
 
     /// Streams one tool call (arguments split across three deltas), then

@@ -5,6 +5,26 @@
 //! - [`editor`]: a fake editor (ACP client) driving the agent ([`FakeEditor`]).
 //! - here: [`Workspace`] temp dirs, [`init_tracing`], [`assert_json_include`],
 //!   [`http_client`].
+//!
+//! A typical test:
+//!
+//! ```ignore
+//! let model = FakeModel::start().await;
+//! model.push(Reply::tool_call("call_1", "read_file", json!({"path": "a.txt"})));
+//! model.push(Reply::text("done"));
+//! let ws = Workspace::builder().file("a.txt", "hi\n").build();
+//! let editor = spawn_agent(&model); // or FakeEditor::connect(reader, writer)
+//! editor.initialize(full_capabilities()).await;
+//! let sid = editor.new_session(ws.path()).await;
+//! editor.push_permission(PermissionDecision::AllowOnce);
+//! let result = editor.prompt(&sid, "read a.txt").await;
+//! assert_eq!(result["stopReason"], "end_turn");
+//! assert_eq!(editor.agent_text(&sid), "done");
+//! assert_json_include(&model.chat_requests()[1].messages()[2], &json!({"role": "tool"}));
+//! ```
+//!
+//! Everything the agent sends is schema-checked; any protocol error fails
+//! the test (at the next wait, or when the editor is dropped).
 #![allow(dead_code, unused_imports)]
 
 pub mod editor;

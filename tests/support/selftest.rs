@@ -426,7 +426,8 @@ async fn agent_eof_is_noticed() {
 /// when its stdin closes.
 #[tokio::test]
 async fn spawned_agent_exits_on_stdin_eof() {
-    let mut editor = FakeEditor::spawn(&[], [("ACP_CODER_MODEL", "fake-model")]);
+    let model = FakeModel::start().await;
+    let mut editor = spawn_agent(&model);
     let home = editor.home().unwrap().to_path_buf();
     assert!(home.is_dir());
     editor.close_stdin().await;
