@@ -1,1 +1,1 @@
-
+mod official_client;
