@@ -1,1 +1,2 @@
 //! tools
+pub mod process;
