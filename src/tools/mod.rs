@@ -8,6 +8,7 @@
 mod edit_file;
 pub mod paths;
 mod plan;
+pub mod process;
 mod read_file;
 pub mod search;
 mod text;
