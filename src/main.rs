@@ -87,6 +87,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             () = terminated() => tracing::info!("terminated by signal"),
         }
     });
+    // Every command and server we started dies with us, whatever state it is in.
+    acp_coder::tools::process::kill_all_children();
     // Blocking stdin reads keep a runtime thread busy; don't wait for it.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     tracing::info!("exit");

@@ -92,6 +92,8 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::
 impl Incoming {
     /// Classifies one frame. On failure returns the error to send and the id to
     /// send it with (null when the id could not be read).
+    // The error path is cold (one per bad frame); boxing would only add noise.
+    #[allow(clippy::result_large_err)]
     pub fn parse(line: &[u8]) -> Result<Incoming, (Id, RpcError)> {
         let text = std::str::from_utf8(line).map_err(|e| {
             (

@@ -10,7 +10,9 @@ mod error;
 mod framing;
 mod message;
 
-pub use connection::{Connection, Direction, Handler, Peer, ServeOptions, WriterDone, serve};
+pub use connection::{
+    Connection, Direction, Handler, Peer, ServeOptions, Tracer, WriterDone, serve,
+};
 pub use error::{RpcError, codes};
 pub use framing::{Frame, LineReader};
 pub use message::{Id, Incoming, decode_params};

@@ -6,17 +6,21 @@
 //! agent decides on permission, then [`Action::run`] does it. Tool failures are
 //! results for the model ([`ToolError`]), never JSON-RPC errors to the editor.
 mod edit_file;
+mod find;
 pub mod paths;
 mod plan;
 pub mod process;
 mod read_file;
+mod run_command;
 pub mod search;
 mod text;
 mod write_file;
 
 pub use edit_file::EditFile;
+pub use find::{Glob, Grep, ListDirectory};
 pub use plan::UpdatePlan;
 pub use read_file::ReadFile;
+pub use run_command::RunCommand;
 pub use write_file::WriteFile;
 
 use std::collections::BTreeMap;
@@ -159,6 +163,60 @@ pub fn resolve_arg(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> 
     Ok(paths::resolve(path, &ctx.cwd))
 }
 
+/// Text safe for a one-line title or permission prompt: control characters and
+/// ANSI escape sequences from model output are removed, whitespace runs become
+/// one space, and the result is cut to `max` characters.
+pub fn sanitize_title(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max * 4));
+    let mut chars = text.chars().peekable();
+    let mut space = false;
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI `ESC [ … final` and OSC `ESC ] … BEL|ESC \`; other escapes drop one char.
+            match chars.peek() {
+                Some('[') => {
+                    chars.next();
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    chars.next();
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' || (c == '\u{1b}' && chars.peek() == Some(&'\\')) {
+                            break;
+                        }
+                    }
+                }
+                _ => {
+                    chars.next();
+                }
+            }
+            continue;
+        }
+        if c.is_whitespace() {
+            space = !out.is_empty();
+            continue;
+        }
+        if c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        {
+            continue;
+        }
+        if space {
+            out.push(' ');
+            space = false;
+        }
+        out.push(c);
+    }
+    if out.chars().count() > max {
+        out = out.chars().take(max.saturating_sub(1)).collect::<String>() + "…";
+    }
+    out
+}
+
 /// The tools of a session, by name.
 #[derive(Clone, Default)]
 pub struct Registry {
@@ -173,6 +231,10 @@ impl Registry {
         r.add(Arc::new(ReadFile));
         r.add(Arc::new(WriteFile));
         r.add(Arc::new(EditFile));
+        r.add(Arc::new(ListDirectory));
+        r.add(Arc::new(Glob));
+        r.add(Arc::new(Grep));
+        r.add(Arc::new(RunCommand));
         r.add(Arc::new(UpdatePlan));
         r
     }
@@ -209,5 +271,31 @@ impl Registry {
                 parameters: t.parameters(),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles_are_sanitized() {
+        assert_eq!(sanitize_title("a\x1b[31mred\x1b[0m\nb\t c", 50), "ared b c");
+        assert_eq!(sanitize_title("x\x1b]0;evil title\x07y", 50), "xy");
+        assert_eq!(sanitize_title("ok\u{202e}txt.exe", 50), "oktxt.exe");
+        assert_eq!(sanitize_title("abcdef", 4), "abc…");
+        assert_eq!(
+            Registry::builtin().names().collect::<Vec<_>>(),
+            [
+                "read_file",
+                "write_file",
+                "edit_file",
+                "list_directory",
+                "glob",
+                "grep",
+                "run_command",
+                "update_plan"
+            ]
+        );
     }
 }

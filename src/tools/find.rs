@@ -1,0 +1,304 @@
+//! `grep`, `glob` and `list_directory`: the model-facing wrappers of the
+//! in-process search engine (`tools::search`), run off the async threads and
+//! stopped promptly when the turn is cancelled.
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::paths::display;
+use super::search::{self, GlobOptions, GrepOptions, SearchError, SearchLimits, SearchOutput};
+use super::{
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, parse_args, resolve_arg,
+};
+use crate::acp::{ToolCallContent, ToolCallLocation, ToolKind};
+
+/// Editor-side preview of results is capped; the model gets the full (capped) text.
+const PREVIEW_CHARS: usize = 4000;
+
+fn root_of(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, ToolError> {
+    match path.filter(|p| !p.trim().is_empty()) {
+        Some(p) => resolve_arg(ctx, p),
+        None => Ok(super::paths::canonicalize_lenient(&ctx.cwd)),
+    }
+}
+
+/// Runs a blocking search, raising its cancel flag when the turn is cancelled.
+async fn run_search<F>(f: F) -> Result<SearchOutput, ToolError>
+where
+    F: FnOnce(&AtomicBool) -> Result<SearchOutput, SearchError> + Send + 'static,
+{
+    let flag = Arc::new(AtomicBool::new(false));
+    let worker_flag = flag.clone();
+    let task = tokio::task::spawn_blocking(move || f(&worker_flag));
+    // Dropped on cancel (call.rs races the token): the guard raises the flag so the walk stops.
+    struct Raise(Arc<AtomicBool>);
+    impl Drop for Raise {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let _raise = Raise(flag);
+    match task.await {
+        Ok(Ok(out)) => Ok(out),
+        Ok(Err(SearchError::Cancelled)) => Err(ToolError::Cancelled),
+        Ok(Err(e)) => Err(ToolError::Failed(e.to_string())),
+        Err(e) => Err(ToolError::Failed(format!(
+            "the search failed unexpectedly: {e}"
+        ))),
+    }
+}
+
+fn output(out: SearchOutput) -> ToolOutput {
+    let preview: String = out.text.chars().take(PREVIEW_CHARS).collect();
+    let preview = if preview.len() < out.text.len() {
+        preview + "\n…"
+    } else {
+        preview
+    };
+    let locations = out
+        .first_lines
+        .iter()
+        .map(|(p, l)| ToolCallLocation {
+            path: p.display().to_string(),
+            line: Some(*l),
+        })
+        .collect::<Vec<_>>();
+    ToolOutput {
+        raw_output: Some(json!({"matches": out.matches, "truncated": out.truncated})),
+        content: vec![ToolCallContent::text(format!("```\n{preview}\n```"))],
+        locations: (!locations.is_empty()).then_some(locations),
+        for_model: out.text,
+    }
+}
+
+fn invocation(title: String, root: PathBuf, action: Box<dyn Action>) -> Invocation {
+    Invocation {
+        title,
+        kind: ToolKind::Search,
+        locations: Vec::new(),
+        content: Vec::new(),
+        access: Access::Read(vec![root]),
+        action,
+    }
+}
+
+pub struct Grep;
+
+#[derive(Deserialize)]
+struct GrepArgs {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    glob: Option<String>,
+    #[serde(default)]
+    case_insensitive: bool,
+    #[serde(default)]
+    context: Option<u32>,
+}
+
+#[async_trait::async_trait]
+impl Tool for Grep {
+    fn name(&self) -> &str {
+        "grep"
+    }
+    fn description(&self) -> &str {
+        "Search file contents with a regular expression (ripgrep syntax). Returns `path:line:text` \
+         lines, sorted, paths relative to the working directory. Respects .gitignore; skips hidden \
+         and binary files. Narrow with path and glob (e.g. \"*.rs\", \"src/**/*.ts\")."
+    }
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression to search for."},
+                "path": {"type": "string", "description": "File or directory to search. Default: the working directory."},
+                "glob": {"type": "string", "description": "Only search files whose path matches this glob."},
+                "case_insensitive": {"type": "boolean", "description": "Ignore case. Default false."},
+                "context": {"type": "integer", "minimum": 0, "maximum": 10, "description": "Lines of context around each match. Default 0."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Search
+    }
+    fn title(&self, args: &Value) -> String {
+        match args.get("pattern").and_then(Value::as_str) {
+            Some(p) => format!("grep {}", super::sanitize_title(p, 80)),
+            None => "grep".into(),
+        }
+    }
+    async fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Invocation, ToolError> {
+        let a: GrepArgs = parse_args(args)?;
+        let root = root_of(ctx, a.path.as_deref())?;
+        let shown = display(&root, &ctx.cwd);
+        let mut title = format!("grep {}", super::sanitize_title(&a.pattern, 80));
+        if shown != "." {
+            title.push_str(&format!(" in {shown}"));
+        }
+        if let Some(g) = &a.glob {
+            title.push_str(&format!(" ({})", super::sanitize_title(g, 40)));
+        }
+        let opts = GrepOptions {
+            pattern: a.pattern,
+            root: root.clone(),
+            display_base: ctx.cwd.clone(),
+            glob: a.glob,
+            case_insensitive: a.case_insensitive,
+            context: a.context.unwrap_or(0).min(10) as usize,
+            limits: SearchLimits::default(),
+        };
+        Ok(invocation(title, root, Box::new(RunGrep(opts))))
+    }
+}
+
+struct RunGrep(GrepOptions);
+
+#[async_trait::async_trait]
+impl Action for RunGrep {
+    async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let opts = self.0;
+        run_search(move |c| search::grep(&opts, c))
+            .await
+            .map(output)
+    }
+}
+
+pub struct Glob;
+
+#[derive(Deserialize)]
+struct GlobArgs {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+}
+
+#[async_trait::async_trait]
+impl Tool for Glob {
+    fn name(&self) -> &str {
+        "glob"
+    }
+    fn description(&self) -> &str {
+        "Find files by path pattern (e.g. \"**/*.rs\", \"src/**/test_*.py\", \"Cargo.toml\"; a pattern \
+         without `/` matches file names at any depth). Returns sorted paths relative to the working \
+         directory. Respects .gitignore and skips hidden files."
+    }
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob pattern."},
+                "path": {"type": "string", "description": "Directory to search. Default: the working directory."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Search
+    }
+    fn title(&self, args: &Value) -> String {
+        match args.get("pattern").and_then(Value::as_str) {
+            Some(p) => format!("Find {}", super::sanitize_title(p, 80)),
+            None => "Find files".into(),
+        }
+    }
+    async fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Invocation, ToolError> {
+        let a: GlobArgs = parse_args(args)?;
+        let root = root_of(ctx, a.path.as_deref())?;
+        let shown = display(&root, &ctx.cwd);
+        let mut title = format!("Find {}", super::sanitize_title(&a.pattern, 80));
+        if shown != "." {
+            title.push_str(&format!(" in {shown}"));
+        }
+        let opts = GlobOptions {
+            pattern: a.pattern,
+            root: root.clone(),
+            display_base: ctx.cwd.clone(),
+            limits: SearchLimits::default(),
+        };
+        Ok(invocation(title, root, Box::new(RunGlob(opts))))
+    }
+}
+
+struct RunGlob(GlobOptions);
+
+#[async_trait::async_trait]
+impl Action for RunGlob {
+    async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let opts = self.0;
+        run_search(move |c| search::glob(&opts, c))
+            .await
+            .map(output)
+    }
+}
+
+pub struct ListDirectory;
+
+#[derive(Deserialize)]
+struct ListArgs {
+    #[serde(default)]
+    path: Option<String>,
+}
+
+#[async_trait::async_trait]
+impl Tool for ListDirectory {
+    fn name(&self) -> &str {
+        "list_directory"
+    }
+    fn description(&self) -> &str {
+        "List one directory: subdirectories first (ending in /), then files with sizes. Hidden and \
+         .gitignored entries are skipped (and counted)."
+    }
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Directory to list. Default: the working directory."}
+            },
+            "additionalProperties": false
+        })
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Search
+    }
+    fn title(&self, args: &Value) -> String {
+        match args.get("path").and_then(Value::as_str) {
+            Some(p) => format!("List {}", super::sanitize_title(p, 80)),
+            None => "List .".into(),
+        }
+    }
+    async fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Invocation, ToolError> {
+        let a: ListArgs = parse_args(args)?;
+        let dir = root_of(ctx, a.path.as_deref())?;
+        let title = format!("List {}", display(&dir, &ctx.cwd));
+        let mut inv = invocation(title, dir.clone(), Box::new(RunList(dir.clone())));
+        inv.locations = vec![ToolCallLocation {
+            path: dir.display().to_string(),
+            line: None,
+        }];
+        Ok(inv)
+    }
+}
+
+struct RunList(PathBuf);
+
+#[async_trait::async_trait]
+impl Action for RunList {
+    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let dir = self.0;
+        let base = ctx.cwd.clone();
+        run_search(move |_| search::list_directory(&dir, &base, &SearchLimits::default()))
+            .await
+            .map(|out| ToolOutput {
+                for_model: out.text,
+                raw_output: Some(json!({"entries": out.matches, "truncated": out.truncated})),
+                ..Default::default()
+            })
+    }
+}

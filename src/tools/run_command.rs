@@ -1,0 +1,374 @@
+//! `run_command`: a shell command in the editor's terminal when it offers one
+//! (`terminal/create` → embedded terminal → `wait_for_exit` with a timeout →
+//! `output` → `release`, ACP §10), otherwise as a local `sh -c` process in its
+//! own process group. Either way the model gets the exit status and the tail of
+//! the output, and cancel or timeout kills the command.
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::paths::display;
+use super::process::{CommandSpec, run_local};
+use super::{
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, parse_args, resolve_arg,
+    sanitize_title,
+};
+use crate::acp::{SessionUpdate, ToolCallContent, ToolCallUpdate, ToolKind};
+use crate::editor::Editor;
+
+const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Output kept for the model: the tail, where errors and summaries are.
+const MODEL_OUTPUT_LIMIT: usize = 32 * 1024;
+/// Output the editor's terminal keeps (it truncates from the beginning).
+const TERMINAL_OUTPUT_LIMIT: u64 = 256 * 1024;
+/// Live output shown in the tool call while a local command runs.
+const LIVE_PREVIEW_LIMIT: usize = 8 * 1024;
+
+pub struct RunCommand;
+
+#[derive(Deserialize)]
+struct Args {
+    command: String,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+#[async_trait::async_trait]
+impl Tool for RunCommand {
+    fn name(&self) -> &str {
+        "run_command"
+    }
+    fn description(&self) -> &str {
+        "Run a shell command (sh -c) and return its exit code and output (stdout and stderr \
+         together; the last 32 KB if longer). No TTY and no input: use non-interactive flags. \
+         Default timeout 120000 ms, at most 600000. Do not start servers or watchers that never exit."
+    }
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The shell command line."},
+                "cwd": {"type": "string", "description": "Directory to run in. Default: the working directory."},
+                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Kill the command after this many milliseconds. Default 120000."}
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Execute
+    }
+    fn title(&self, args: &Value) -> String {
+        match args.get("command").and_then(Value::as_str) {
+            Some(c) => format!("Run {}", quote(c)),
+            None => "Run command".into(),
+        }
+    }
+    async fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Invocation, ToolError> {
+        let a: Args = parse_args(args)?;
+        if a.command.trim().is_empty() {
+            return Err(ToolError::InvalidArgs("command: must not be empty".into()));
+        }
+        let cwd = match a.cwd.as_deref().filter(|c| !c.trim().is_empty()) {
+            Some(c) => resolve_arg(ctx, c)?,
+            None => super::paths::canonicalize_lenient(&ctx.cwd),
+        };
+        match tokio::fs::metadata(&cwd).await {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(ToolError::InvalidArgs(format!(
+                    "cwd: {} is not a directory",
+                    cwd.display()
+                )));
+            }
+            Err(_) => {
+                return Err(ToolError::InvalidArgs(format!(
+                    "cwd: {} does not exist",
+                    cwd.display()
+                )));
+            }
+        }
+        let timeout = Duration::from_millis(
+            a.timeout_ms
+                .unwrap_or(DEFAULT_TIMEOUT_MS)
+                .clamp(1, MAX_TIMEOUT_MS),
+        );
+        let mut title = format!("Run {}", quote(&a.command));
+        let shown = display(&cwd, &ctx.cwd);
+        if shown != "." {
+            title.push_str(&format!(" in {}", sanitize_title(&shown, 60)));
+        }
+        Ok(Invocation {
+            title,
+            kind: ToolKind::Execute,
+            locations: Vec::new(),
+            // The full command, verbatim, for review in the permission dialog.
+            content: vec![ToolCallContent::text(format!(
+                "```sh\n{}\n```",
+                a.command.replace("```", "`\u{200b}``")
+            ))],
+            access: Access::Execute {
+                command: a.command.clone(),
+                cwd: cwd.clone(),
+            },
+            action: Box::new(Run {
+                command: a.command,
+                cwd,
+                timeout,
+            }),
+        })
+    }
+}
+
+/// The command in backticks for a title: one line, control characters removed.
+fn quote(command: &str) -> String {
+    format!("`{}`", sanitize_title(command, 100).replace('`', "'"))
+}
+
+struct Run {
+    command: String,
+    cwd: PathBuf,
+    timeout: Duration,
+}
+
+#[async_trait::async_trait]
+impl Action for Run {
+    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if ctx.editor.has_terminal() {
+            self.in_terminal(ctx).await
+        } else {
+            self.locally(ctx).await
+        }
+    }
+}
+
+/// Releases an editor terminal even when the call is dropped mid-way (cancel):
+/// the protocol requires every created terminal to be released.
+struct TerminalGuard {
+    editor: Editor,
+    id: String,
+    armed: bool,
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let editor = self.editor.clone();
+            let id = std::mem::take(&mut self.id);
+            tokio::spawn(async move {
+                let _ = editor.terminal_kill(&id).await;
+                let _ = editor.terminal_release(&id).await;
+            });
+        }
+    }
+}
+
+impl Run {
+    async fn in_terminal(self, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let editor = &ctx.editor;
+        let id = editor
+            .terminal_create(
+                "sh",
+                vec!["-c".into(), self.command.clone()],
+                Vec::new(),
+                &self.cwd,
+                TERMINAL_OUTPUT_LIMIT,
+            )
+            .await
+            .map_err(|e| {
+                ToolError::Failed(format!(
+                    "the editor could not start a terminal: {}",
+                    e.message
+                ))
+            })?;
+        let mut guard = TerminalGuard {
+            editor: editor.clone(),
+            id: id.clone(),
+            armed: true,
+        };
+        editor.update(&SessionUpdate::ToolCallUpdate(
+            ToolCallUpdate::new(&ctx.tool_call_id).content(vec![ToolCallContent::Terminal {
+                terminal_id: id.clone(),
+            }]),
+        ));
+        let timed_out = tokio::time::timeout(self.timeout, editor.terminal_wait_for_exit(&id))
+            .await
+            .is_err();
+        if timed_out {
+            let _ = editor.terminal_kill(&id).await;
+        }
+        let out = editor.terminal_output(&id).await;
+        guard.armed = false;
+        let released = editor.terminal_release(&id).await;
+        if let Err(e) = released {
+            tracing::warn!(terminal = %id, error = %e.message, "terminal/release failed");
+        }
+        let out = out.map_err(|e| {
+            ToolError::Failed(format!(
+                "could not read the terminal's output: {}",
+                e.message
+            ))
+        })?;
+        let status = out.exit_status.unwrap_or_default();
+        let mut dropped = 0u64;
+        let text = tail(&out.output, MODEL_OUTPUT_LIMIT, &mut dropped);
+        let summary = summarize(
+            status.exit_code,
+            status.signal.as_deref(),
+            timed_out,
+            false,
+            self.timeout,
+        );
+        Ok(ToolOutput {
+            for_model: model_text(&summary, &text, dropped, out.truncated),
+            content: vec![ToolCallContent::Terminal { terminal_id: id }],
+            raw_output: Some(
+                json!({"exitCode": status.exit_code, "signal": status.signal, "timedOut": timed_out}),
+            ),
+            ..Default::default()
+        })
+    }
+
+    async fn locally(self, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let spec = CommandSpec {
+            command: self.command.clone(),
+            cwd: self.cwd.clone(),
+            env: vec![
+                ("PAGER".into(), "cat".into()),
+                ("GIT_PAGER".into(), "cat".into()),
+                ("GIT_TERMINAL_PROMPT".into(), "0".into()),
+            ],
+            env_remove: ctx.secret_env.clone(),
+            timeout: self.timeout,
+            output_limit: MODEL_OUTPUT_LIMIT,
+        };
+        let editor = ctx.editor.clone();
+        let call_id = ctx.tool_call_id.clone();
+        let mut live = String::new();
+        let result = run_local(spec, ctx.cancel.clone(), move |chunk: &str| {
+            live.push_str(chunk);
+            if live.len() > LIVE_PREVIEW_LIMIT * 2 {
+                let mut cut = live.len() - LIVE_PREVIEW_LIMIT;
+                while !live.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                live.drain(..cut);
+            }
+            editor.update(&SessionUpdate::ToolCallUpdate(
+                ToolCallUpdate::new(&call_id).content(vec![ToolCallContent::text(fenced(&live))]),
+            ));
+        })
+        .await
+        .map_err(|e| ToolError::Failed(e.to_string()))?;
+        if result.cancelled {
+            return Err(ToolError::Cancelled);
+        }
+        let summary = summarize(
+            result.exit_code.map(i64::from),
+            result.signal.as_deref(),
+            result.timed_out,
+            false,
+            self.timeout,
+        );
+        let mut shown = 0;
+        let preview = tail(&result.output, LIVE_PREVIEW_LIMIT, &mut shown);
+        Ok(ToolOutput {
+            for_model: model_text(&summary, &result.output, result.truncated_bytes, false),
+            content: vec![ToolCallContent::text(format!(
+                "{}\n{summary}",
+                fenced(&preview)
+            ))],
+            raw_output: Some(json!({
+                "exitCode": result.exit_code,
+                "signal": result.signal,
+                "timedOut": result.timed_out,
+                "truncatedBytes": result.truncated_bytes,
+            })),
+            ..Default::default()
+        })
+    }
+}
+
+fn fenced(text: &str) -> String {
+    format!(
+        "```\n{}\n```",
+        text.trim_end_matches('\n').replace("```", "`\u{200b}``")
+    )
+}
+
+fn summarize(
+    code: Option<i64>,
+    signal: Option<&str>,
+    timed_out: bool,
+    _cancelled: bool,
+    timeout: Duration,
+) -> String {
+    if timed_out {
+        return format!("Timed out after {} ms and was killed.", timeout.as_millis());
+    }
+    match (code, signal) {
+        (Some(c), _) => format!("Exit code: {c}"),
+        (None, Some(s)) => format!("Killed by signal {s}"),
+        (None, None) => "Exit status unknown".into(),
+    }
+}
+
+fn model_text(summary: &str, output: &str, dropped: u64, editor_truncated: bool) -> String {
+    let mut s = String::from(summary);
+    if output.trim().is_empty() {
+        s.push_str("\n(no output)");
+        return s;
+    }
+    s.push_str("\nOutput:\n");
+    if dropped > 0 || editor_truncated {
+        s.push_str("[… earlier output omitted; showing the end …]\n");
+    }
+    s.push_str(output.trim_end_matches('\n'));
+    s
+}
+
+/// The last `limit` bytes of `text` at a char boundary; counts what was dropped.
+fn tail(text: &str, limit: usize, dropped: &mut u64) -> String {
+    if text.len() <= limit {
+        return text.to_owned();
+    }
+    let mut cut = text.len() - limit;
+    while !text.is_char_boundary(cut) {
+        cut += 1;
+    }
+    *dropped += cut as u64;
+    text[cut..].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles_cannot_be_spoofed() {
+        let t = quote("echo hi\n\x1b[2K\rrm -rf /");
+        assert!(
+            !t.contains('\x1b') && !t.contains('\n') && !t.contains('\r'),
+            "{t}"
+        );
+        assert_eq!(quote("ls `pwd`"), "`ls 'pwd'`");
+    }
+
+    #[test]
+    fn model_text_shapes() {
+        assert_eq!(
+            model_text("Exit code: 0", "", 0, false),
+            "Exit code: 0\n(no output)"
+        );
+        let t = model_text("Exit code: 1", "boom\n", 10, false);
+        assert!(t.contains("earlier output omitted") && t.ends_with("boom"));
+        let mut d = 0;
+        assert_eq!(tail("héllo", 3, &mut d), "llo");
+        assert_eq!(d, 3);
+    }
+}
