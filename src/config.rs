@@ -62,6 +62,28 @@ pub struct FileConfig {
     /// Extra HTTP headers for the model endpoint (values never logged).
     #[serde(default)]
     pub headers: std::collections::BTreeMap<String, String>,
+    /// Per-model settings; their keys are also offered in the model picker.
+    #[serde(default)]
+    pub models: std::collections::BTreeMap<String, ModelConfig>,
+}
+
+/// Settings of one model (`[models."gpt-4.1"]`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Name shown in the editor's model picker.
+    pub name: Option<String>,
+    /// Context window in tokens (default: the top-level `context_window`).
+    pub context_window: Option<u64>,
+    /// Reasoning efforts the model accepts (e.g. ["low", "medium", "high"]);
+    /// when set, the session offers a reasoning-effort option.
+    #[serde(default)]
+    pub reasoning_efforts: Vec<String>,
+    pub default_reasoning_effort: Option<String>,
+    /// USD per million input (prompt) tokens, for cost reports.
+    pub input_cost_per_mtok: Option<f64>,
+    /// USD per million output (completion) tokens.
+    pub output_cost_per_mtok: Option<f64>,
 }
 
 /// Where the API key came from, for messages that must not contain the key.
@@ -93,6 +115,10 @@ pub struct Settings {
     pub stream_usage: bool,
     pub send_reasoning: bool,
     pub headers: Vec<(String, String)>,
+    /// Per-model settings from the config file, in file order.
+    pub models: Vec<(String, ModelConfig)>,
+    /// How long `GET /models` may take when building the model picker.
+    pub models_list_timeout: Duration,
     /// Base delay of the retry backoff (tests shorten it).
     pub retry_base_delay: Duration,
     pub data_dir: PathBuf,
@@ -132,6 +158,8 @@ impl Default for Settings {
             stream_usage: true,
             send_reasoning: false,
             headers: Vec::new(),
+            models: Vec::new(),
+            models_list_timeout: Duration::from_secs(3),
             retry_base_delay: Duration::from_millis(500),
             data_dir: data_home().join("acp-coder"),
             secret_env: vec![API_KEY_ENV.into()],
@@ -238,6 +266,7 @@ impl Settings {
             s.send_reasoning = b;
         }
         s.headers = file.headers.into_iter().collect();
+        s.models = file.models.into_iter().collect();
         // Hidden knobs for tests and debugging; not part of the documented contract.
         if let Some(ms) = env("ACP_CODER_RETRY_BASE_MS").and_then(|v| v.parse().ok()) {
             s.retry_base_delay = Duration::from_millis(ms);
@@ -264,6 +293,18 @@ impl Settings {
         } else {
             None
         }
+    }
+
+    /// The settings of a model, if the config has any.
+    pub fn model_config(&self, id: &str) -> Option<&ModelConfig> {
+        self.models.iter().find(|(m, _)| m == id).map(|(_, c)| c)
+    }
+
+    /// The context window of a model, in tokens.
+    pub fn context_window_for(&self, id: &str) -> u64 {
+        self.model_config(id)
+            .and_then(|c| c.context_window)
+            .unwrap_or(self.context_window)
     }
 
     /// Where to fix a key the endpoint rejected.

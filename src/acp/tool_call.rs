@@ -62,24 +62,52 @@ pub struct ToolCallLocation {
     pub line: Option<u64>,
 }
 
-/// The `tool_call` update: the first report of a call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The `tool_call` update: the first report of a call. (Deserialize is for
+/// the session store, which keeps each call's final state for replay.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall {
     pub tool_call_id: String,
     pub title: String,
     pub kind: ToolKind,
     pub status: ToolCallStatus,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub content: Vec<ToolCallContent>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub locations: Vec<ToolCallLocation>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_input: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_output: Option<Value>,
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Meta,
+}
+
+impl ToolCall {
+    /// Applies an update (fields present replace the old ones, ACP §9).
+    pub fn apply(&mut self, u: &ToolCallUpdate) {
+        if let Some(t) = &u.title {
+            self.title = t.clone();
+        }
+        if let Some(k) = u.kind {
+            self.kind = k;
+        }
+        if let Some(s) = u.status {
+            self.status = s;
+        }
+        if let Some(c) = &u.content {
+            self.content = c.clone();
+        }
+        if let Some(l) = &u.locations {
+            self.locations = l.clone();
+        }
+        if u.raw_input.is_some() {
+            self.raw_input = u.raw_input.clone();
+        }
+        if u.raw_output.is_some() {
+            self.raw_output = u.raw_output.clone();
+        }
+    }
 }
 
 /// `tool_call_update` and the `toolCall` of a permission request: only the

@@ -1,25 +1,22 @@
-//! Handlers of the client → agent methods.
-use std::path::{Path, PathBuf};
+//! Handshake and session option handlers (ACP §3, §4, §5.5, §5.6).
 use std::sync::Arc;
 
 use crate::acp::{
     AgentCapabilities, AuthMethod, AuthenticateRequest, ConfigOptionUpdate, CurrentModeUpdate,
     Empty, Implementation, InitializeRequest, InitializeResponse, McpCapabilities,
-    NewSessionRequest, NewSessionResponse, PROTOCOL_VERSION, PromptCapabilities, PromptRequest,
-    PromptResponse, SessionCapabilities, SessionConfigOption, SessionRef, SessionUpdate,
+    PROTOCOL_VERSION, PromptCapabilities, SessionCapabilities, SessionConfigOption, SessionUpdate,
     SetConfigOptionRequest, SetConfigOptionResponse, SetModeRequest,
 };
-use crate::config::{MODEL_ENV, Settings};
-use crate::editor::Editor;
+use crate::config::Settings;
 use crate::rpc::RpcError;
-use crate::tools::Registry;
 
 use super::Agent;
 use super::modes::Mode;
+use super::options::{self, MODE, MODEL, REASONING_EFFORT};
 use super::session::Session;
-use super::turn::{self, TurnEnv};
+use super::store::Record;
 
-const AUTH_METHOD_ID: &str = "openai-api-key";
+pub(super) const AUTH_METHOD_ID: &str = "openai-api-key";
 
 impl Agent {
     /// `initialize` (ACP §3): always protocol version 1; capabilities are only
@@ -34,10 +31,11 @@ impl Agent {
             "initialize"
         );
         *self.client.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(req.client_capabilities);
+        let present = || Some(crate::acp::Empty::default());
         InitializeResponse {
             protocol_version: PROTOCOL_VERSION,
             agent_capabilities: AgentCapabilities {
-                load_session: false,
+                load_session: true,
                 prompt_capabilities: PromptCapabilities {
                     image: true,
                     audio: false,
@@ -48,8 +46,11 @@ impl Agent {
                     sse: false,
                 },
                 session_capabilities: SessionCapabilities {
-                    close: Some(Empty::default()),
-                    ..Default::default()
+                    list: present(),
+                    delete: present(),
+                    resume: present(),
+                    close: present(),
+                    additional_directories: present(),
                 },
             },
             auth_methods: vec![AuthMethod::Agent {
@@ -72,7 +73,7 @@ impl Agent {
 
     /// `authenticate` (ACP §4): re-reads environment and config; succeeds when
     /// a usable key (or a keyless local endpoint) is there.
-    pub(super) fn authenticate(&self, req: AuthenticateRequest) -> Result<Empty, RpcError> {
+    pub(super) async fn authenticate(&self, req: AuthenticateRequest) -> Result<Empty, RpcError> {
         if req.method_id != AUTH_METHOD_ID {
             return Err(RpcError::invalid_params(format!(
                 "params.methodId: unknown auth method {:?}; this agent offers {AUTH_METHOD_ID:?}",
@@ -84,6 +85,7 @@ impl Agent {
                 Settings::load(over).map_err(|e| RpcError::invalid_params(e.to_string()))?;
             *self.settings.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(fresh);
             *self.model.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            self.catalog.reset().await;
         }
         match self.settings().missing_credentials() {
             Some(what) => Err(RpcError::auth_required(what)),
@@ -91,140 +93,94 @@ impl Agent {
         }
     }
 
-    /// `session/new` (ACP §5.1).
-    pub(super) async fn new_session(
-        &self,
-        req: NewSessionRequest,
-    ) -> Result<NewSessionResponse, RpcError> {
-        let cwd = absolute_dir("params.cwd", &req.cwd)?;
-        let mut additional = Vec::new();
-        for (i, d) in req.additional_directories.iter().enumerate() {
-            additional.push(absolute_dir(
-                &format!("params.additionalDirectories[{i}]"),
-                d,
-            )?);
-        }
+    /// The session's complete option list.
+    pub(super) async fn session_options(&self, session: &Session) -> Vec<SessionConfigOption> {
         let settings = self.settings();
-        if let Some(what) = settings.missing_credentials() {
-            return Err(RpcError::auth_required(what));
-        }
-        let mode = Mode::parse(&settings.default_mode).unwrap_or(Mode::Ask);
-        let id = format!("sess_{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..));
-        let editor = Editor::new(self.peer.clone(), self.client_caps(), &id);
-        if !req.mcp_servers.is_empty() {
-            tracing::info!(count = req.mcp_servers.len(), "MCP servers given");
-        }
-        let session = Session::new(
-            id.clone(),
-            cwd,
-            additional,
-            editor,
-            req.mcp_servers,
-            mode,
-            Registry::builtin(),
-        );
-        self.sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.clone(), session);
-        tracing::info!(session = %id, "session created");
-        Ok(NewSessionResponse {
-            session_id: id,
-            modes: Mode::state(mode),
-            config_options: config_options(mode),
-        })
-    }
-
-    /// `session/prompt` (ACP §6).
-    pub(super) async fn prompt(&self, req: PromptRequest) -> Result<PromptResponse, RpcError> {
-        let session = self.session(&req.session_id)?;
-        let settings = self.settings();
-        if let Some(what) = settings.missing_credentials() {
-            return Err(RpcError::auth_required(what));
-        }
-        let model = self.model()?;
-        let model_id = self.model_id(&settings, model.as_ref()).await?;
-        let env = TurnEnv {
-            model,
-            model_id,
-            settings,
+        let models = match self.model() {
+            Ok(m) => self.catalog.models(&settings, m.as_ref()).await,
+            Err(_) => Vec::new(),
         };
-        tracing::info!(session = %session.id, prompt = %super::prompt::summary(&req.prompt, 80), "turn start");
-        let (seq, token) = session.begin_turn();
-        let result = turn::run(&env, &session, &req.prompt, &token).await;
-        session.end_turn(seq);
-        match &result {
-            Ok(reason) => tracing::info!(session = %session.id, ?reason, "turn end"),
-            Err(e) => tracing::warn!(session = %session.id, error = %e.message, "turn failed"),
-        }
-        result.map(|stop_reason| PromptResponse { stop_reason })
-    }
-
-    /// The configured model, else the first that `GET /models` lists (DESIGN §4).
-    async fn model_id(
-        &self,
-        settings: &Settings,
-        model: &dyn crate::llm::Model,
-    ) -> Result<String, RpcError> {
-        if let Some(m) = &settings.model {
-            return Ok(m.clone());
-        }
-        let mut cached = self.discovered_model.lock().await;
-        if let Some(m) = cached.as_ref() {
-            return Ok(m.clone());
-        }
-        let listed = model.list_models().await;
-        match listed {
-            Ok(models) if !models.is_empty() => {
-                tracing::info!(model = %models[0], "no model configured; using the first listed");
-                *cached = Some(models[0].clone());
-                Ok(models[0].clone())
-            }
-            Ok(_) => Err(RpcError::invalid_params(format!(
-                "no model is configured and {}/models lists none: set {MODEL_ENV} or pass --model",
-                settings.base_url
-            ))),
-            Err(e) => Err(RpcError::invalid_params(format!(
-                "no model is configured and listing models failed ({e}): set {MODEL_ENV} or pass --model"
-            ))),
-        }
+        let meta = session.meta();
+        options::config_options(
+            &settings,
+            session.mode(),
+            meta.model.as_deref(),
+            &models,
+            meta.reasoning_effort.as_deref(),
+        )
     }
 
     /// `session/set_mode` (ACP §5.5).
-    pub(super) fn set_mode(&self, req: SetModeRequest) -> Result<Empty, RpcError> {
+    pub(super) async fn set_mode(&self, req: SetModeRequest) -> Result<Empty, RpcError> {
         let session = self.session(&req.session_id)?;
         let mode = parse_mode("params.modeId", &req.mode_id)?;
-        self.apply_mode(&session, mode);
+        self.apply_mode(&session, mode).await;
         Ok(Empty::default())
     }
 
     /// `session/set_config_option` (ACP §5.6).
-    pub(super) fn set_config_option(
+    pub(super) async fn set_config_option(
         &self,
         req: SetConfigOptionRequest,
     ) -> Result<SetConfigOptionResponse, RpcError> {
         let session = self.session(&req.session_id)?;
+        let value = req.value.as_str().ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "params.value: option {:?} takes a string value",
+                req.config_id
+            ))
+        })?;
         match req.config_id.as_str() {
-            "mode" => {
-                let value = req.value.as_str().ok_or_else(|| {
-                    RpcError::invalid_params("params.value: the mode option takes a string value")
-                })?;
+            MODE => {
                 let mode = parse_mode("params.value", value)?;
-                self.apply_mode(&session, mode);
+                self.apply_mode(&session, mode).await;
+            }
+            MODEL | REASONING_EFFORT => {
+                let current = self.session_options(&session).await;
+                let option = current
+                    .iter()
+                    .find(|o| o.id == req.config_id)
+                    .ok_or_else(|| {
+                        RpcError::invalid_params(format!(
+                            "params.configId: this session has no {:?} option",
+                            req.config_id
+                        ))
+                    })?;
+                if !option.options.iter().any(|o| o.value == value) {
+                    let values: Vec<&str> =
+                        option.options.iter().map(|o| o.value.as_str()).collect();
+                    return Err(RpcError::invalid_params(format!(
+                        "params.value: {value:?} is not one of {}",
+                        values.join(", ")
+                    )));
+                }
+                if req.config_id == MODEL {
+                    self.apply_model(&session, value).await;
+                } else {
+                    session
+                        .meta
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .reasoning_effort = Some(value.to_owned());
+                    session.record(&Record::ReasoningEffort {
+                        effort: Some(value.to_owned()),
+                    });
+                    self.send_options(&session).await;
+                }
             }
             other => {
                 return Err(RpcError::invalid_params(format!(
-                    "params.configId: unknown config option {other:?}; this session has \"mode\""
+                    "params.configId: unknown config option {other:?}; this session has mode, model and (for some models) reasoning_effort"
                 )));
             }
         }
         Ok(SetConfigOptionResponse {
-            config_options: config_options(session.mode()),
+            config_options: self.session_options(&session).await,
         })
     }
 
     /// Switches mode and keeps the mode list and the config option in sync in the editor.
-    fn apply_mode(&self, session: &Session, mode: Mode) {
+    pub(super) async fn apply_mode(&self, session: &Session, mode: Mode) {
         if session.set_mode(mode) {
             tracing::info!(session = %session.id, mode = mode.id(), "mode changed");
         }
@@ -233,39 +189,37 @@ impl Agent {
             .update(&SessionUpdate::CurrentModeUpdate(CurrentModeUpdate {
                 current_mode_id: mode.id().into(),
             }));
+        self.send_options(session).await;
+    }
+
+    /// Switches the session's model (used from the next model call on).
+    pub(super) async fn apply_model(&self, session: &Session, model: &str) {
+        let changed = {
+            let mut meta = session.meta.lock().unwrap_or_else(|e| e.into_inner());
+            let changed = meta.model.as_deref() != Some(model);
+            meta.model = Some(model.to_owned());
+            changed
+        };
+        if changed {
+            tracing::info!(session = %session.id, model, "model changed");
+            session.record(&Record::Model {
+                model: model.to_owned(),
+            });
+        }
+        self.send_options(session).await;
+    }
+
+    pub(super) async fn send_options(&self, session: &Session) {
+        let config_options = self.session_options(session).await;
         session
             .editor
             .update(&SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate {
-                config_options: config_options(mode),
+                config_options,
             }));
     }
-
-    /// `session/close` (ACP §5.4): cancels a running turn and frees the session.
-    pub(super) fn close_session(&self, req: SessionRef) -> Result<Empty, RpcError> {
-        let session = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&req.session_id);
-        match session {
-            Some(s) => {
-                s.cancel();
-                tracing::info!(session = %req.session_id, "session closed");
-                Ok(Empty::default())
-            }
-            None => Err(self
-                .session(&req.session_id)
-                .err()
-                .unwrap_or_else(|| RpcError::internal("session vanished"))),
-        }
-    }
 }
 
-fn config_options(mode: Mode) -> Vec<SessionConfigOption> {
-    vec![Mode::config_option(mode)]
-}
-
-fn parse_mode(field: &str, id: &str) -> Result<Mode, RpcError> {
+pub(super) fn parse_mode(field: &str, id: &str) -> Result<Mode, RpcError> {
     Mode::parse(id).ok_or_else(|| {
         let ids: Vec<&str> = Mode::ALL.iter().map(|m| m.id()).collect();
         RpcError::invalid_params(format!(
@@ -273,14 +227,4 @@ fn parse_mode(field: &str, id: &str) -> Result<Mode, RpcError> {
             ids.join(", ")
         ))
     })
-}
-
-fn absolute_dir(field: &str, path: &str) -> Result<PathBuf, RpcError> {
-    let p = Path::new(path);
-    if !p.is_absolute() {
-        return Err(RpcError::invalid_params(format!(
-            "{field}: expected an absolute path, got {path:?}"
-        )));
-    }
-    Ok(p.to_path_buf())
 }

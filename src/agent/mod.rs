@@ -4,11 +4,18 @@
 //! and at end of input cancels every turn, stops every child process and waits
 //! for the last frames to be written.
 mod call;
+mod commands;
+mod compact;
 mod methods;
 pub mod modes;
+mod options;
 pub mod permission;
 pub mod prompt;
+mod prompting;
+mod restore;
 mod session;
+mod sessions;
+pub mod store;
 mod turn;
 
 pub use session::Session;
@@ -24,7 +31,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use crate::acp::{ClientCapabilities, SessionRef, method};
 use crate::config::{Overrides, Settings};
 use crate::llm::{LlmError, Model, OpenAiModel};
-use crate::rpc::{self, Connection, Handler, Peer, RpcError, ServeOptions, decode_params};
+use crate::rpc::{self, Connection, Handler, Peer, Reply, RpcError, ServeOptions, decode_params};
 
 /// Builds the model client for the current settings (tests substitute their own).
 pub type ModelFactory = Arc<dyn Fn(&Settings) -> Result<Arc<dyn Model>, LlmError> + Send + Sync>;
@@ -59,8 +66,9 @@ pub struct Agent {
     model_factory: ModelFactory,
     /// The model client, built lazily from the settings; reset by `authenticate`.
     model: Mutex<Option<Arc<dyn Model>>>,
-    /// The model id found via `GET /models` when none is configured.
-    discovered_model: tokio::sync::Mutex<Option<String>>,
+    /// The models the endpoint lists (for the picker and the default model).
+    catalog: options::Catalog,
+    store: store::Store,
 }
 
 fn default_factory() -> ModelFactory {
@@ -92,6 +100,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let conn = Connection::new(config.serve.tracer.clone());
+    let store = store::Store::new(&config.settings.data_dir);
     let agent = Arc::new(Agent {
         peer: conn.peer.clone(),
         overrides: config.overrides,
@@ -100,7 +109,8 @@ where
         sessions: Mutex::new(HashMap::new()),
         model_factory: config.model_factory.unwrap_or_else(default_factory),
         model: Mutex::new(None),
-        discovered_model: tokio::sync::Mutex::new(None),
+        catalog: options::Catalog::default(),
+        store,
     });
     let (read_loop, writer_done) = rpc::serve(conn, reader, writer, agent.clone(), config.serve);
     read_loop.await;
@@ -132,12 +142,7 @@ impl Agent {
             .unwrap_or_else(|e| e.into_inner())
             .get(id)
             .cloned()
-            .ok_or_else(|| {
-                RpcError::not_found(format!(
-                    "unknown session {id:?}: create one with session/new first"
-                ))
-                .with_data(serde_json::json!({ "sessionId": id }))
-            })
+            .ok_or_else(|| sessions::unknown_session(id))
     }
 
     fn model(&self) -> Result<Arc<dyn Model>, RpcError> {
@@ -166,8 +171,10 @@ impl Agent {
     }
 }
 
-fn to_raw<T: serde::Serialize>(value: &T) -> Result<Box<RawValue>, RpcError> {
-    serde_json::value::to_raw_value(value).map_err(RpcError::internal)
+fn to_raw<T: serde::Serialize>(value: &T) -> Result<Reply, RpcError> {
+    serde_json::value::to_raw_value(value)
+        .map(Reply::from)
+        .map_err(RpcError::internal)
 }
 
 impl Handler for Agent {
@@ -175,19 +182,23 @@ impl Handler for Agent {
         self: Arc<Self>,
         method: String,
         params: Option<Box<RawValue>>,
-    ) -> BoxFuture<'static, Result<Box<RawValue>, RpcError>> {
+    ) -> BoxFuture<'static, Result<Reply, RpcError>> {
         Box::pin(async move {
             let p = params.as_deref();
             match method.as_str() {
                 method::INITIALIZE => to_raw(&self.initialize(decode_params(p)?)),
-                method::AUTHENTICATE => to_raw(&self.authenticate(decode_params(p)?)?),
-                method::SESSION_NEW => to_raw(&self.new_session(decode_params(p)?).await?),
-                method::SESSION_PROMPT => to_raw(&self.prompt(decode_params(p)?).await?),
-                method::SESSION_SET_MODE => to_raw(&self.set_mode(decode_params(p)?)?),
-                method::SESSION_SET_CONFIG_OPTION => {
-                    to_raw(&self.set_config_option(decode_params(p)?)?)
-                }
+                method::AUTHENTICATE => to_raw(&self.authenticate(decode_params(p)?).await?),
+                method::SESSION_NEW => self.new_session(decode_params(p)?).await,
+                method::SESSION_LOAD => self.load_session(decode_params(p)?).await,
+                method::SESSION_RESUME => self.resume_session(decode_params(p)?).await,
+                method::SESSION_LIST => to_raw(&self.list_sessions(decode_params(p)?)?),
                 method::SESSION_CLOSE => to_raw(&self.close_session(decode_params(p)?)?),
+                method::SESSION_DELETE => to_raw(&self.delete_session(decode_params(p)?)?),
+                method::SESSION_PROMPT => to_raw(&self.prompt(decode_params(p)?).await?),
+                method::SESSION_SET_MODE => to_raw(&self.set_mode(decode_params(p)?).await?),
+                method::SESSION_SET_CONFIG_OPTION => {
+                    to_raw(&self.set_config_option(decode_params(p)?).await?)
+                }
                 _ => Err(RpcError::method_not_found(&method)),
             }
         })

@@ -1,26 +1,151 @@
-//! One session: its roots, mode, remembered permissions, history and the
-//! cancellation token of the running turn.
-use std::collections::HashSet;
+//! One session: its roots, mode, model, remembered permissions, history, the
+//! cancellation tokens of its turns, and its persistence.
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::McpServer;
+use crate::acp::{
+    ContentBlock, McpServer, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus,
+};
 use crate::editor::Editor;
 use crate::llm::ChatMessage;
 use crate::tools::Registry;
 
 use super::modes::Mode;
 use super::permission::Grants;
+use super::store::{self, Log, Record, StoredMessage, Summary};
 
 /// The conversation, held for the whole of a turn (turns of one session run one at a time).
 #[derive(Default)]
 pub struct History {
     pub messages: Vec<ChatMessage>,
-    /// Prompt tokens of the last model call (the context in use).
+    /// Tokens in context after the last model call (prompt + completion).
     pub context_tokens: u64,
+    /// How many messages `context_tokens` covers (later ones are estimated).
+    pub counted_messages: usize,
+    /// Tokens and cost used by this session so far.
+    pub total_prompt_tokens: u64,
+    pub total_completion_tokens: u64,
+    pub cost_usd: f64,
+}
+
+/// Settings of a session that change over its life and are persisted.
+#[derive(Debug, Clone, Default)]
+pub struct SessionMeta {
+    pub title: Option<String>,
+    pub model: Option<String>,
+    pub reasoning_effort: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// Writes a session's records and follows tool calls to their final state.
+pub struct Recorder {
+    log: Option<Log>,
+    calls: Mutex<HashMap<String, ToolCall>>,
+    failed: AtomicBool,
+    warned: AtomicBool,
+}
+
+impl Recorder {
+    pub fn new(log: Option<Log>) -> Arc<Self> {
+        Arc::new(Recorder {
+            log,
+            calls: Mutex::new(HashMap::new()),
+            failed: AtomicBool::new(false),
+            warned: AtomicBool::new(false),
+        })
+    }
+
+    /// Appends a record; failures are logged (and surfaced by [`Session::record`]).
+    pub fn record(&self, record: &Record) {
+        let Some(log) = &self.log else { return };
+        match log.append(record) {
+            Ok(()) => self.failed.store(false, Ordering::Relaxed),
+            Err(e) => {
+                if !self.failed.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(error = %e, "session record not saved");
+                }
+            }
+        }
+    }
+
+    fn sync(&self) {
+        if let Some(log) = &self.log {
+            log.sync();
+        }
+    }
+
+    /// Keeps what a reload must replay: tool calls in their final state, plans.
+    pub fn observe(&self, update: &SessionUpdate) {
+        match update {
+            SessionUpdate::ToolCall(call) => {
+                self.calls
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(call.tool_call_id.clone(), call.clone());
+            }
+            SessionUpdate::ToolCallUpdate(u) => {
+                let done = {
+                    let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+                    let Some(call) = calls.get_mut(&u.tool_call_id) else {
+                        return;
+                    };
+                    call.apply(u);
+                    if matches!(
+                        call.status,
+                        ToolCallStatus::Completed | ToolCallStatus::Failed
+                    ) {
+                        calls.remove(&u.tool_call_id)
+                    } else {
+                        None
+                    }
+                };
+                if let Some(call) = done {
+                    self.record(&Record::ToolCall {
+                        call: Box::new(for_replay(call)),
+                    });
+                }
+            }
+            SessionUpdate::Plan(plan) => self.record(&Record::Plan {
+                entries: plan.entries.clone(),
+            }),
+            _ => {}
+        }
+    }
+}
+
+/// Terminals are released when a call ends; a replayed call shows their output as text.
+fn for_replay(mut call: ToolCall) -> ToolCall {
+    let output = store::raw_output_text(&call.raw_output).map(str::to_owned);
+    for item in &mut call.content {
+        if matches!(item, ToolCallContent::Terminal { .. }) {
+            let text = match &output {
+                Some(o) if !o.trim().is_empty() => format!("```\n{}\n```", o.trim_end()),
+                _ => "(terminal output not kept)".to_owned(),
+            };
+            *item = ToolCallContent::text(text);
+        }
+    }
+    call
+}
+
+/// What a new or restored session starts from.
+pub struct SessionInit {
+    pub id: String,
+    pub cwd: PathBuf,
+    pub additional_dirs: Vec<PathBuf>,
+    pub editor: Editor,
+    pub mcp_servers: Vec<McpServer>,
+    pub mode: Mode,
+    pub registry: Registry,
+    pub meta: SessionMeta,
+    pub history: Vec<ChatMessage>,
+    pub used_tool_ids: HashSet<String>,
+    pub recorder: Arc<Recorder>,
 }
 
 pub struct Session {
@@ -35,6 +160,7 @@ pub struct Session {
     pub system_prompt: String,
     pub registry: Registry,
     pub history: tokio::sync::Mutex<History>,
+    pub meta: Mutex<SessionMeta>,
     mode: Mutex<Mode>,
     pub grants: Mutex<Grants>,
     /// Running (or queued) turns: their numbers and tokens.
@@ -42,40 +168,43 @@ pub struct Session {
     turn_seq: AtomicU64,
     used_tool_ids: Mutex<HashSet<String>>,
     tool_seq: AtomicU64,
+    recorder: Arc<Recorder>,
+    store: Option<store::Store>,
 }
 
 impl Session {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        id: String,
-        cwd: PathBuf,
-        additional_dirs: Vec<PathBuf>,
-        editor: Editor,
-        mcp_servers: Vec<McpServer>,
-        mode: Mode,
-        registry: Registry,
-    ) -> Arc<Self> {
-        let roots = std::iter::once(&cwd)
-            .chain(additional_dirs.iter())
+    pub fn new(init: SessionInit, store: Option<store::Store>) -> Arc<Self> {
+        let roots = std::iter::once(&init.cwd)
+            .chain(init.additional_dirs.iter())
             .map(|d| crate::tools::paths::canonicalize_lenient(d))
             .collect();
-        let system_prompt = super::prompt::system_prompt(&cwd, &additional_dirs);
+        let system_prompt = super::prompt::system_prompt(&init.cwd, &init.additional_dirs);
+        let recorder = init.recorder.clone();
+        let editor = init
+            .editor
+            .with_observer(Arc::new(move |u| recorder.observe(u)));
         Arc::new(Self {
-            id,
-            cwd,
-            additional_dirs,
+            id: init.id,
+            cwd: init.cwd,
+            additional_dirs: init.additional_dirs,
             roots,
             editor,
-            mcp_servers,
+            mcp_servers: init.mcp_servers,
             system_prompt,
-            registry,
-            history: tokio::sync::Mutex::new(History::default()),
-            mode: Mutex::new(mode),
+            registry: init.registry,
+            history: tokio::sync::Mutex::new(History {
+                messages: init.history,
+                ..History::default()
+            }),
+            meta: Mutex::new(init.meta),
+            mode: Mutex::new(init.mode),
             grants: Mutex::new(Grants::default()),
             turns: Mutex::new(Vec::new()),
             turn_seq: AtomicU64::new(0),
-            used_tool_ids: Mutex::new(HashSet::new()),
+            used_tool_ids: Mutex::new(init.used_tool_ids),
             tool_seq: AtomicU64::new(0),
+            recorder: init.recorder,
+            store,
         })
     }
 
@@ -85,10 +214,109 @@ impl Session {
 
     /// Switches mode; returns whether it changed.
     pub fn set_mode(&self, mode: Mode) -> bool {
-        let mut m = self.mode.lock().unwrap_or_else(|e| e.into_inner());
-        let changed = *m != mode;
-        *m = mode;
+        let changed = {
+            let mut m = self.mode.lock().unwrap_or_else(|e| e.into_inner());
+            let changed = *m != mode;
+            *m = mode;
+            changed
+        };
+        if changed {
+            self.record(&Record::Mode {
+                mode: mode.id().into(),
+            });
+        }
         changed
+    }
+
+    pub fn meta(&self) -> SessionMeta {
+        self.meta.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Appends a record to the session log. The first failure in a row is told
+    /// to the user once: the conversation goes on, but may not be restorable.
+    pub fn record(&self, record: &Record) {
+        self.recorder.record(record);
+        if self.recorder.failed.load(Ordering::Relaxed)
+            && !self.recorder.warned.swap(true, Ordering::Relaxed)
+        {
+            let dir = self
+                .store
+                .as_ref()
+                .map(|s| s.dir().display().to_string())
+                .unwrap_or_default();
+            self.editor.update(&SessionUpdate::agent_text(
+                format!(
+                    "\n\n> ⚠ This session could not be saved to {dir} (see the log for the reason). \
+                     It keeps working, but it may not be restorable after a restart.\n\n"
+                ),
+                None,
+            ));
+        }
+    }
+
+    /// Records a prompt (blocks for replay, the model's message for history).
+    pub fn record_user(&self, prompt: &[ContentBlock], message: &ChatMessage) {
+        if let Some(message) = StoredMessage::from_chat(message) {
+            let prompt = prompt
+                .iter()
+                .filter(|b| !matches!(b, ContentBlock::Unknown))
+                .cloned()
+                .collect();
+            self.record(&Record::User { prompt, message });
+        }
+    }
+
+    /// Records a finished assistant message.
+    pub fn record_message(&self, message: &ChatMessage) {
+        match StoredMessage::from_chat(message) {
+            Some(StoredMessage::Assistant {
+                text,
+                reasoning,
+                tool_calls,
+            }) => self.record(&Record::Assistant {
+                text,
+                reasoning,
+                tool_calls,
+            }),
+            Some(StoredMessage::Tool {
+                tool_call_id,
+                content,
+            }) => self.record(&Record::ToolResult {
+                tool_call_id,
+                content,
+            }),
+            _ => {}
+        }
+    }
+
+    /// Ends a turn for persistence: stable storage and a fresh `updatedAt`.
+    pub fn touch(&self) {
+        self.recorder.sync();
+        let summary = {
+            let mut meta = self.meta.lock().unwrap_or_else(|e| e.into_inner());
+            meta.updated_at = store::now_rfc3339();
+            self.summary_of(&meta)
+        };
+        if let Some(store) = &self.store
+            && let Err(e) = store.write_summary(&summary)
+        {
+            tracing::warn!(error = %e, "session summary not saved");
+        }
+    }
+
+    pub fn summary_of(&self, meta: &SessionMeta) -> Summary {
+        Summary {
+            session_id: self.id.clone(),
+            cwd: self.cwd.display().to_string(),
+            additional_directories: self
+                .additional_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect(),
+            title: meta.title.clone(),
+            created_at: meta.created_at.clone(),
+            updated_at: meta.updated_at.clone(),
+        }
     }
 
     /// Starts a turn: a fresh token that `cancel` will trigger, and the turn's number.

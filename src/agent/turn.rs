@@ -1,35 +1,53 @@
 //! The prompt turn (ACP §6): stream the model's reply, run the tool calls it
 //! asks for, feed their results back, and repeat until it stops calling tools.
-//! Every await races the turn's cancellation token.
+//! Every await races the turn's cancellation token. Everything that completes
+//! is recorded in the session log as it completes.
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::{ContentBlock, SessionUpdate, StopReason, UsageUpdate};
+use crate::acp::{ContentBlock, Cost, SessionUpdate, StopReason, UsageUpdate};
 use crate::config::Settings;
 use crate::llm::{
-    ChatMessage, ChatRequest, Completion, Event, FinishReason, LlmError, Model, RetryPolicy,
+    ChatMessage, ChatRequest, Completion, Event, FinishReason, LlmError, Model, RetryPolicy, Usage,
 };
 use crate::rpc::RpcError;
 
 use super::call;
+use super::compact;
 use super::session::{History, Session};
 
 /// What a turn needs besides the session.
 pub struct TurnEnv {
     pub model: Arc<dyn Model>,
     pub model_id: String,
+    pub reasoning_effort: Option<String>,
     pub settings: Arc<Settings>,
 }
 
-fn message_id() -> String {
+impl TurnEnv {
+    pub fn context_window(&self) -> u64 {
+        self.settings.context_window_for(&self.model_id)
+    }
+
+    fn policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_retries: self.settings.max_retries,
+            base: self.settings.retry_base_delay,
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+pub fn message_id() -> String {
     format!("msg_{:016x}", fastrand::u64(..))
 }
 
-/// Runs one turn. Model failures that outlast the retries are JSON-RPC errors;
-/// cancellation is the `cancelled` stop reason.
+/// Runs one turn for `prompt` (the editor's blocks, already expanded from a
+/// slash command if any). Model failures that outlast the retries are JSON-RPC
+/// errors; cancellation is the `cancelled` stop reason.
 pub async fn run(
     env: &TurnEnv,
     session: &Arc<Session>,
@@ -46,31 +64,54 @@ pub async fn run(
         _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
         m = super::prompt::user_message(prompt, &session.editor) => m,
     };
+    session.record_user(prompt, &user);
     history.messages.push(user);
-    let policy = RetryPolicy {
-        max_retries: env.settings.max_retries,
-        base: env.settings.retry_base_delay,
-        max_delay: Duration::from_secs(30),
-    };
     let mut requests = 0u32;
     loop {
         if requests >= env.settings.max_turn_requests {
             return Ok(StopReason::MaxTurnRequests);
         }
         requests += 1;
-        let request = build_request(env, session, &history);
-        let completion =
-            match call_model(env, session, &request, &policy, cancel, &mut history).await? {
-                Some(c) => c,
-                None => return Ok(StopReason::Cancelled),
-            };
-        report_usage(env, session, &mut history, &completion);
+        if compact::needed(env, session, &history) {
+            match compact::run(env, session, &mut history, cancel, compact::Why::Auto, None).await {
+                Ok(true) | Ok(false) => {}
+                Err(e) if cancel.is_cancelled() => {
+                    tracing::debug!(error = %e.message, "compaction cancelled");
+                    return Ok(StopReason::Cancelled);
+                }
+                // A failed compaction is not fatal: the call may still fit.
+                Err(e) => tracing::warn!(error = %e.message, "automatic compaction failed"),
+            }
+            if cancel.is_cancelled() {
+                return Ok(StopReason::Cancelled);
+            }
+        }
+        let request = build_request(env, session, &history, true);
+        let completion = match call_model(env, session, &request, cancel, true).await {
+            Err(e) => return Err(e),
+            Ok(Outcome::Cancelled { partial }) => {
+                if !partial.is_empty() {
+                    let msg = ChatMessage::Assistant {
+                        text: partial,
+                        reasoning: String::new(),
+                        tool_calls: Vec::new(),
+                    };
+                    session.record_message(&msg);
+                    history.messages.push(msg);
+                }
+                return Ok(StopReason::Cancelled);
+            }
+            Ok(Outcome::Done(c)) => c,
+        };
+        account(env, session, &mut history, completion.usage);
         let calls = completion.tool_calls.clone();
-        history.messages.push(ChatMessage::Assistant {
+        let msg = ChatMessage::Assistant {
             text: completion.text,
             reasoning: completion.reasoning,
             tool_calls: calls.clone(),
-        });
+        };
+        session.record_message(&msg);
+        history.messages.push(msg);
         if calls.is_empty() {
             return Ok(match completion.finish_reason {
                 Some(FinishReason::Length) => StopReason::MaxTokens,
@@ -87,10 +128,12 @@ pub async fn run(
                 was_cancelled = result.cancelled || cancel.is_cancelled();
                 result.for_model
             };
-            history.messages.push(ChatMessage::Tool {
+            let msg = ChatMessage::Tool {
                 tool_call_id: req.id.clone(),
                 content,
-            });
+            };
+            session.record_message(&msg);
+            history.messages.push(msg);
         }
         if was_cancelled {
             return Ok(StopReason::Cancelled);
@@ -98,44 +141,77 @@ pub async fn run(
     }
 }
 
-fn build_request(env: &TurnEnv, session: &Session, history: &History) -> ChatRequest {
+/// The request for the next call: system prompt, history, and (unless
+/// `with_tools` is false) the session's tools.
+pub fn build_request(
+    env: &TurnEnv,
+    session: &Session,
+    history: &History,
+    with_tools: bool,
+) -> ChatRequest {
     let mut messages = Vec::with_capacity(history.messages.len() + 1);
     messages.push(ChatMessage::System(session.system_prompt.clone()));
     messages.extend(history.messages.iter().cloned());
     ChatRequest {
         model: env.model_id.clone(),
         messages,
-        tools: session.registry.specs(),
+        tools: if with_tools {
+            session.registry.specs()
+        } else {
+            Vec::new()
+        },
         stream_usage: env.settings.stream_usage,
         send_reasoning: env.settings.send_reasoning,
-        reasoning_effort: None,
+        reasoning_effort: env.reasoning_effort.clone(),
     }
 }
 
-fn report_usage(env: &TurnEnv, session: &Session, history: &mut History, c: &Completion) {
-    if let Some(u) = c.usage {
-        history.context_tokens = u.prompt_tokens + u.completion_tokens;
-        session
-            .editor
-            .update(&SessionUpdate::UsageUpdate(UsageUpdate {
-                used: history.context_tokens,
-                size: env.settings.context_window,
-                cost: None,
-            }));
+/// Token and cost accounting after a call, reported as `usage_update` (ACP §7).
+pub fn account(env: &TurnEnv, session: &Session, history: &mut History, usage: Option<Usage>) {
+    let Some(u) = usage else { return };
+    history.context_tokens = u.prompt_tokens + u.completion_tokens;
+    history.counted_messages = history.messages.len() + 1;
+    history.total_prompt_tokens += u.prompt_tokens;
+    history.total_completion_tokens += u.completion_tokens;
+    let prices = env
+        .settings
+        .model_config(&env.model_id)
+        .and_then(|c| Some((c.input_cost_per_mtok?, c.output_cost_per_mtok?)));
+    if let Some((input, output)) = prices {
+        history.cost_usd +=
+            u.prompt_tokens as f64 * input / 1e6 + u.completion_tokens as f64 * output / 1e6;
     }
+    session
+        .editor
+        .update(&SessionUpdate::UsageUpdate(UsageUpdate {
+            used: history.context_tokens,
+            size: env.context_window(),
+            cost: prices.map(|_| Cost {
+                amount: (history.cost_usd * 1e6).round() / 1e6,
+                currency: "USD".into(),
+            }),
+        }));
 }
 
-/// One model call with retries. `Ok(None)` means cancelled; partial output of a
-/// cancelled call is kept in the history (the user saw it).
-async fn call_model(
+pub enum Outcome {
+    Done(Completion),
+    /// Cancelled; `partial` is the text the user already saw.
+    Cancelled {
+        partial: String,
+    },
+}
+
+/// One model call with retries. When `visible`, text and thoughts stream to the
+/// editor; otherwise (compaction) only status lines do.
+pub async fn call_model(
     env: &TurnEnv,
     session: &Session,
     request: &ChatRequest,
-    policy: &RetryPolicy,
     cancel: &CancellationToken,
-    history: &mut History,
-) -> Result<Option<Completion>, RpcError> {
+    visible: bool,
+) -> Result<Outcome, RpcError> {
     let editor = &session.editor;
+    let policy = env.policy();
     let mut attempt = 0u32;
     loop {
         attempt += 1;
@@ -151,10 +227,14 @@ async fn call_model(
                     match event? {
                         Event::Text(t) => {
                             partial.push_str(&t);
-                            editor.update(&SessionUpdate::agent_text(t, Some(text_id.clone())));
+                            if visible {
+                                editor.update(&SessionUpdate::agent_text(t, Some(text_id.clone())));
+                            }
                         }
                         Event::Reasoning(t) => {
-                            editor.update(&SessionUpdate::agent_thought(t, Some(thought_id.clone())));
+                            if visible {
+                                editor.update(&SessionUpdate::agent_thought(t, Some(thought_id.clone())));
+                            }
                         }
                         Event::ToolCallStarted { .. } => {}
                         Event::Done(c) => return Ok(c),
@@ -165,38 +245,44 @@ async fn call_model(
         };
         let err = match outcome {
             None => {
-                if !partial.is_empty() {
-                    history.messages.push(ChatMessage::Assistant {
-                        text: partial,
-                        reasoning: String::new(),
-                        tool_calls: Vec::new(),
-                    });
-                }
-                return Ok(None);
+                return Ok(Outcome::Cancelled {
+                    partial: if visible { partial } else { String::new() },
+                });
             }
-            Some(Ok(c)) => return Ok(Some(c)),
+            Some(Ok(c)) => return Ok(Outcome::Done(c)),
             Some(Err(e)) => e,
         };
         tracing::warn!(attempt, error = %err, "model call failed");
         match policy.delay(&err, attempt) {
             Some(delay) => {
-                let note = format!(
-                    "\n_Model endpoint: {} — retrying in {:.1} s (attempt {} of {})…_\n",
-                    err.short(),
-                    delay.as_secs_f64(),
-                    attempt + 1,
-                    policy.max_retries + 1
+                status(
+                    session,
+                    &format!(
+                        "Model endpoint: {} — retrying in {:.1} s (attempt {} of {})…",
+                        err.short(),
+                        delay.as_secs_f64(),
+                        attempt + 1,
+                        policy.max_retries + 1
+                    ),
                 );
-                editor.update(&SessionUpdate::agent_thought(note, Some(message_id())));
                 tokio::select! {
                     biased;
-                    _ = cancel.cancelled() => return Ok(None),
+                    _ = cancel.cancelled() => return Ok(Outcome::Cancelled { partial: String::new() }),
                     _ = tokio::time::sleep(delay) => {}
                 }
             }
             None => return Err(to_rpc_error(env, &err, attempt)),
         }
     }
+}
+
+/// A short status line for long waits (retries, compaction, start-up), shown
+/// as a thought so it does not become part of the answer.
+pub fn status(session: &Session, text: &str) {
+    session.editor.update(&SessionUpdate::agent_thought(
+        format!("\n_{text}_\n"),
+        Some(message_id()),
+    ));
 }
 
 /// Maps a final model failure to an actionable wire error (DESIGN §4 "Auth").

@@ -21,12 +21,16 @@ use crate::acp::{
 };
 use crate::rpc::{Peer, RpcError};
 
+/// Sees every `session/update` of a session before it is sent (persistence).
+pub type UpdateObserver = Arc<dyn Fn(&SessionUpdate) + Send + Sync>;
+
 /// The editor as seen from one session.
 #[derive(Clone)]
 pub struct Editor {
     peer: Peer,
     caps: Arc<ClientCapabilities>,
     session_id: Arc<str>,
+    observer: Option<UpdateObserver>,
 }
 
 impl Editor {
@@ -35,7 +39,25 @@ impl Editor {
             peer,
             caps,
             session_id: session_id.into(),
+            observer: None,
         }
+    }
+
+    /// The same editor with an observer of this session's updates.
+    pub fn with_observer(mut self, observer: UpdateObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Sends an update without showing it to the observer (history replay).
+    pub fn replay(&self, update: &SessionUpdate) {
+        self.peer.notify(
+            method::SESSION_UPDATE,
+            &SessionNotification {
+                session_id: &self.session_id,
+                update,
+            },
+        );
     }
 
     pub fn session_id(&self) -> &str {
@@ -56,6 +78,9 @@ impl Editor {
 
     /// Sends one `session/update` for this session.
     pub fn update(&self, update: &SessionUpdate) {
+        if let Some(observer) = &self.observer {
+            observer(update);
+        }
         self.peer.notify(
             method::SESSION_UPDATE,
             &SessionNotification {

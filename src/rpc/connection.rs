@@ -21,6 +21,23 @@ use super::{RpcError, decode_params};
 
 type Pending = oneshot::Sender<Result<Option<Box<RawValue>>, RpcError>>;
 
+/// A successful result, and optionally work to do once it has been queued for
+/// writing (so notifications it sends are guaranteed to follow the response,
+/// e.g. ACP's `available_commands_update` after `session/new`).
+pub struct Reply {
+    pub result: Box<RawValue>,
+    pub after: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl From<Box<RawValue>> for Reply {
+    fn from(result: Box<RawValue>) -> Self {
+        Reply {
+            result,
+            after: None,
+        }
+    }
+}
+
 /// What the peer may call on us.
 pub trait Handler: Send + Sync + 'static {
     /// Handles one request; runs on its own task. The return value is the `result`.
@@ -28,7 +45,7 @@ pub trait Handler: Send + Sync + 'static {
         self: Arc<Self>,
         method: String,
         params: Option<Box<RawValue>>,
-    ) -> BoxFuture<'static, Result<Box<RawValue>, RpcError>>;
+    ) -> BoxFuture<'static, Result<Reply, RpcError>>;
 
     /// Whether requests of this method run one at a time in arrival order
     /// (e.g. `initialize` before `session/new`) instead of each on its own task.
@@ -326,7 +343,15 @@ where
                                 )))
                             }
                         };
-                        peer.respond(&id, result);
+                        match result {
+                            Ok(Reply { result, after }) => {
+                                peer.respond(&id, Ok(result));
+                                if let Some(after) = after {
+                                    after();
+                                }
+                            }
+                            Err(e) => peer.respond(&id, Err(e)),
+                        }
                     });
                     if sequential {
                         let _ = seq_tx.send(job);

@@ -11,7 +11,7 @@ mod framing;
 mod message;
 
 pub use connection::{
-    Connection, Direction, Handler, Peer, ServeOptions, Tracer, WriterDone, serve,
+    Connection, Direction, Handler, Peer, Reply, ServeOptions, Tracer, WriterDone, serve,
 };
 pub use error::{RpcError, codes};
 pub use framing::{Frame, LineReader};

@@ -1167,7 +1167,10 @@ mod tests {
         eprintln!("cancel latency (SIGTERM ignored): {latency:?}");
         assert!(latency < Duration::from_secs(1), "{latency:?}");
         assert!(r.cancelled, "{r:?}");
-        assert_eq!((r.exit_code, r.signal.as_deref()), (None, None));
+        // Usually no status yet (the SIGKILL follow-up comes later); on a loaded
+        // machine the follow-up may already have landed. Never an exit code.
+        assert_eq!(r.exit_code, None, "{r:?}");
+        assert!(matches!(r.signal.as_deref(), None | Some("SIGKILL")), "{r:?}");
         // The background follow-up SIGKILLs the group TERM_GRACE later.
         assert_dies(pid).await;
     }

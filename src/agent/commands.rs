@@ -1,0 +1,253 @@
+//! Slash commands (ACP §7 `available_commands_update`): built-in ones and user
+//! prompt files from `.acp-coder/commands/*.md` (project) and the config dir.
+//! A prompt whose first text starts with `/name` runs the command.
+use std::path::Path;
+
+use crate::acp::{AvailableCommand, CommandInput, ContentBlock};
+
+const INIT: &str = include_str!("../../prompts/init.md");
+const REVIEW: &str = include_str!("../../prompts/review.md");
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Summarize the conversation now.
+    Compact,
+    /// Show or change the mode.
+    Mode,
+    /// Show or change the model.
+    Model,
+    Status,
+    Mcp,
+    /// Send this text to the model as the prompt.
+    Prompt(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Command {
+    pub name: String,
+    pub description: String,
+    pub hint: Option<String>,
+    template: Template,
+}
+
+#[derive(Debug, Clone)]
+enum Template {
+    Builtin(fn() -> BuiltinKind),
+    Text(String),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum BuiltinKind {
+    Compact,
+    Init,
+    Review,
+    Mode,
+    Model,
+    Status,
+    Mcp,
+}
+
+fn builtin(
+    name: &str,
+    description: &str,
+    hint: Option<&str>,
+    kind: fn() -> BuiltinKind,
+) -> Command {
+    Command {
+        name: name.into(),
+        description: description.into(),
+        hint: hint.map(Into::into),
+        template: Template::Builtin(kind),
+    }
+}
+
+/// Built-ins first, then project commands, then the user's (a name is taken once).
+pub fn available(cwd: &Path, config_dir: &Path) -> Vec<Command> {
+    let mut list = vec![
+        builtin(
+            "compact",
+            "Summarize the conversation to free context",
+            Some("optional focus for the summary"),
+            || BuiltinKind::Compact,
+        ),
+        builtin(
+            "init",
+            "Write or update AGENTS.md from a look at the project",
+            None,
+            || BuiltinKind::Init,
+        ),
+        builtin(
+            "review",
+            "Review the uncommitted changes",
+            Some("optional focus"),
+            || BuiltinKind::Review,
+        ),
+        builtin(
+            "mode",
+            "Show or switch the mode (read-only, ask, accept-edits, full-auto)",
+            Some("mode id"),
+            || BuiltinKind::Mode,
+        ),
+        builtin(
+            "model",
+            "Show or switch the model",
+            Some("model id"),
+            || BuiltinKind::Model,
+        ),
+        builtin(
+            "status",
+            "Model, mode, tokens used, context left and cost",
+            None,
+            || BuiltinKind::Status,
+        ),
+        builtin("mcp", "MCP servers, their state and tools", None, || {
+            BuiltinKind::Mcp
+        }),
+    ];
+    for dir in [cwd.join(".acp-coder/commands"), config_dir.join("commands")] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut files: Vec<_> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "md"))
+            .collect();
+        files.sort();
+        for path in files {
+            let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
+                continue;
+            };
+            if !valid_name(&name) || list.iter().any(|c| c.name == name) {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let (description, body) = front_matter(&text);
+            list.push(Command {
+                description: description
+                    .unwrap_or_else(|| format!("Prompt from {}", path.display())),
+                hint: body.contains("$ARGUMENTS").then(|| "arguments".to_owned()),
+                name,
+                template: Template::Text(body),
+            });
+        }
+    }
+    list
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Splits `---\ndescription: …\n---\n` front matter from the body.
+fn front_matter(text: &str) -> (Option<String>, String) {
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        return (None, text.to_owned());
+    };
+    let Some(end) = rest.find("\n---") else {
+        return (None, text.to_owned());
+    };
+    let description = rest[..end]
+        .lines()
+        .find_map(|l| l.strip_prefix("description:"))
+        .map(|d| d.trim().trim_matches('"').to_owned());
+    let body = rest[end + 4..].trim_start_matches(['\r', '\n']).to_owned();
+    (description, body)
+}
+
+pub fn to_acp(commands: &[Command]) -> Vec<AvailableCommand> {
+    commands
+        .iter()
+        .map(|c| AvailableCommand {
+            name: c.name.clone(),
+            description: c.description.clone(),
+            input: c.hint.clone().map(|hint| CommandInput { hint }),
+        })
+        .collect()
+}
+
+/// `/name args` at the start of the prompt's first text block.
+pub fn parse(prompt: &[ContentBlock]) -> Option<(String, String)> {
+    let text = prompt.iter().find_map(|b| match b {
+        ContentBlock::Text(t) => Some(t.text.trim_start()),
+        _ => None,
+    })?;
+    let rest = text.strip_prefix('/')?;
+    let (name, args) = match rest.find(char::is_whitespace) {
+        Some(i) => (&rest[..i], rest[i..].trim()),
+        None => (rest, ""),
+    };
+    valid_name(name).then(|| (name.to_owned(), args.to_owned()))
+}
+
+/// What running `/name args` means.
+pub fn resolve(commands: &[Command], name: &str, args: &str) -> Option<Action> {
+    let cmd = commands.iter().find(|c| c.name == name)?;
+    Some(match &cmd.template {
+        Template::Builtin(kind) => match kind() {
+            BuiltinKind::Compact => Action::Compact,
+            BuiltinKind::Mode => Action::Mode,
+            BuiltinKind::Model => Action::Model,
+            BuiltinKind::Status => Action::Status,
+            BuiltinKind::Mcp => Action::Mcp,
+            BuiltinKind::Init => Action::Prompt(with_args(INIT, args)),
+            BuiltinKind::Review => Action::Prompt(with_args(REVIEW, args)),
+        },
+        Template::Text(body) => Action::Prompt(if body.contains("$ARGUMENTS") {
+            body.replace("$ARGUMENTS", args)
+        } else {
+            with_args(body, args)
+        }),
+    })
+}
+
+fn with_args(body: &str, args: &str) -> String {
+    if args.is_empty() {
+        body.trim_end().to_owned()
+    } else {
+        format!("{}\n\nAdditional instructions: {args}", body.trim_end())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_resolves() {
+        let dir = tempfile::tempdir().unwrap();
+        let cmds_dir = dir.path().join(".acp-coder/commands");
+        std::fs::create_dir_all(&cmds_dir).unwrap();
+        std::fs::write(
+            cmds_dir.join("fix-issue.md"),
+            "---\ndescription: Fix a GitHub issue\n---\nFix issue $ARGUMENTS carefully.\n",
+        )
+        .unwrap();
+        std::fs::write(cmds_dir.join("bad name.md"), "x").unwrap();
+        let cmds = available(dir.path(), &dir.path().join("cfg"));
+        let fix = cmds.iter().find(|c| c.name == "fix-issue").unwrap();
+        assert_eq!(fix.description, "Fix a GitHub issue");
+        assert!(!cmds.iter().any(|c| c.name == "bad name"));
+        let (name, args) = parse(&[ContentBlock::text("/fix-issue 42 now")]).unwrap();
+        assert_eq!((name.as_str(), args.as_str()), ("fix-issue", "42 now"));
+        assert_eq!(
+            resolve(&cmds, &name, &args),
+            Some(Action::Prompt("Fix issue 42 now carefully.\n".into()))
+        );
+        assert_eq!(resolve(&cmds, "compact", ""), Some(Action::Compact));
+        assert!(
+            matches!(resolve(&cmds, "review", "auth"), Some(Action::Prompt(p)) if p.ends_with("Additional instructions: auth"))
+        );
+        assert!(parse(&[ContentBlock::text("no slash")]).is_none());
+        assert!(parse(&[ContentBlock::text("/path/to/file is broken")]).is_none());
+        assert_eq!(resolve(&cmds, "nope", ""), None);
+    }
+}

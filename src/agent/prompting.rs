@@ -1,0 +1,305 @@
+//! `session/prompt` (ACP §6): titles, slash commands, and the turn itself.
+use std::sync::Arc;
+
+use crate::acp::{
+    ContentBlock, PromptRequest, PromptResponse, SessionInfoUpdate, SessionUpdate, StopReason,
+};
+use crate::config::{MODEL_ENV, Settings};
+use crate::rpc::RpcError;
+
+use super::Agent;
+use super::commands::{self, Action};
+use super::compact;
+use super::modes::Mode;
+use super::options;
+use super::session::Session;
+use super::store::Record;
+use super::turn::{self, TurnEnv, message_id};
+
+/// Titles are the first line of the first prompt, this long at most.
+const TITLE_CHARS: usize = 60;
+
+impl Agent {
+    pub(super) async fn prompt(&self, req: PromptRequest) -> Result<PromptResponse, RpcError> {
+        let session = self.session(&req.session_id)?;
+        let settings = self.settings();
+        if let Some(what) = settings.missing_credentials() {
+            return Err(RpcError::auth_required(what));
+        }
+        self.set_title(&session, &req.prompt);
+        let (seq, token) = session.begin_turn();
+        tracing::info!(session = %session.id, prompt = %super::prompt::summary(&req.prompt, 80), "turn start");
+        let result = self
+            .run_prompt(&session, &settings, req.prompt, &token)
+            .await;
+        session.end_turn(seq);
+        session.touch();
+        match &result {
+            Ok(reason) => tracing::info!(session = %session.id, ?reason, "turn end"),
+            Err(e) => tracing::warn!(session = %session.id, error = %e.message, "turn failed"),
+        }
+        result.map(|stop_reason| PromptResponse { stop_reason })
+    }
+
+    async fn run_prompt(
+        &self,
+        session: &Arc<Session>,
+        settings: &Arc<Settings>,
+        mut prompt: Vec<ContentBlock>,
+        token: &tokio_util::sync::CancellationToken,
+    ) -> Result<StopReason, RpcError> {
+        let config_dir = crate::config::config_home().join("acp-coder");
+        if let Some((name, args)) = commands::parse(&prompt) {
+            let available = commands::available(&session.cwd, &config_dir);
+            match commands::resolve(&available, &name, &args) {
+                None => {} // Not a command: the model gets the text as typed.
+                Some(Action::Prompt(text)) => replace_command_text(&mut prompt, text),
+                Some(Action::Mode) => return self.mode_command(session, &args).await,
+                Some(Action::Model) => return self.model_command(session, &args).await,
+                Some(Action::Status) => {
+                    let text = self.status_text(session, settings).await;
+                    say(session, &text);
+                    return Ok(StopReason::EndTurn);
+                }
+                Some(Action::Mcp) => {
+                    say(session, &self.mcp_status(session));
+                    return Ok(StopReason::EndTurn);
+                }
+                Some(Action::Compact) => {
+                    let env = self.turn_env(session, settings).await?;
+                    let mut history = tokio::select! {
+                        biased;
+                        _ = token.cancelled() => return Ok(StopReason::Cancelled),
+                        h = session.history.lock() => h,
+                    };
+                    let focus = (!args.is_empty()).then_some(args.as_str());
+                    let done = compact::run(
+                        &env,
+                        session,
+                        &mut history,
+                        token,
+                        compact::Why::Manual,
+                        focus,
+                    )
+                    .await?;
+                    if token.is_cancelled() {
+                        return Ok(StopReason::Cancelled);
+                    }
+                    if !done {
+                        say(session, "Nothing to compact yet.");
+                    }
+                    return Ok(StopReason::EndTurn);
+                }
+            }
+        }
+        let env = self.turn_env(session, settings).await?;
+        turn::run(&env, session, &prompt, token).await
+    }
+
+    /// The model and its settings for this session's next call.
+    async fn turn_env(
+        &self,
+        session: &Session,
+        settings: &Arc<Settings>,
+    ) -> Result<TurnEnv, RpcError> {
+        let model = self.model()?;
+        let meta = session.meta();
+        let model_id = match meta.model {
+            Some(m) => m,
+            None => {
+                // Nothing configured and nothing listed at session start: try again now.
+                let listed = self.catalog.listed(settings, model.as_ref()).await;
+                let m = options::default_model(settings, &listed).ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "no model is configured and {}/models lists none: set {MODEL_ENV}, pass --model, or set model in the config file",
+                        settings.base_url
+                    ))
+                })?;
+                session.meta.lock().unwrap_or_else(|e| e.into_inner()).model = Some(m.clone());
+                m
+            }
+        };
+        let reasoning_effort =
+            options::effective_effort(settings, &model_id, meta.reasoning_effort.as_deref());
+        Ok(TurnEnv {
+            model,
+            model_id,
+            reasoning_effort,
+            settings: settings.clone(),
+        })
+    }
+
+    /// Gives a session its title from its first prompt (ACP `session_info_update`).
+    fn set_title(&self, session: &Session, prompt: &[ContentBlock]) {
+        let title = {
+            let mut meta = session.meta.lock().unwrap_or_else(|e| e.into_inner());
+            if meta.title.is_some() {
+                return;
+            }
+            let title = super::prompt::summary(prompt, TITLE_CHARS);
+            if title.is_empty() {
+                return;
+            }
+            meta.title = Some(title.clone());
+            title
+        };
+        session.record(&Record::Title {
+            title: title.clone(),
+        });
+        session.touch();
+        session
+            .editor
+            .update(&SessionUpdate::SessionInfoUpdate(SessionInfoUpdate {
+                title: Some(title),
+                updated_at: Some(session.meta().updated_at),
+            }));
+    }
+
+    async fn mode_command(&self, session: &Session, args: &str) -> Result<StopReason, RpcError> {
+        if args.is_empty() {
+            let list: Vec<String> = Mode::ALL
+                .iter()
+                .map(|m| {
+                    let mark = if *m == session.mode() {
+                        " ← current"
+                    } else {
+                        ""
+                    };
+                    format!("- `{}` — {}{mark}", m.id(), m.description())
+                })
+                .collect();
+            say(
+                session,
+                &format!("Modes (switch with `/mode ID`):\n{}", list.join("\n")),
+            );
+            return Ok(StopReason::EndTurn);
+        }
+        match Mode::parse(args) {
+            Some(mode) => {
+                self.apply_mode(session, mode).await;
+                say(
+                    session,
+                    &format!("Mode is now **{}**: {}.", mode.name(), mode.description()),
+                );
+            }
+            None => say(
+                session,
+                &format!("Unknown mode `{args}`. Modes: read-only, ask, accept-edits, full-auto."),
+            ),
+        }
+        Ok(StopReason::EndTurn)
+    }
+
+    async fn model_command(&self, session: &Session, args: &str) -> Result<StopReason, RpcError> {
+        let options = self.session_options(session).await;
+        let models: Vec<String> = options
+            .iter()
+            .find(|o| o.id == options::MODEL)
+            .map(|o| o.options.iter().map(|v| v.value.clone()).collect())
+            .unwrap_or_default();
+        let current = session.meta().model.unwrap_or_else(|| "(none)".into());
+        if args.is_empty() {
+            let list: Vec<String> = models
+                .iter()
+                .map(|m| format!("- `{m}`{}", if *m == current { " ← current" } else { "" }))
+                .collect();
+            say(
+                session,
+                &format!(
+                    "Current model: `{current}`. Available (switch with `/model ID`):\n{}",
+                    list.join("\n")
+                ),
+            );
+        } else if models.iter().any(|m| m == args) || models.is_empty() {
+            self.apply_model(session, args).await;
+            say(session, &format!("Model is now `{args}`."));
+        } else {
+            say(
+                session,
+                &format!("Unknown model `{args}`. Available: {}", models.join(", ")),
+            );
+        }
+        Ok(StopReason::EndTurn)
+    }
+
+    async fn status_text(&self, session: &Session, settings: &Settings) -> String {
+        let meta = session.meta();
+        let model = meta
+            .model
+            .clone()
+            .unwrap_or_else(|| "(none configured)".into());
+        let window = settings.context_window_for(&model);
+        let history = session.history.lock().await;
+        let used = if history.context_tokens > 0 {
+            history.context_tokens
+        } else {
+            compact::estimate(session, &history)
+        };
+        let left = window.saturating_sub(used);
+        let pct = if window > 0 {
+            used as f64 * 100.0 / window as f64
+        } else {
+            0.0
+        };
+        let mut lines = vec![
+            format!("- **Model**: `{model}` at {}", settings.base_url),
+            format!(
+                "- **Mode**: {} — {}",
+                session.mode().name(),
+                session.mode().description()
+            ),
+            format!("- **Context**: {used} of {window} tokens used ({pct:.0} %), {left} left"),
+            format!(
+                "- **Tokens this session**: {} in, {} out",
+                history.total_prompt_tokens, history.total_completion_tokens
+            ),
+        ];
+        if let Some(effort) =
+            options::effective_effort(settings, &model, meta.reasoning_effort.as_deref())
+        {
+            lines.push(format!("- **Reasoning effort**: {effort}"));
+        }
+        let priced = settings
+            .model_config(&model)
+            .is_some_and(|c| c.input_cost_per_mtok.is_some() && c.output_cost_per_mtok.is_some());
+        if priced {
+            lines.push(format!("- **Cost this session**: ${:.4}", history.cost_usd));
+        }
+        lines.push(format!(
+            "- **Working directory**: {}",
+            session.cwd.display()
+        ));
+        lines.push(format!("- **Session**: `{}`", session.id));
+        format!("**Status**\n{}", lines.join("\n"))
+    }
+
+    fn mcp_status(&self, session: &Session) -> String {
+        if session.mcp_servers.is_empty() {
+            return "No MCP servers are configured for this session.".into();
+        }
+        let names: Vec<String> = session
+            .mcp_servers
+            .iter()
+            .map(|s| format!("- `{}`", s.name()))
+            .collect();
+        format!("MCP servers given by the editor:\n{}", names.join("\n"))
+    }
+}
+
+/// Replaces the `/command args` text with the command's prompt.
+fn replace_command_text(prompt: &mut [ContentBlock], text: String) {
+    if let Some(ContentBlock::Text(t)) = prompt
+        .iter_mut()
+        .find(|b| matches!(b, ContentBlock::Text(_)))
+    {
+        t.text = text;
+    }
+}
+
+/// A reply from the agent itself (slash commands), not from the model.
+fn say(session: &Session, text: &str) {
+    session.editor.update(&SessionUpdate::agent_text(
+        text.to_owned(),
+        Some(message_id()),
+    ));
+}

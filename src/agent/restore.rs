@@ -1,0 +1,189 @@
+//! Rebuilding a stored session: its model history and the updates that replay
+//! the conversation to the editor (ACP §5.3: `session/load` replays the whole
+//! conversation before it answers).
+use std::collections::HashSet;
+
+use crate::acp::{ContentChunk, Plan, SessionUpdate};
+use crate::llm::ChatMessage;
+
+use super::store::{Record, StoredMessage};
+
+#[derive(Default)]
+pub struct Restored {
+    pub cwd: Option<String>,
+    pub additional_directories: Vec<String>,
+    pub created_at: Option<String>,
+    pub history: Vec<ChatMessage>,
+    pub replay: Vec<SessionUpdate>,
+    pub mode: Option<String>,
+    pub model: Option<String>,
+    pub reasoning_effort: Option<String>,
+    pub title: Option<String>,
+    pub tool_ids: HashSet<String>,
+}
+
+fn message_id(n: usize) -> Option<String> {
+    Some(format!("replay_{n}"))
+}
+
+/// Folds records into a session state. Never fails: odd records are skipped.
+pub fn restore(records: Vec<Record>) -> Restored {
+    let mut r = Restored::default();
+    for (n, record) in records.into_iter().enumerate() {
+        match record {
+            Record::Meta {
+                cwd,
+                additional_directories,
+                created_at,
+                ..
+            } => {
+                r.cwd = Some(cwd);
+                r.additional_directories = additional_directories;
+                r.created_at = Some(created_at);
+            }
+            Record::User { prompt, message } => {
+                for block in prompt {
+                    r.replay.push(SessionUpdate::UserMessageChunk(ContentChunk {
+                        content: block,
+                        message_id: message_id(n),
+                    }));
+                }
+                r.history.push(message.to_chat());
+            }
+            Record::Assistant {
+                text,
+                reasoning,
+                tool_calls,
+            } => {
+                if !reasoning.is_empty() {
+                    r.replay.push(SessionUpdate::agent_thought(
+                        reasoning.clone(),
+                        message_id(n),
+                    ));
+                }
+                if !text.is_empty() {
+                    r.replay
+                        .push(SessionUpdate::agent_text(text.clone(), message_id(n)));
+                }
+                r.history.push(
+                    StoredMessage::Assistant {
+                        text,
+                        reasoning,
+                        tool_calls,
+                    }
+                    .to_chat(),
+                );
+            }
+            Record::ToolCall { call } => {
+                r.tool_ids.insert(call.tool_call_id.clone());
+                r.replay.push(SessionUpdate::ToolCall(*call));
+            }
+            Record::ToolResult {
+                tool_call_id,
+                content,
+            } => r.history.push(ChatMessage::Tool {
+                tool_call_id,
+                content,
+            }),
+            Record::Plan { entries } => r.replay.push(SessionUpdate::Plan(Plan { entries })),
+            Record::Mode { mode } => r.mode = Some(mode),
+            Record::Model { model } => r.model = Some(model),
+            Record::ReasoningEffort { effort } => r.reasoning_effort = effort,
+            Record::Title { title } => r.title = Some(title),
+            Record::Compaction { history } => {
+                r.history = history.iter().map(StoredMessage::to_chat).collect();
+            }
+            Record::Unknown => {}
+        }
+    }
+    repair_tool_results(&mut r.history);
+    r
+}
+
+/// A crash between a model's tool calls and their results leaves calls without
+/// results, which endpoints reject; answer them as interrupted.
+fn repair_tool_results(history: &mut Vec<ChatMessage>) {
+    let mut i = 0;
+    while i < history.len() {
+        if let ChatMessage::Assistant { tool_calls, .. } = &history[i] {
+            let ids: Vec<String> = tool_calls.iter().map(|c| c.id.clone()).collect();
+            let mut j = i + 1;
+            let mut answered = HashSet::new();
+            while let Some(ChatMessage::Tool { tool_call_id, .. }) = history.get(j) {
+                answered.insert(tool_call_id.clone());
+                j += 1;
+            }
+            let missing: Vec<ChatMessage> = ids
+                .into_iter()
+                .filter(|id| !answered.contains(id))
+                .map(|id| ChatMessage::Tool {
+                    tool_call_id: id,
+                    content: "Error: interrupted; the agent stopped before this call finished."
+                        .into(),
+                })
+                .collect();
+            let n = missing.len();
+            history.splice(j..j, missing);
+            i = j + n;
+        } else {
+            i += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acp::ContentBlock;
+    use crate::agent::store::{StoredPart, StoredToolCall};
+
+    #[test]
+    fn replays_in_order_and_repairs_history() {
+        let records = vec![
+            Record::Meta {
+                v: 1,
+                cwd: "/p".into(),
+                additional_directories: vec![],
+                created_at: "t".into(),
+            },
+            Record::User {
+                prompt: vec![ContentBlock::text("fix it")],
+                message: StoredMessage::User {
+                    parts: vec![StoredPart::Text {
+                        text: "fix it".into(),
+                    }],
+                },
+            },
+            Record::Assistant {
+                text: "Looking".into(),
+                reasoning: "hmm".into(),
+                tool_calls: vec![StoredToolCall {
+                    id: "c1".into(),
+                    name: "read_file".into(),
+                    arguments: "{}".into(),
+                }],
+            },
+            Record::Mode {
+                mode: "full-auto".into(),
+            },
+        ];
+        let r = restore(records);
+        let kinds: Vec<&str> = r
+            .replay
+            .iter()
+            .map(|u| match u {
+                SessionUpdate::UserMessageChunk(_) => "user",
+                SessionUpdate::AgentThoughtChunk(_) => "thought",
+                SessionUpdate::AgentMessageChunk(_) => "text",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(kinds, ["user", "thought", "text"]);
+        assert_eq!(r.history.len(), 3, "the unanswered call gets a result");
+        assert!(
+            matches!(&r.history[2], ChatMessage::Tool { tool_call_id, .. } if tool_call_id == "c1")
+        );
+        assert_eq!(r.mode.as_deref(), Some("full-auto"));
+        assert_eq!(r.cwd.as_deref(), Some("/p"));
+    }
+}

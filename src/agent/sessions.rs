@@ -1,0 +1,347 @@
+//! Session lifecycle handlers (ACP §5.1, §5.3, §5.4): new, load, resume,
+//! list, close, delete.
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::acp::{
+    AvailableCommandsUpdate, Empty, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, SessionInfo, SessionInfoUpdate,
+    SessionRef, SessionUpdate,
+};
+use crate::editor::Editor;
+use crate::rpc::{Reply, RpcError};
+use crate::tools::Registry;
+use crate::tools::paths::canonicalize_lenient;
+
+use super::modes::Mode;
+use super::options;
+use super::restore::{Restored, restore};
+use super::session::{Recorder, Session, SessionInit, SessionMeta};
+use super::store::{self, StoreError, Summary};
+use super::{Agent, commands};
+
+/// Sessions per `session/list` page.
+const PAGE: usize = 50;
+
+impl Agent {
+    /// `session/new` (ACP §5.1).
+    pub(super) async fn new_session(
+        self: &Arc<Self>,
+        req: NewSessionRequest,
+    ) -> Result<Reply, RpcError> {
+        let cwd = absolute_dir("params.cwd", &req.cwd)?;
+        let additional = additional_dirs(&req.additional_directories)?;
+        let settings = self.settings();
+        if let Some(what) = settings.missing_credentials() {
+            return Err(RpcError::auth_required(what));
+        }
+        let model = self.model()?;
+        let listed = self.catalog.listed(&settings, model.as_ref()).await;
+        let now = store::now_rfc3339();
+        let meta = SessionMeta {
+            title: None,
+            model: options::default_model(&settings, &listed),
+            reasoning_effort: None,
+            created_at: now.clone(),
+            updated_at: now,
+        };
+        let id = format!("sess_{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..));
+        let summary = Summary {
+            session_id: id.clone(),
+            cwd: req.cwd.clone(),
+            additional_directories: req.additional_directories.clone(),
+            title: None,
+            created_at: meta.created_at.clone(),
+            updated_at: meta.updated_at.clone(),
+        };
+        let log = match self.store.create(&summary) {
+            Ok(log) => log,
+            Err(e) => {
+                // Keep going: the recorder retries and tells the user once.
+                tracing::warn!(error = %e, "cannot create the session log");
+                self.store.open(&id)
+            }
+        };
+        let mode = Mode::parse(&settings.default_mode).unwrap_or(Mode::Ask);
+        let session = self.install(SessionInit {
+            id: id.clone(),
+            cwd,
+            additional_dirs: additional,
+            editor: Editor::new(self.peer.clone(), self.client_caps(), &id),
+            mcp_servers: req.mcp_servers,
+            mode,
+            registry: Registry::builtin(),
+            meta,
+            history: Vec::new(),
+            used_tool_ids: HashSet::new(),
+            recorder: Recorder::new(Some(log)),
+        });
+        tracing::info!(session = %id, "session created");
+        let response = NewSessionResponse {
+            session_id: id,
+            modes: Mode::state(mode),
+            config_options: self.session_options(&session).await,
+        };
+        self.reply_then_commands(&response, session)
+    }
+
+    /// `session/load` (ACP §5.3): replays the whole conversation, then answers.
+    pub(super) async fn load_session(
+        self: &Arc<Self>,
+        req: LoadSessionRequest,
+    ) -> Result<Reply, RpcError> {
+        let (session, restored) = self.restore_session(req).await?;
+        for update in &restored.replay {
+            session.editor.replay(update);
+        }
+        let response = self.load_response(&session).await;
+        self.reply_then_commands(&response, session)
+    }
+
+    /// `session/resume` (ACP §5.4): restores the session without replaying it.
+    pub(super) async fn resume_session(
+        self: &Arc<Self>,
+        req: LoadSessionRequest,
+    ) -> Result<Reply, RpcError> {
+        let (session, _) = self.restore_session(req).await?;
+        let response = self.load_response(&session).await;
+        self.reply_then_commands(&response, session)
+    }
+
+    async fn load_response(&self, session: &Session) -> LoadSessionResponse {
+        LoadSessionResponse {
+            modes: Mode::state(session.mode()),
+            config_options: self.session_options(session).await,
+        }
+    }
+
+    async fn restore_session(
+        self: &Arc<Self>,
+        req: LoadSessionRequest,
+    ) -> Result<(Arc<Session>, Restored), RpcError> {
+        let cwd = absolute_dir("params.cwd", &req.cwd)?;
+        let additional = additional_dirs(&req.additional_directories)?;
+        let settings = self.settings();
+        if let Some(what) = settings.missing_credentials() {
+            return Err(RpcError::auth_required(what));
+        }
+        let records = match self.store.read(&req.session_id) {
+            Ok(r) => r,
+            Err(StoreError::Missing(_)) => return Err(unknown_session(&req.session_id)),
+            Err(e) => {
+                // The session exists but its file cannot be read (permissions):
+                // say exactly that rather than "internal error".
+                return Err(RpcError::not_found(format!(
+                    "session {:?} cannot be read: {e}",
+                    req.session_id
+                )));
+            }
+        };
+        // A live copy (the editor reopened a thread) is replaced by the stored one.
+        if let Some(old) = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&req.session_id)
+        {
+            old.cancel();
+        }
+        let restored = restore(records);
+        let model = self.model()?;
+        let listed = self.catalog.listed(&settings, model.as_ref()).await;
+        let mode = restored
+            .mode
+            .as_deref()
+            .and_then(Mode::parse)
+            .or_else(|| Mode::parse(&settings.default_mode))
+            .unwrap_or(Mode::Ask);
+        let now = store::now_rfc3339();
+        let meta = SessionMeta {
+            title: restored.title.clone(),
+            model: restored
+                .model
+                .clone()
+                .or_else(|| options::default_model(&settings, &listed)),
+            reasoning_effort: restored.reasoning_effort.clone(),
+            created_at: restored.created_at.clone().unwrap_or_else(|| now.clone()),
+            updated_at: now,
+        };
+        let id = req.session_id.clone();
+        let session = self.install(SessionInit {
+            id: id.clone(),
+            cwd,
+            additional_dirs: additional,
+            editor: Editor::new(self.peer.clone(), self.client_caps(), &id),
+            mcp_servers: req.mcp_servers,
+            mode,
+            registry: Registry::builtin(),
+            meta,
+            history: restored.history.clone(),
+            used_tool_ids: restored.tool_ids.clone(),
+            recorder: Recorder::new(Some(self.store.open(&id))),
+        });
+        tracing::info!(session = %id, messages = restored.history.len(), "session restored");
+        Ok((session, restored))
+    }
+
+    fn install(&self, init: SessionInit) -> Arc<Session> {
+        let id = init.id.clone();
+        let session = Session::new(init, Some(self.store.clone()));
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, session.clone());
+        session
+    }
+
+    /// The response, then (strictly after it) the session's commands and title.
+    fn reply_then_commands<T: serde::Serialize>(
+        &self,
+        response: &T,
+        session: Arc<Session>,
+    ) -> Result<Reply, RpcError> {
+        let mut reply = super::to_raw(response)?;
+        let config_dir = crate::config::config_home().join("acp-coder");
+        reply.after = Some(Box::new(move || {
+            let available = commands::to_acp(&commands::available(&session.cwd, &config_dir));
+            session
+                .editor
+                .update(&SessionUpdate::AvailableCommandsUpdate(
+                    AvailableCommandsUpdate {
+                        available_commands: available,
+                    },
+                ));
+            let meta = session.meta();
+            if meta.title.is_some() {
+                session
+                    .editor
+                    .update(&SessionUpdate::SessionInfoUpdate(SessionInfoUpdate {
+                        title: meta.title,
+                        updated_at: Some(meta.updated_at),
+                    }));
+            }
+        }));
+        Ok(reply)
+    }
+
+    /// `session/list` (ACP §5.4): newest first, optionally only one cwd.
+    pub(super) fn list_sessions(
+        &self,
+        req: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse, RpcError> {
+        let offset = match req.cursor.as_deref() {
+            None | Some("") => 0,
+            Some(c) => decode_cursor(c).ok_or_else(|| {
+                RpcError::invalid_params(format!(
+                    "params.cursor: {c:?} is not a cursor this agent issued"
+                ))
+            })?,
+        };
+        let filter = req
+            .cwd
+            .as_deref()
+            .map(|c| canonicalize_lenient(Path::new(c)));
+        let mut all: Vec<Summary> = self
+            .store
+            .list()
+            .into_iter()
+            .filter(|s| {
+                filter
+                    .as_ref()
+                    .is_none_or(|f| canonicalize_lenient(Path::new(&s.cwd)) == *f)
+            })
+            .collect();
+        all.sort_by(|a, b| {
+            b.updated_at
+                .cmp(&a.updated_at)
+                .then_with(|| a.session_id.cmp(&b.session_id))
+        });
+        let next = (offset + PAGE < all.len()).then(|| encode_cursor(offset + PAGE));
+        let sessions = all
+            .into_iter()
+            .skip(offset)
+            .take(PAGE)
+            .map(|s| SessionInfo {
+                session_id: s.session_id,
+                cwd: s.cwd,
+                additional_directories: s.additional_directories,
+                title: s.title,
+                updated_at: Some(s.updated_at),
+            })
+            .collect();
+        Ok(ListSessionsResponse {
+            sessions,
+            next_cursor: next,
+        })
+    }
+
+    /// `session/close` (ACP §5.4): cancels a running turn and frees the session.
+    pub(super) fn close_session(&self, req: SessionRef) -> Result<Empty, RpcError> {
+        let session = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&req.session_id);
+        match session {
+            Some(s) => {
+                s.cancel();
+                tracing::info!(session = %req.session_id, "session closed");
+                Ok(Empty::default())
+            }
+            None => Err(unknown_session(&req.session_id)),
+        }
+    }
+
+    /// `session/delete` (ACP §5.4): forgets a session; unknown ids succeed silently.
+    pub(super) fn delete_session(&self, req: SessionRef) -> Result<Empty, RpcError> {
+        if let Some(s) = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&req.session_id)
+        {
+            s.cancel();
+        }
+        self.store.delete(&req.session_id).map_err(|e| {
+            RpcError::internal(format!(
+                "could not delete session {:?}: {e}",
+                req.session_id
+            ))
+        })?;
+        tracing::info!(session = %req.session_id, "session deleted");
+        Ok(Empty::default())
+    }
+}
+
+pub(super) fn unknown_session(id: &str) -> RpcError {
+    RpcError::not_found(format!(
+        "unknown session {id:?}: create one with session/new first"
+    ))
+    .with_data(serde_json::json!({ "sessionId": id }))
+}
+
+fn encode_cursor(offset: usize) -> String {
+    format!("o{offset:x}")
+}
+
+fn decode_cursor(c: &str) -> Option<usize> {
+    usize::from_str_radix(c.strip_prefix('o')?, 16).ok()
+}
+
+pub(super) fn absolute_dir(field: &str, path: &str) -> Result<PathBuf, RpcError> {
+    let p = Path::new(path);
+    if !p.is_absolute() {
+        return Err(RpcError::invalid_params(format!(
+            "{field}: expected an absolute path, got {path:?}"
+        )));
+    }
+    Ok(p.to_path_buf())
+}
+
+fn additional_dirs(dirs: &[String]) -> Result<Vec<PathBuf>, RpcError> {
+    dirs.iter()
+        .enumerate()
+        .map(|(i, d)| absolute_dir(&format!("params.additionalDirectories[{i}]"), d))
+        .collect()
+}

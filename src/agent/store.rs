@@ -1,0 +1,545 @@
+//! Session persistence under `$XDG_DATA_HOME/acp-coder/sessions/`.
+//!
+//! Each session is an append-only JSON Lines log (`<id>.jsonl`): one record per
+//! line, written with a single `write` as soon as the thing it records is
+//! complete, so a `kill -9` loses at most the message in flight. A torn or
+//! unreadable line is skipped with a log line, never a failure to load. A small
+//! sidecar (`<id>.json`, replaced atomically) holds what `session/list` shows.
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::acp::{ContentBlock, PlanEntry, ToolCall};
+use crate::llm::{ChatMessage, ToolCallRequest, UserPart};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot write session data in {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("session {0:?} is not stored")]
+    Missing(String),
+}
+
+/// What `session/list` needs, kept beside the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub session_id: String,
+    pub cwd: String,
+    #[serde(default)]
+    pub additional_directories: Vec<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// One line of a session log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub enum Record {
+    /// First line: where the session lives.
+    Meta {
+        v: u32,
+        cwd: String,
+        #[serde(default)]
+        additional_directories: Vec<String>,
+        created_at: String,
+    },
+    /// A prompt: the editor's blocks (for replay) and what the model got.
+    User {
+        prompt: Vec<ContentBlock>,
+        message: StoredMessage,
+    },
+    Assistant {
+        #[serde(default)]
+        text: String,
+        #[serde(default)]
+        reasoning: String,
+        #[serde(default)]
+        tool_calls: Vec<StoredToolCall>,
+    },
+    /// A tool call's final state as the editor saw it.
+    ToolCall {
+        call: Box<ToolCall>,
+    },
+    /// A tool result as the model got it.
+    ToolResult {
+        tool_call_id: String,
+        content: String,
+    },
+    Plan {
+        entries: Vec<PlanEntry>,
+    },
+    Mode {
+        mode: String,
+    },
+    Model {
+        model: String,
+    },
+    ReasoningEffort {
+        effort: Option<String>,
+    },
+    Title {
+        title: String,
+    },
+    /// The model history after a compaction (replaces everything before).
+    Compaction {
+        history: Vec<StoredMessage>,
+    },
+    /// Something a newer version wrote; skipped.
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// A chat message in storage form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum StoredMessage {
+    User {
+        parts: Vec<StoredPart>,
+    },
+    Assistant {
+        #[serde(default)]
+        text: String,
+        #[serde(default)]
+        reasoning: String,
+        #[serde(default)]
+        tool_calls: Vec<StoredToolCall>,
+    },
+    Tool {
+        tool_call_id: String,
+        content: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StoredPart {
+    Text { text: String },
+    Image { url: String },
+}
+
+impl StoredMessage {
+    /// System messages are never stored (the prompt is rebuilt at load).
+    pub fn from_chat(m: &ChatMessage) -> Option<Self> {
+        Some(match m {
+            ChatMessage::System(_) => return None,
+            ChatMessage::User(parts) => StoredMessage::User {
+                parts: parts
+                    .iter()
+                    .map(|p| match p {
+                        UserPart::Text(t) => StoredPart::Text { text: t.clone() },
+                        UserPart::ImageUrl(u) => StoredPart::Image { url: u.clone() },
+                    })
+                    .collect(),
+            },
+            ChatMessage::Assistant {
+                text,
+                reasoning,
+                tool_calls,
+            } => StoredMessage::Assistant {
+                text: text.clone(),
+                reasoning: reasoning.clone(),
+                tool_calls: tool_calls.iter().map(StoredToolCall::from).collect(),
+            },
+            ChatMessage::Tool {
+                tool_call_id,
+                content,
+            } => StoredMessage::Tool {
+                tool_call_id: tool_call_id.clone(),
+                content: content.clone(),
+            },
+        })
+    }
+
+    pub fn to_chat(&self) -> ChatMessage {
+        match self {
+            StoredMessage::User { parts } => ChatMessage::User(
+                parts
+                    .iter()
+                    .map(|p| match p {
+                        StoredPart::Text { text } => UserPart::Text(text.clone()),
+                        StoredPart::Image { url } => UserPart::ImageUrl(url.clone()),
+                    })
+                    .collect(),
+            ),
+            StoredMessage::Assistant {
+                text,
+                reasoning,
+                tool_calls,
+            } => ChatMessage::Assistant {
+                text: text.clone(),
+                reasoning: reasoning.clone(),
+                tool_calls: tool_calls.iter().map(ToolCallRequest::from).collect(),
+            },
+            StoredMessage::Tool {
+                tool_call_id,
+                content,
+            } => ChatMessage::Tool {
+                tool_call_id: tool_call_id.clone(),
+                content: content.clone(),
+            },
+        }
+    }
+}
+
+impl From<&ToolCallRequest> for StoredToolCall {
+    fn from(c: &ToolCallRequest) -> Self {
+        StoredToolCall {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            arguments: c.arguments.clone(),
+        }
+    }
+}
+
+impl From<&StoredToolCall> for ToolCallRequest {
+    fn from(c: &StoredToolCall) -> Self {
+        ToolCallRequest {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            arguments: c.arguments.clone(),
+        }
+    }
+}
+
+/// The sessions directory.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+/// An open session log. Appends are serialized; a failing disk is reported
+/// once (the returned error) and retried on the next record.
+pub struct Log {
+    path: PathBuf,
+    file: Mutex<Option<std::fs::File>>,
+}
+
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
+}
+
+/// Session ids become file names: only a safe alphabet is accepted.
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl Store {
+    pub fn new(data_dir: &Path) -> Self {
+        Store {
+            dir: data_dir.join("sessions"),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn log_path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.jsonl"))
+    }
+
+    fn summary_path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    fn io(&self, path: &Path, source: std::io::Error) -> StoreError {
+        StoreError::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    /// Creates the log of a new session with its meta record.
+    pub fn create(&self, summary: &Summary) -> Result<Log, StoreError> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| self.io(&self.dir, e))?;
+        let path = self.log_path(&summary.session_id);
+        let log = Log {
+            path: path.clone(),
+            file: Mutex::new(None),
+        };
+        log.append(&Record::Meta {
+            v: 1,
+            cwd: summary.cwd.clone(),
+            additional_directories: summary.additional_directories.clone(),
+            created_at: summary.created_at.clone(),
+        })?;
+        self.write_summary(summary)?;
+        Ok(log)
+    }
+
+    /// Opens an existing log for appending.
+    pub fn open(&self, id: &str) -> Log {
+        Log {
+            path: self.log_path(id),
+            file: Mutex::new(None),
+        }
+    }
+
+    pub fn exists(&self, id: &str) -> bool {
+        valid_id(id) && self.log_path(id).is_file()
+    }
+
+    /// Reads a session's records, skipping (and logging) lines that cannot be read.
+    pub fn read(&self, id: &str) -> Result<Vec<Record>, StoreError> {
+        if !valid_id(id) {
+            return Err(StoreError::Missing(id.to_owned()));
+        }
+        let path = self.log_path(id);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::Missing(id.to_owned()));
+            }
+            Err(e) => return Err(self.io(&path, e)),
+        };
+        let mut records = Vec::new();
+        let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+        let last = lines.len().saturating_sub(1);
+        for (i, line) in lines.iter().enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<Record>(line) {
+                Ok(Record::Unknown) => tracing::debug!(
+                    session = id,
+                    line = i + 1,
+                    "skipping a record of an unknown kind"
+                ),
+                Ok(r) => records.push(r),
+                Err(e) if i == last => {
+                    tracing::warn!(session = id, error = %e, "skipping a torn last record (the agent was stopped mid-write)")
+                }
+                Err(e) => {
+                    tracing::warn!(session = id, line = i + 1, error = %e, "skipping an unreadable record")
+                }
+            }
+        }
+        Ok(records)
+    }
+
+    pub fn summary(&self, id: &str) -> Option<Summary> {
+        let text = std::fs::read(self.summary_path(id)).ok()?;
+        serde_json::from_slice(&text).ok()
+    }
+
+    /// Replaces the sidecar atomically (write a temporary file, rename).
+    pub fn write_summary(&self, summary: &Summary) -> Result<(), StoreError> {
+        let path = self.summary_path(&summary.session_id);
+        let tmp = self.dir.join(format!(".{}.json.tmp", summary.session_id));
+        let bytes = serde_json::to_vec(summary).unwrap_or_default();
+        std::fs::write(&tmp, bytes)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| self.io(&path, e))
+    }
+
+    /// Every stored session's summary. A session whose sidecar is missing or
+    /// unreadable is rebuilt from its log's first record.
+    pub fn list(&self) -> Vec<Summary> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(id) = name.strip_suffix(".jsonl") else {
+                continue;
+            };
+            if !valid_id(id) {
+                continue;
+            }
+            match self.summary(id) {
+                Some(s) => out.push(s),
+                None => {
+                    if let Some(s) = self.rebuild_summary(id) {
+                        out.push(s);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn rebuild_summary(&self, id: &str) -> Option<Summary> {
+        let records = self.read(id).ok()?;
+        let mut summary = None;
+        for r in records {
+            match r {
+                Record::Meta {
+                    cwd,
+                    additional_directories,
+                    created_at,
+                    ..
+                } => {
+                    summary = Some(Summary {
+                        session_id: id.to_owned(),
+                        cwd,
+                        additional_directories,
+                        title: None,
+                        updated_at: created_at.clone(),
+                        created_at,
+                    })
+                }
+                Record::Title { title } => {
+                    if let Some(s) = summary.as_mut() {
+                        s.title = Some(title);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut summary = summary?;
+        if let Ok(modified) = std::fs::metadata(self.log_path(id)).and_then(|m| m.modified()) {
+            let t: time::OffsetDateTime = modified.into();
+            if let Ok(s) = t.format(&time::format_description::well_known::Rfc3339) {
+                summary.updated_at = s;
+            }
+        }
+        Some(summary)
+    }
+
+    /// Removes a session's files; a missing session is not an error.
+    pub fn delete(&self, id: &str) -> Result<(), StoreError> {
+        if !valid_id(id) {
+            return Ok(());
+        }
+        for path in [self.log_path(id), self.summary_path(id)] {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(self.io(&path, e)),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Log {
+    /// Appends one record as one line with a single write.
+    pub fn append(&self, record: &Record) -> Result<(), StoreError> {
+        let mut line = serde_json::to_vec(record).unwrap_or_default();
+        line.push(b'\n');
+        let mut slot = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let io = |source| StoreError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        if slot.is_none() {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+                .map_err(io)?;
+            *slot = Some(file);
+        }
+        let file = slot.as_mut().expect("opened above");
+        if let Err(e) = file.write_all(&line) {
+            // Reopen next time (the file may have been removed or the disk freed).
+            *slot = None;
+            return Err(io(e));
+        }
+        Ok(())
+    }
+
+    /// Flushes to stable storage (end of a turn).
+    pub fn sync(&self) {
+        if let Some(f) = self.file.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            let _ = f.sync_data();
+        }
+    }
+}
+
+/// `rawOutput`-style helper: a JSON value's `output` string, if any.
+pub fn raw_output_text(raw: &Option<Value>) -> Option<&str> {
+    raw.as_ref()?.get("output")?.as_str()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(id: &str) -> Summary {
+        Summary {
+            session_id: id.into(),
+            cwd: "/p".into(),
+            additional_directories: vec![],
+            title: None,
+            created_at: now_rfc3339(),
+            updated_at: now_rfc3339(),
+        }
+    }
+
+    #[test]
+    fn round_trip_and_torn_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let log = store.create(&summary("s1")).unwrap();
+        log.append(&Record::User {
+            prompt: vec![ContentBlock::text("hi")],
+            message: StoredMessage::User {
+                parts: vec![StoredPart::Text { text: "hi".into() }],
+            },
+        })
+        .unwrap();
+        log.append(&Record::Title { title: "hi".into() }).unwrap();
+        // A torn write: half a record at the end.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join("sessions/s1.jsonl"))
+            .unwrap()
+            .write_all(br#"{"t":"assistant","text":"hal"#)
+            .unwrap();
+        let records = store.read("s1").unwrap();
+        assert_eq!(records.len(), 3);
+        assert!(matches!(records[0], Record::Meta { .. }));
+        assert!(matches!(records[2], Record::Title { .. }));
+        // Sidecar missing → rebuilt from the log.
+        std::fs::remove_file(dir.path().join("sessions/s1.json")).unwrap();
+        let listed = store.list();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].title.as_deref(), Some("hi"));
+        store.delete("s1").unwrap();
+        store.delete("s1").unwrap();
+        assert!(store.list().is_empty());
+        assert!(matches!(store.read("s1"), Err(StoreError::Missing(_))));
+    }
+
+    #[test]
+    fn ids_are_restricted() {
+        assert!(valid_id("sess_0123abc"));
+        assert!(!valid_id("../etc/passwd"));
+        assert!(!valid_id(""));
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            Store::new(dir.path()).read("../x"),
+            Err(StoreError::Missing(_))
+        ));
+    }
+
+    #[test]
+    fn unknown_records_are_skipped() {
+        let r: Record = serde_json::from_str(r#"{"t":"future_thing","x":1}"#).unwrap();
+        assert_eq!(r, Record::Unknown);
+    }
+}
