@@ -181,6 +181,14 @@ impl Settings {
         over: &Overrides,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Settings, ConfigError> {
+        // An empty value (`ACP_CODER_MODEL=`) means "not set", wherever it came from.
+        let nonempty = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        let over = &Overrides {
+            config: over.config.clone(),
+            model: nonempty(&over.model),
+            base_url: nonempty(&over.base_url),
+            api_key: nonempty(&over.api_key),
+        };
         let path = over.config.clone().or_else(|| {
             let p = config_home_with(env).join("acp-coder").join("config.toml");
             p.exists().then_some(p)
@@ -236,7 +244,7 @@ impl Settings {
             .model
             .clone()
             .or_else(|| env(MODEL_ENV))
-            .or(file.model.clone());
+            .or(file.model.clone().filter(|m| !m.trim().is_empty()));
         if let Some(mode) = &file.default_mode {
             if !MODE_IDS.contains(&mode.as_str()) {
                 return Err(ConfigError::Invalid(format!(

@@ -1,1 +1,2 @@
 mod official_client;
+mod sessions;
