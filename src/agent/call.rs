@@ -52,7 +52,7 @@ pub async fn run(
 
     let args: Value = match serde_json::from_str(&req.arguments) {
         Ok(v @ Value::Object(_)) => v,
-        Ok(other) => Value::from(other),
+        Ok(other) => other,
         Err(e) => Value::String(format!("{e}")),
     };
     let Some(tool) = session.registry.get(&req.name).cloned() else {

@@ -49,8 +49,11 @@ struct Shared {
     pending: Mutex<HashMap<i64, Pending>>,
     next_id: AtomicI64,
     /// Observer of every frame in both directions (the `--trace` file).
-    tracer: Option<Arc<dyn Fn(Direction, &str) + Send + Sync>>,
+    tracer: Option<Tracer>,
 }
+
+/// Observer of every frame (see [`ServeOptions::tracer`]).
+pub type Tracer = Arc<dyn Fn(Direction, &str) + Send + Sync>;
 
 /// Direction of a traced frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,7 +209,7 @@ impl Drop for PendingGuard<'_> {
 pub struct ServeOptions {
     /// Longest accepted frame in bytes; longer lines get `-32700` and are skipped.
     pub max_frame: usize,
-    pub tracer: Option<Arc<dyn Fn(Direction, &str) + Send + Sync>>,
+    pub tracer: Option<Tracer>,
 }
 
 impl Default for ServeOptions {
@@ -225,7 +228,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn new(tracer: Option<Arc<dyn Fn(Direction, &str) + Send + Sync>>) -> Self {
+    pub fn new(tracer: Option<Tracer>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             out: tx,

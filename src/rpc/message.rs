@@ -92,6 +92,7 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::
 impl Incoming {
     /// Classifies one frame. On failure returns the error to send and the id to
     /// send it with (null when the id could not be read).
+    #[allow(clippy::result_large_err)] // built once per bad frame; not a hot path
     pub fn parse(line: &[u8]) -> Result<Incoming, (Id, RpcError)> {
         let text = std::str::from_utf8(line).map_err(|e| {
             (
