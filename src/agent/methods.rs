@@ -16,7 +16,7 @@ use crate::tools::Registry;
 
 use super::Agent;
 use super::modes::Mode;
-use super::session::Session;
+use super::session::{Session, TurnGuard};
 use super::turn::{self, TurnEnv};
 
 const AUTH_METHOD_ID: &str = "openai-api-key";
@@ -135,9 +135,15 @@ impl Agent {
         })
     }
 
-    /// `session/prompt` (ACP §6).
-    pub(super) async fn prompt(&self, req: PromptRequest) -> Result<PromptResponse, RpcError> {
+    /// `session/prompt` (ACP §6). `turn` was registered when the request was
+    /// read, so a `session/cancel` right behind it is not lost.
+    pub(super) async fn prompt(
+        &self,
+        req: PromptRequest,
+        turn: Option<TurnGuard>,
+    ) -> Result<PromptResponse, RpcError> {
         let session = self.session(&req.session_id)?;
+        let turn = turn.unwrap_or_else(|| session.register_turn());
         let settings = self.settings();
         if let Some(what) = settings.missing_credentials() {
             return Err(RpcError::auth_required(what));
@@ -150,9 +156,8 @@ impl Agent {
             settings,
         };
         tracing::info!(session = %session.id, prompt = %super::prompt::summary(&req.prompt, 80), "turn start");
-        let (seq, token) = session.begin_turn();
-        let result = turn::run(&env, &session, &req.prompt, &token).await;
-        session.end_turn(seq);
+        let result = turn::run(&env, &session, &req.prompt, &turn.token).await;
+        drop(turn);
         match &result {
             Ok(reason) => tracing::info!(session = %session.id, ?reason, "turn end"),
             Err(e) => tracing::warn!(session = %session.id, error = %e.message, "turn failed"),
