@@ -1,1 +1,11 @@
+mod auth;
+mod bad_input;
+mod cancel;
+mod common;
+mod config;
+mod handshake;
+mod in_process;
+mod lifecycle;
+mod model_errors;
 mod official_client;
+mod turns;
