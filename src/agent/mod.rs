@@ -183,6 +183,17 @@ impl Handler for Agent {
         method: String,
         params: Option<Box<RawValue>>,
     ) -> BoxFuture<'static, Result<Reply, RpcError>> {
+        // Called on the reader loop in arrival order: register a prompt's turn
+        // now, so a `session/cancel` read right after it cancels it even if
+        // the prompt's task has not started yet.
+        let turn = if method == method::SESSION_PROMPT {
+            decode_params::<SessionRef>(params.as_deref())
+                .ok()
+                .and_then(|r| self.session(&r.session_id).ok())
+                .map(|s| s.register_turn())
+        } else {
+            None
+        };
         Box::pin(async move {
             let p = params.as_deref();
             match method.as_str() {
@@ -194,7 +205,7 @@ impl Handler for Agent {
                 method::SESSION_LIST => to_raw(&self.list_sessions(decode_params(p)?)?),
                 method::SESSION_CLOSE => to_raw(&self.close_session(decode_params(p)?)?),
                 method::SESSION_DELETE => to_raw(&self.delete_session(decode_params(p)?)?),
-                method::SESSION_PROMPT => to_raw(&self.prompt(decode_params(p)?).await?),
+                method::SESSION_PROMPT => to_raw(&self.prompt(decode_params(p)?, turn).await?),
                 method::SESSION_SET_MODE => to_raw(&self.set_mode(decode_params(p)?).await?),
                 method::SESSION_SET_CONFIG_OPTION => {
                     to_raw(&self.set_config_option(decode_params(p)?).await?)

@@ -12,7 +12,7 @@ use super::commands::{self, Action};
 use super::compact;
 use super::modes::Mode;
 use super::options;
-use super::session::Session;
+use super::session::{Session, TurnGuard};
 use super::store::Record;
 use super::turn::{self, TurnEnv, message_id};
 
@@ -20,19 +20,25 @@ use super::turn::{self, TurnEnv, message_id};
 const TITLE_CHARS: usize = 60;
 
 impl Agent {
-    pub(super) async fn prompt(&self, req: PromptRequest) -> Result<PromptResponse, RpcError> {
+    /// `turn` was registered when the request was read, so a `session/cancel`
+    /// right behind the prompt is not lost.
+    pub(super) async fn prompt(
+        &self,
+        req: PromptRequest,
+        turn: Option<TurnGuard>,
+    ) -> Result<PromptResponse, RpcError> {
         let session = self.session(&req.session_id)?;
+        let turn = turn.unwrap_or_else(|| session.register_turn());
         let settings = self.settings();
         if let Some(what) = settings.missing_credentials() {
             return Err(RpcError::auth_required(what));
         }
         self.set_title(&session, &req.prompt);
-        let (seq, token) = session.begin_turn();
         tracing::info!(session = %session.id, prompt = %super::prompt::summary(&req.prompt, 80), "turn start");
         let result = self
-            .run_prompt(&session, &settings, req.prompt, &token)
+            .run_prompt(&session, &settings, req.prompt, &turn.token)
             .await;
-        session.end_turn(seq);
+        drop(turn);
         session.touch();
         match &result {
             Ok(reason) => tracing::info!(session = %session.id, ?reason, "turn end"),

@@ -330,6 +330,17 @@ impl Session {
         (seq, token)
     }
 
+    /// Registers a turn that ends (is unregistered) when the guard is dropped,
+    /// however the prompt finishes.
+    pub fn register_turn(self: &Arc<Self>) -> TurnGuard {
+        let (seq, token) = self.begin_turn();
+        TurnGuard {
+            session: self.clone(),
+            seq,
+            token,
+        }
+    }
+
     /// Ends turn `seq`.
     pub fn end_turn(&self, seq: u64) {
         self.turns
@@ -359,5 +370,18 @@ impl Session {
                 return id;
             }
         }
+    }
+}
+
+/// A registered turn (see [`Session::register_turn`]).
+pub struct TurnGuard {
+    session: Arc<Session>,
+    seq: u64,
+    pub token: CancellationToken,
+}
+
+impl Drop for TurnGuard {
+    fn drop(&mut self) {
+        self.session.end_turn(self.seq);
     }
 }

@@ -255,12 +255,20 @@ pub async fn call_model(
         tracing::warn!(attempt, error = %err, "model call failed");
         match policy.delay(&err, attempt) {
             Some(delay) => {
+                if visible && !partial.is_empty() {
+                    // The retry streams the whole answer again as a new message;
+                    // close the broken one so the text does not run together.
+                    editor.update(&SessionUpdate::agent_text(
+                        "\n\n_(connection lost — the answer restarts below)_\n\n",
+                        Some(text_id.clone()),
+                    ));
+                }
                 status(
                     session,
                     &format!(
-                        "Model endpoint: {} — retrying in {:.1} s (attempt {} of {})…",
+                        "Model endpoint: {} — retrying in {} (attempt {} of {})…",
                         err.short(),
-                        delay.as_secs_f64(),
+                        human_delay(delay),
                         attempt + 1,
                         policy.max_retries + 1
                     ),
@@ -273,6 +281,14 @@ pub async fn call_model(
             }
             None => return Err(to_rpc_error(env, &err, attempt)),
         }
+    }
+}
+
+fn human_delay(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        format!("{:.1} s", d.as_secs_f64())
+    } else {
+        format!("{} ms", d.as_millis())
     }
 }
 

@@ -40,7 +40,10 @@ impl From<Box<RawValue>> for Reply {
 
 /// What the peer may call on us.
 pub trait Handler: Send + Sync + 'static {
-    /// Handles one request; runs on its own task. The return value is the `result`.
+    /// Handles one request. Called on the reader loop in arrival order (so it
+    /// must not block; synchronous work done before returning the future is
+    /// ordered with the frames around it); the future runs on its own task.
+    /// The return value is the `result`.
     fn request(
         self: Arc<Self>,
         method: String,
@@ -327,14 +330,22 @@ where
                 }
                 Ok(Incoming::Request { id, method, params }) => {
                     let sequential = handler.sequential(&method);
-                    let handler = handler.clone();
+                    // Built here, before the next frame is read (see Handler::request).
+                    // A panic inside a handler must still produce a response.
+                    let fut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        handler.clone().request(method.clone(), params)
+                    }));
                     let peer = peer.clone();
                     let job = Box::pin(async move {
                         tracing::debug!(%id, method, "request");
-                        // A panic inside a handler must still produce a response.
-                        let fut =
-                            std::panic::AssertUnwindSafe(handler.request(method.clone(), params));
-                        let result = match futures::FutureExt::catch_unwind(fut).await {
+                        let result = match fut {
+                            Ok(fut) => {
+                                futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(fut))
+                                    .await
+                            }
+                            Err(panic) => Err(panic),
+                        };
+                        let result = match result {
                             Ok(r) => r,
                             Err(_) => {
                                 tracing::error!(method, "handler panicked");

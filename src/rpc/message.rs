@@ -184,12 +184,20 @@ pub fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T
     let de = &mut serde_json::Deserializer::from_str(text);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner();
-        let path = if path == "." {
+        let inner = e.into_inner().to_string();
+        let mut path = if path == "." {
             String::from("params")
         } else {
             format!("params.{path}")
         };
+        // serde reports a missing field at its parent: name the field itself.
+        if let Some(field) = inner
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split('`').next())
+        {
+            path.push('.');
+            path.push_str(field);
+        }
         RpcError::invalid_params(format!("{path}: {inner}"))
     })
 }
@@ -270,7 +278,14 @@ mod tests {
         assert!(err.message.contains("params.inner.n"), "{}", err.message);
         let err = decode_params::<P>(None).unwrap_err();
         assert!(
-            err.message.contains("missing field `cwd`"),
+            err.message.contains("params.cwd: missing field `cwd`"),
+            "{}",
+            err.message
+        );
+        let raw = RawValue::from_string(r#"{"cwd":"/x","inner":{}}"#.into()).unwrap();
+        let err = decode_params::<P>(Some(&raw)).unwrap_err();
+        assert!(
+            err.message.contains("params.inner.n: missing field"),
             "{}",
             err.message
         );

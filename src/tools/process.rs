@@ -1170,7 +1170,10 @@ mod tests {
         // Usually no status yet (the SIGKILL follow-up comes later); on a loaded
         // machine the follow-up may already have landed. Never an exit code.
         assert_eq!(r.exit_code, None, "{r:?}");
-        assert!(matches!(r.signal.as_deref(), None | Some("SIGKILL")), "{r:?}");
+        assert!(
+            matches!(r.signal.as_deref(), None | Some("SIGKILL")),
+            "{r:?}"
+        );
         // The background follow-up SIGKILLs the group TERM_GRACE later.
         assert_dies(pid).await;
     }

@@ -1,2 +1,12 @@
+mod auth;
+mod bad_input;
+mod cancel;
+mod common;
+mod config;
+mod handshake;
+mod in_process;
+mod lifecycle;
+mod model_errors;
 mod official_client;
 mod sessions;
+mod turns;

@@ -40,19 +40,29 @@ fn response_index(messages: &[Value], id: &Value) -> usize {
 #[tokio::test]
 async fn restart_then_load_replays_everything_and_continues_with_full_history() {
     let home = tempfile::tempdir().unwrap();
-    let ws = Workspace::builder().file("notes.txt", "alpha\nbeta\n").build();
-    let model = FakeModel::with_replies([
-        Reply::reasoning_then_text("let me look", "Reading it."),
-    ])
-    .await;
+    let ws = Workspace::builder()
+        .file("notes.txt", "alpha\nbeta\n")
+        .build();
+    let model =
+        FakeModel::with_replies([Reply::reasoning_then_text("let me look", "Reading it.")]).await;
     // Turn 1: a tool call, then an answer.
-    model.push(Reply::tool_call("call_a", "read_file", json!({"path": "notes.txt"})));
+    model.push(Reply::tool_call(
+        "call_a",
+        "read_file",
+        json!({"path": "notes.txt"}),
+    ));
     model.push(Reply::text("The file has two lines."));
     let editor = spawn_in(home.path(), &model, &[]);
     editor.initialize(no_capabilities()).await;
     let sid = editor.new_session(ws.path()).await;
-    assert_eq!(editor.prompt(&sid, "hello there").await["stopReason"], "end_turn");
-    assert_eq!(editor.prompt(&sid, "what is in notes.txt?").await["stopReason"], "end_turn");
+    assert_eq!(
+        editor.prompt(&sid, "hello there").await["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(
+        editor.prompt(&sid, "what is in notes.txt?").await["stopReason"],
+        "end_turn"
+    );
     let title = editor.updates_of_kind(&sid, "session_info_update");
     assert_eq!(title[0]["title"], "hello there");
     shut_down(editor).await;
@@ -68,7 +78,10 @@ async fn restart_then_load_replays_everything_and_continues_with_full_history() 
 
     let before = editor.messages().len();
     let load = editor
-        .send_request("session/load", json!({"sessionId": sid, "cwd": ws.path(), "mcpServers": []}))
+        .send_request(
+            "session/load",
+            json!({"sessionId": sid, "cwd": ws.path(), "mcpServers": []}),
+        )
         .await;
     let load_id = load.id().to_json();
     let result = load.response().await.unwrap();
@@ -76,11 +89,23 @@ async fn restart_then_load_replays_everything_and_continues_with_full_history() 
     let commands = editor
         .wait_for(|m| m["params"]["update"]["sessionUpdate"] == "available_commands_update")
         .await;
-    assert!(commands["params"]["update"]["availableCommands"].as_array().unwrap().iter().any(|c| c["name"] == "compact"));
+    assert!(
+        commands["params"]["update"]["availableCommands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "compact")
+    );
     let messages = editor.messages();
     let resp_at = response_index(&messages, &load_id);
-    let replay: Vec<&Value> = messages[before..resp_at].iter().map(|m| &m["params"]["update"]).collect();
-    let kinds: Vec<&str> = replay.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
+    let replay: Vec<&Value> = messages[before..resp_at]
+        .iter()
+        .map(|m| &m["params"]["update"])
+        .collect();
+    let kinds: Vec<&str> = replay
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap())
+        .collect();
     assert_eq!(
         kinds,
         [
@@ -107,12 +132,36 @@ async fn restart_then_load_replays_everything_and_continues_with_full_history() 
 
     // The next prompt carries the whole history to the model.
     model.push(Reply::text("Still here."));
-    assert_eq!(editor.prompt(&sid, "and now?").await["stopReason"], "end_turn");
+    assert_eq!(
+        editor.prompt(&sid, "and now?").await["stopReason"],
+        "end_turn"
+    );
     let last = model.chat_requests().last().unwrap().clone();
-    let roles: Vec<&str> = last.messages().iter().map(|m| m["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "tool", "assistant", "user"]);
+    let roles: Vec<&str> = last
+        .messages()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user"
+        ]
+    );
     assert_eq!(last.messages()[5]["tool_call_id"], "call_a");
-    assert!(last.messages()[5]["content"].as_str().unwrap().contains("alpha"));
+    assert!(
+        last.messages()[5]["content"]
+            .as_str()
+            .unwrap()
+            .contains("alpha")
+    );
     shut_down(editor).await;
 }
 
@@ -131,7 +180,10 @@ async fn resume_restores_without_replay() {
     editor.initialize(no_capabilities()).await;
     let before = editor.updates().len();
     editor
-        .request("session/resume", json!({"sessionId": sid, "cwd": ws.path()}))
+        .request(
+            "session/resume",
+            json!({"sessionId": sid, "cwd": ws.path()}),
+        )
         .await
         .unwrap();
     editor
@@ -139,14 +191,20 @@ async fn resume_restores_without_replay() {
         .await;
     let after: Vec<Value> = editor.updates()[before..].to_vec();
     assert!(
-        after.iter().all(|u| u["update"]["sessionUpdate"] != "user_message_chunk"
-            && u["update"]["sessionUpdate"] != "agent_message_chunk"),
+        after
+            .iter()
+            .all(|u| u["update"]["sessionUpdate"] != "user_message_chunk"
+                && u["update"]["sessionUpdate"] != "agent_message_chunk"),
         "resume must not replay: {after:#?}"
     );
     model.push(Reply::text("it was 42"));
     editor.prompt(&sid, "what number?").await;
     let last = model.chat_requests().last().unwrap().clone();
-    assert!(last.messages().iter().any(|m| m["content"] == "remember 42"));
+    assert!(
+        last.messages()
+            .iter()
+            .any(|m| m["content"] == "remember 42")
+    );
     shut_down(editor).await;
 }
 
@@ -164,26 +222,53 @@ async fn list_paginates_filters_by_cwd_and_rejects_bad_cursors() {
     let in_b = editor.new_session(b.path()).await;
     let page1 = editor.request("session/list", json!({})).await.unwrap();
     assert_eq!(page1["sessions"].as_array().unwrap().len(), 50);
-    let cursor = page1["nextCursor"].as_str().expect("a next page").to_owned();
-    let page2 = editor.request("session/list", json!({"cursor": cursor})).await.unwrap();
+    let cursor = page1["nextCursor"]
+        .as_str()
+        .expect("a next page")
+        .to_owned();
+    let page2 = editor
+        .request("session/list", json!({"cursor": cursor}))
+        .await
+        .unwrap();
     assert_eq!(page2["sessions"].as_array().unwrap().len(), 3);
     assert!(page2.get("nextCursor").is_none());
-    let only_b = editor.request("session/list", json!({"cwd": b.path()})).await.unwrap();
+    let only_b = editor
+        .request("session/list", json!({"cwd": b.path()}))
+        .await
+        .unwrap();
     assert_eq!(only_b["sessions"].as_array().unwrap().len(), 1);
     assert_eq!(only_b["sessions"][0]["sessionId"], in_b.as_str());
-    let none = editor.request("session/list", json!({"cwd": "/nonexistent/dir"})).await.unwrap();
+    let none = editor
+        .request("session/list", json!({"cwd": "/nonexistent/dir"}))
+        .await
+        .unwrap();
     assert_eq!(none["sessions"], json!([]));
-    let err = editor.request("session/list", json!({"cursor": "garbage"})).await.unwrap_err();
+    let err = editor
+        .request("session/list", json!({"cursor": "garbage"}))
+        .await
+        .unwrap_err();
     assert_eq!(err.code, -32602);
     assert!(err.message.contains("cursor"), "{}", err.message);
 
     // Delete removes from the list; deleting again succeeds silently.
-    editor.request("session/delete", json!({"sessionId": in_b})).await.unwrap();
-    editor.request("session/delete", json!({"sessionId": in_b})).await.unwrap();
-    let only_b = editor.request("session/list", json!({"cwd": b.path()})).await.unwrap();
+    editor
+        .request("session/delete", json!({"sessionId": in_b}))
+        .await
+        .unwrap();
+    editor
+        .request("session/delete", json!({"sessionId": in_b}))
+        .await
+        .unwrap();
+    let only_b = editor
+        .request("session/list", json!({"cwd": b.path()}))
+        .await
+        .unwrap();
     assert_eq!(only_b["sessions"], json!([]));
     let err = editor
-        .request("session/load", json!({"sessionId": in_b, "cwd": b.path(), "mcpServers": []}))
+        .request(
+            "session/load",
+            json!({"sessionId": in_b, "cwd": b.path(), "mcpServers": []}),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.code, -32002);
@@ -202,14 +287,18 @@ async fn kill_dash_nine_mid_turn_then_load_keeps_what_was_complete() {
     // Second turn: the model streams a little, then hangs; the agent is killed.
     model.push(Reply::stream([chunk::text("partial ans"), chunk::text("wer")]).hang_after(1));
     let _pending = editor.start_prompt(&sid, "second part").await;
-    editor.wait_for_update(&sid, |u| u["content"]["text"] == "partial ans").await;
+    editor
+        .wait_for_update(&sid, |u| u["content"]["text"] == "partial ans")
+        .await;
     let pid = editor.pid().unwrap() as i32;
     unsafe { libc::kill(pid, libc::SIGKILL) };
     editor.wait_closed().await;
     drop(editor);
 
     // A torn record at the end as if killed mid-write.
-    let log = home.path().join(format!(".local/share/acp-coder/sessions/{sid}.jsonl"));
+    let log = home
+        .path()
+        .join(format!(".local/share/acp-coder/sessions/{sid}.jsonl"));
     let mut text = std::fs::read_to_string(&log).unwrap();
     text.push_str(r#"{"t":"assistant","text":"tor"#);
     std::fs::write(&log, text).unwrap();
@@ -217,7 +306,10 @@ async fn kill_dash_nine_mid_turn_then_load_keeps_what_was_complete() {
     let editor = spawn_in(home.path(), &model, &[]);
     editor.initialize(no_capabilities()).await;
     editor
-        .request("session/load", json!({"sessionId": sid, "cwd": ws.path(), "mcpServers": []}))
+        .request(
+            "session/load",
+            json!({"sessionId": sid, "cwd": ws.path(), "mcpServers": []}),
+        )
         .await
         .expect("a session that exists always loads");
     let texts: Vec<String> = editor
@@ -227,7 +319,10 @@ async fn kill_dash_nine_mid_turn_then_load_keeps_what_was_complete() {
         .collect();
     assert!(texts.contains(&"first part".to_owned()));
     assert!(texts.contains(&"Done with the first part.".to_owned()));
-    assert!(texts.contains(&"second part".to_owned()), "the prompt of the interrupted turn was recorded");
+    assert!(
+        texts.contains(&"second part".to_owned()),
+        "the prompt of the interrupted turn was recorded"
+    );
     model.push(Reply::text("ok"));
     editor.prompt(&sid, "continue").await;
     shut_down(editor).await;
@@ -244,41 +339,88 @@ async fn compaction_triggers_when_the_window_fills_and_the_user_sees_it() {
     let editor = spawn_in(home.path(), &model, &[]);
     editor.initialize(no_capabilities()).await;
     let sid = editor.new_session(ws.path()).await;
-    let usage_size = |e: &FakeEditor| e.updates_of_kind(&sid, "usage_update").last().map(|u| u["size"].clone());
-    editor.prompt(&sid, &format!("first: {}", "x".repeat(4000))).await;
+    let usage_size = |e: &FakeEditor| {
+        e.updates_of_kind(&sid, "usage_update")
+            .last()
+            .map(|u| u["size"].clone())
+    };
+    editor
+        .prompt(&sid, &format!("first: {}", "x".repeat(4000)))
+        .await;
     assert_eq!(usage_size(&editor), Some(json!(3000)));
     // The next prompt pushes past 80 % of the window: a summary call comes first.
     model.push(Reply::text("SUMMARY: the user sent x's."));
     model.push(Reply::text("second answer"));
-    editor.prompt(&sid, &format!("second: {}", "y".repeat(2000))).await;
+    editor
+        .prompt(&sid, &format!("second: {}", "y".repeat(2000)))
+        .await;
     let requests = model.chat_requests();
     assert_eq!(requests.len(), 3);
     let summary_req = &requests[1];
-    assert!(summary_req.tool_names().is_empty(), "the summary call offers no tools");
-    assert!(summary_req.messages()[0]["content"].as_str().unwrap().contains("compacting"));
+    assert!(
+        summary_req.tool_names().is_empty(),
+        "the summary call offers no tools"
+    );
+    assert!(
+        summary_req.messages()[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("compacting")
+    );
     let after = &requests[2];
     let first_user = after.messages()[1]["content"].as_str().unwrap();
-    assert!(first_user.contains("SUMMARY: the user sent x's."), "{first_user}");
-    assert!(!after.messages().iter().any(|m| m["content"].as_str().is_some_and(|c| c.starts_with("first: "))));
-    assert!(after.messages().last().unwrap()["content"].as_str().unwrap().starts_with("second: "));
-    assert!(editor.thought_text(&sid).contains("Context compacted"), "{}", editor.thought_text(&sid));
+    assert!(
+        first_user.contains("SUMMARY: the user sent x's."),
+        "{first_user}"
+    );
+    assert!(!after.messages().iter().any(|m| {
+        m["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("first: "))
+    }));
+    assert!(
+        after.messages().last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("second: ")
+    );
+    assert!(
+        editor.thought_text(&sid).contains("Context compacted"),
+        "{}",
+        editor.thought_text(&sid)
+    );
 
     // /compact on demand, and the compacted history survives a restart.
     model.push(Reply::text("SUMMARY TWO"));
-    assert_eq!(editor.prompt(&sid, "/compact").await["stopReason"], "end_turn");
+    assert_eq!(
+        editor.prompt(&sid, "/compact").await["stopReason"],
+        "end_turn"
+    );
     shut_down(editor).await;
     let editor = spawn_in(home.path(), &model, &[]);
     editor.initialize(no_capabilities()).await;
     editor
-        .request("session/resume", json!({"sessionId": sid, "cwd": ws.path()}))
+        .request(
+            "session/resume",
+            json!({"sessionId": sid, "cwd": ws.path()}),
+        )
         .await
         .unwrap();
     model.push(Reply::text("fine"));
     editor.prompt(&sid, "go on").await;
     let last = model.chat_requests().last().unwrap().clone();
-    let roles: Vec<&str> = last.messages().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    let roles: Vec<&str> = last
+        .messages()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
     assert_eq!(roles, ["system", "user", "user"]);
-    assert!(last.messages()[1]["content"].as_str().unwrap().contains("SUMMARY TWO"));
+    assert!(
+        last.messages()[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("SUMMARY TWO")
+    );
     shut_down(editor).await;
 }
 
@@ -293,22 +435,45 @@ async fn model_option_lists_fake_models_and_switches() {
     editor.initialize(no_capabilities()).await;
     let new = editor.new_session_full(ws.path()).await;
     let sid = new["sessionId"].as_str().unwrap().to_owned();
-    let option = new["configOptions"].as_array().unwrap().iter().find(|o| o["id"] == "model").unwrap().clone();
+    let option = new["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == "model")
+        .unwrap()
+        .clone();
     assert_eq!(option["category"], "model");
     assert_eq!(option["currentValue"], "m-one");
-    let values: Vec<&str> = option["options"].as_array().unwrap().iter().map(|o| o["value"].as_str().unwrap()).collect();
+    let values: Vec<&str> = option["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap())
+        .collect();
     assert_eq!(values, ["m-one", "m-two"]);
     model.push(Reply::text("one"));
     editor.prompt(&sid, "hi").await;
     assert_eq!(model.chat_requests().last().unwrap().body["model"], "m-one");
     let set = editor
-        .request("session/set_config_option", json!({"sessionId": sid, "configId": "model", "value": "m-two"}))
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": sid, "configId": "model", "value": "m-two"}),
+        )
         .await
         .unwrap();
-    let current = set["configOptions"].as_array().unwrap().iter().find(|o| o["id"] == "model").unwrap()["currentValue"].clone();
+    let current = set["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == "model")
+        .unwrap()["currentValue"]
+        .clone();
     assert_eq!(current, "m-two");
     let err = editor
-        .request("session/set_config_option", json!({"sessionId": sid, "configId": "model", "value": "nope"}))
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": sid, "configId": "model", "value": "nope"}),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.code, -32602);
@@ -322,32 +487,59 @@ async fn model_option_lists_fake_models_and_switches() {
 async fn slash_commands_run_locally_or_as_prompts() {
     let home = tempfile::tempdir().unwrap();
     let ws = Workspace::builder()
-        .file(".acp-coder/commands/explain.md", "---\ndescription: Explain a file\n---\nExplain $ARGUMENTS in detail.\n")
+        .file(
+            ".acp-coder/commands/explain.md",
+            "---\ndescription: Explain a file\n---\nExplain $ARGUMENTS in detail.\n",
+        )
         .build();
     let model = FakeModel::start().await;
     let editor = spawn_in(home.path(), &model, &[]);
     editor.initialize(full_capabilities()).await;
     let sid = editor.new_session(ws.path()).await;
-    let cmds = editor.wait_for_update(&sid, |u| u["sessionUpdate"] == "available_commands_update").await;
-    let names: Vec<&str> = cmds["availableCommands"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    for expected in ["compact", "init", "review", "mode", "model", "status", "mcp", "explain"] {
-        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    let cmds = editor
+        .wait_for_update(&sid, |u| u["sessionUpdate"] == "available_commands_update")
+        .await;
+    let names: Vec<&str> = cmds["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for expected in [
+        "compact", "init", "review", "mode", "model", "status", "mcp", "explain",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
     }
     // Local commands answer without the model.
     editor.prompt(&sid, "/status").await;
     assert!(editor.agent_text(&sid).contains("fake-model"));
     editor.prompt(&sid, "/mode full-auto").await;
-    editor.wait_for_update(&sid, |u| u["sessionUpdate"] == "current_mode_update" && u["currentModeId"] == "full-auto").await;
+    editor
+        .wait_for_update(&sid, |u| {
+            u["sessionUpdate"] == "current_mode_update" && u["currentModeId"] == "full-auto"
+        })
+        .await;
     assert!(model.chat_requests().is_empty());
     // Prompt commands expand their template.
     model.push(Reply::text("It is a file."));
     editor.prompt(&sid, "/explain src/main.rs").await;
     let req = model.chat_requests().last().unwrap().clone();
-    assert_eq!(req.last_message().unwrap()["content"], "Explain src/main.rs in detail.\n");
+    assert_eq!(
+        req.last_message().unwrap()["content"],
+        "Explain src/main.rs in detail.\n"
+    );
     model.push(Reply::text("AGENTS.md written"));
     editor.prompt(&sid, "/init").await;
     let req = model.chat_requests().last().unwrap().clone();
-    assert!(req.last_message().unwrap()["content"].as_str().unwrap().contains("AGENTS.md"));
+    assert!(
+        req.last_message().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .contains("AGENTS.md")
+    );
     shut_down(editor).await;
 }
 
@@ -355,15 +547,24 @@ async fn slash_commands_run_locally_or_as_prompts() {
 async fn close_cancels_a_running_turn() {
     let home = tempfile::tempdir().unwrap();
     let ws = Workspace::new();
-    let model = FakeModel::with_replies([Reply::stream([chunk::text("thinking…")]).hang_after(1)]).await;
+    let model =
+        FakeModel::with_replies([Reply::stream([chunk::text("thinking…")]).hang_after(1)]).await;
     let editor = spawn_in(home.path(), &model, &[]);
     editor.initialize(no_capabilities()).await;
     let sid = editor.new_session(ws.path()).await;
     let pending = editor.start_prompt(&sid, "long task").await;
-    editor.wait_for_update(&sid, |u| u["sessionUpdate"] == "agent_message_chunk").await;
-    editor.request("session/close", json!({"sessionId": sid})).await.unwrap();
+    editor
+        .wait_for_update(&sid, |u| u["sessionUpdate"] == "agent_message_chunk")
+        .await;
+    editor
+        .request("session/close", json!({"sessionId": sid}))
+        .await
+        .unwrap();
     assert_eq!(pending.response().await.unwrap()["stopReason"], "cancelled");
-    let err = editor.request("session/close", json!({"sessionId": sid})).await.unwrap_err();
+    let err = editor
+        .request("session/close", json!({"sessionId": sid}))
+        .await
+        .unwrap_err();
     assert_eq!(err.code, -32002);
     shut_down(editor).await;
 }

@@ -905,6 +905,23 @@ impl FakeEditor {
         self.shared.write_line(line).await
     }
 
+    /// Writes raw bytes verbatim (no newline added): for non-UTF-8 input.
+    pub async fn send_raw_bytes(&self, bytes: &[u8]) -> std::io::Result<()> {
+        self.shared
+            .lock()
+            .transcript
+            .push((Dir::Out, String::from_utf8_lossy(bytes).into_owned()));
+        let mut w = self.shared.writer.lock().await;
+        let Some(w) = w.as_mut() else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the editor closed the agent's stdin",
+            ));
+        };
+        w.write_all(bytes).await?;
+        w.flush().await
+    }
+
     /// Closes the agent's stdin (EOF).
     pub async fn close_stdin(&self) {
         if let Some(mut w) = self.shared.writer.lock().await.take() {

@@ -1,0 +1,284 @@
+//! Malformed and unexpected input: every bad frame gets the right JSON-RPC
+//! error (or none, for notifications) and the agent keeps reading.
+
+use super::common::{ready, spawn};
+use crate::support::{FakeEditor, FakeModel, RpcId, Workspace, full_capabilities};
+use serde_json::{Value, json};
+
+/// Waits for the next error response with a null id after message `from`.
+async fn next_null_id_error(editor: &FakeEditor, from: usize) -> Value {
+    editor
+        .wait_for_after(from, |m| m["id"].is_null() && m.get("error").is_some())
+        .await
+}
+
+/// Proves the agent still answers: an `initialize` round trip.
+async fn still_answers(editor: &FakeEditor) {
+    let r = editor
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await
+        .unwrap_or_else(|e| editor.fail(&format!("the agent stopped answering: {e}")));
+    assert_eq!(r["protocolVersion"], 1);
+}
+
+#[tokio::test]
+async fn garbage_frames_get_errors_with_null_ids_and_reading_continues() {
+    let model = FakeModel::start().await;
+    let editor = spawn(&model, &[]);
+    let cases: [(&[u8], i64, &str); 5] = [
+        (b"this is not json\n", -32700, "Parse error"),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\xff\xfe\"}\n",
+            -32700,
+            "UTF-8",
+        ),
+        (b"[]\n", -32600, "batch"),
+        (b"42\n", -32600, "Invalid request"),
+        (b"{\"jsonrpc\":\"2.0\"}\n", -32600, "Invalid request"),
+    ];
+    for (bytes, code, needle) in cases {
+        let from = editor.message_count();
+        editor.send_raw_bytes(bytes).await.expect("write");
+        let answer = next_null_id_error(&editor, from).await;
+        let shown = String::from_utf8_lossy(bytes);
+        assert_eq!(answer["error"]["code"], code, "{shown}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(needle), "{shown}: {message}");
+        assert_eq!(
+            editor.message_count(),
+            from + 1,
+            "exactly one answer to {shown}"
+        );
+    }
+    // Blank lines are skipped silently.
+    let from = editor.message_count();
+    editor.send_raw("   ").await.expect("write");
+    still_answers(&editor).await;
+    assert_eq!(editor.message_count(), from + 1);
+}
+
+#[tokio::test]
+async fn unknown_methods_and_notifications() {
+    let model = FakeModel::start().await;
+    let editor = spawn(&model, &[]);
+    editor.initialize(full_capabilities()).await;
+
+    let err = editor
+        .request_unchecked("no/such_method", json!({}))
+        .await
+        .expect_err("unknown method");
+    assert_eq!(err.code, -32601, "{err}");
+    assert!(err.message.contains("no/such_method"), "{err}");
+
+    // Extension requests the agent does not know: method not found too.
+    let err = editor
+        .request("_x/y", json!({"anything": 1}))
+        .await
+        .expect_err("unknown extension request");
+    assert_eq!(err.code, -32601, "{err}");
+    assert!(err.message.contains("_x/y"), "{err}");
+
+    // Notifications are never answered, known or not.
+    let from = editor.message_count();
+    editor.notify("_x/notice", json!({"k": 1})).await;
+    editor
+        .send_raw(r#"{"jsonrpc":"2.0","method":"no/such_notification","params":{}}"#)
+        .await
+        .expect("write");
+    editor
+        .send_raw(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"wrong":true}}"#)
+        .await
+        .expect("write");
+    still_answers(&editor).await;
+    assert_eq!(
+        editor.message_count(),
+        from + 1,
+        "only the initialize answer: {:#?}",
+        &editor.messages()[from..]
+    );
+}
+
+#[tokio::test]
+async fn invalid_params_name_the_field() {
+    let model = FakeModel::start().await;
+    let r = ready(&model).await;
+    let editor = &r.editor;
+
+    let err = editor
+        .request_unchecked("session/new", json!({"mcpServers": []}))
+        .await
+        .expect_err("missing cwd");
+    assert_eq!(err.code, -32602, "{err}");
+    assert!(err.message.contains("params.cwd: missing field `cwd`"), "{err}");
+
+    let err = editor
+        .request_unchecked("session/new", json!({"cwd": 42, "mcpServers": []}))
+        .await
+        .expect_err("cwd of the wrong type");
+    assert_eq!(err.code, -32602, "{err}");
+    assert!(err.message.contains("params.cwd"), "{err}");
+
+    let err = editor
+        .request(
+            "session/new",
+            json!({"cwd": "relative/dir", "mcpServers": []}),
+        )
+        .await
+        .expect_err("relative cwd");
+    assert_eq!(err.code, -32602, "{err}");
+    assert!(
+        err.message
+            .contains("params.cwd: expected an absolute path"),
+        "{err}"
+    );
+
+    let err = editor
+        .request_unchecked(
+            "session/prompt",
+            json!({"sessionId": r.sid, "prompt": "not a list"}),
+        )
+        .await
+        .expect_err("prompt of the wrong type");
+    assert_eq!(err.code, -32602, "{err}");
+    assert!(err.message.contains("params.prompt"), "{err}");
+
+    let err = editor
+        .request_unchecked(
+            "session/prompt",
+            json!({"sessionId": r.sid, "prompt": [{"type": "text", "text": 5}]}),
+        )
+        .await
+        .expect_err("nested field of the wrong type");
+    assert_eq!(err.code, -32602, "{err}");
+    assert!(err.message.contains("params.prompt"), "{err}");
+
+    let err = editor
+        .request_unchecked("initialize", json!({"protocolVersion": 1, "clientInfo": 7}))
+        .await
+        .expect_err("clientInfo of the wrong type");
+    assert_eq!(err.code, -32602, "{err}");
+    assert!(err.message.contains("params.clientInfo"), "{err}");
+
+    let err = editor
+        .request(
+            "session/set_mode",
+            json!({"sessionId": r.sid, "modeId": "yolo"}),
+        )
+        .await
+        .expect_err("unknown mode");
+    assert_eq!(err.code, -32602, "{err}");
+    assert!(err.message.contains("params.modeId"), "{err}");
+
+    // The session was not disturbed by any of it.
+    assert!(model.chat_requests().is_empty());
+}
+
+#[tokio::test]
+async fn unknown_session_is_not_found() {
+    let model = FakeModel::start().await;
+    let r = ready(&model).await;
+    for (method, params) in [
+        (
+            "session/prompt",
+            json!({"sessionId": "sess_missing", "prompt": [{"type": "text", "text": "hi"}]}),
+        ),
+        (
+            "session/set_mode",
+            json!({"sessionId": "sess_missing", "modeId": "ask"}),
+        ),
+    ] {
+        let err = r
+            .editor
+            .request(method, params)
+            .await
+            .expect_err("unknown session");
+        assert_eq!(err.code, -32002, "{method}: {err}");
+        assert!(err.message.contains("sess_missing"), "{method}: {err}");
+    }
+    assert!(model.chat_requests().is_empty());
+}
+
+#[tokio::test]
+async fn ids_are_echoed_exactly() {
+    let model = FakeModel::start().await;
+    let editor = spawn(&model, &[]);
+    let ids: Vec<RpcId> = vec![
+        RpcId::Str("req-1".into()),
+        RpcId::Str(String::new()),
+        RpcId::Str("7".into()),
+        RpcId::Str("ünïcødé id with spaces".into()),
+        RpcId::Num(0),
+        RpcId::Num(-5),
+        RpcId::Num(9_007_199_254_740_993), // not representable as an f64
+        RpcId::Num(i64::MAX),
+    ];
+    for id in ids {
+        let result = editor
+            .request_with_id(id.clone(), "initialize", json!({"protocolVersion": 1}))
+            .await
+            .unwrap_or_else(|e| editor.fail(&format!("id {id}: {e}")));
+        assert_eq!(result["protocolVersion"], 1);
+        // The raw frame carries the id byte for byte.
+        let wanted = format!("\"id\":{}", id.to_json());
+        assert!(
+            editor.raw_lines().iter().any(|l| l.contains(&wanted)),
+            "no frame with {wanted}"
+        );
+    }
+    // Errors echo the id too.
+    let err = editor
+        .send_request_with_id(
+            "str-err",
+            "session/prompt",
+            json!({"sessionId": "s", "prompt": []}),
+        )
+        .await;
+    assert_eq!(err.id(), &RpcId::Str("str-err".into()));
+    let e = err.response().await.expect_err("unknown session");
+    assert_eq!(e.code, -32002);
+    let last = editor.messages().last().cloned().expect("answer");
+    assert_eq!(last["id"], "str-err");
+}
+
+#[tokio::test]
+async fn large_frames_up_to_16_mib_are_read_longer_ones_skipped() {
+    let model = FakeModel::start().await;
+    let editor = spawn(&model, &[]);
+    editor.initialize(full_capabilities()).await;
+
+    // 8 MB of text in a valid request: parsed (the unknown session proves it).
+    let big = "x".repeat(8 * 1024 * 1024);
+    let err = editor
+        .request(
+            "session/prompt",
+            json!({"sessionId": "sess_big", "prompt": [{"type": "text", "text": big}]}),
+        )
+        .await
+        .expect_err("unknown session");
+    assert_eq!(err.code, -32002, "{err}");
+    assert!(err.message.contains("sess_big"), "{err}");
+
+    // 17 MB: too long; the agent says so and goes on.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":424242,"method":"initialize","params":{{"protocolVersion":1,"pad":"{}"}}}}"#,
+        "y".repeat(17 * 1024 * 1024)
+    );
+    let from = editor.message_count();
+    editor.send_raw(&huge).await.expect("write");
+    let answer = next_null_id_error(&editor, from).await;
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("exceeds the") && message.contains("byte limit"),
+        "{message}"
+    );
+    assert!(message.contains("16777216"), "names the limit: {message}");
+    drop(huge);
+    still_answers(&editor).await;
+    assert!(
+        !editor.messages().iter().any(|m| m["id"] == 424242),
+        "the over-long request was not executed"
+    );
+    let ws = Workspace::new();
+    editor.new_session(ws.path()).await;
+}

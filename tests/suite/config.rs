@@ -1,0 +1,195 @@
+//! Settings that shape a turn: the config file's `max_turn_requests`, stop
+//! reasons, `AGENTS.md` in the system prompt, model discovery, flags.
+
+use super::common::{env_for, ready, ready_with, spawn, spawn_args, spawn_in_home, write_config};
+use crate::support::{FakeModel, Reply, Workspace, full_capabilities};
+use serde_json::json;
+
+fn system_prompt(model: &FakeModel, request: usize) -> String {
+    let req = &model.chat_requests()[request];
+    let first = &req.messages()[0];
+    assert_eq!(first["role"], "system", "{first}");
+    first["content"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn max_turn_requests_from_the_config_file_stops_a_tool_loop() {
+    let model = FakeModel::start().await;
+    let plan =
+        |n: u32| json!({"entries": [{"content": format!("step {n}"), "status": "in_progress"}]});
+    // A model that never stops calling tools.
+    for n in 0..3 {
+        model.push(Reply::tool_call(
+            &format!("call_{n}"),
+            "update_plan",
+            plan(n),
+        ));
+    }
+    let home = tempfile::tempdir().expect("home");
+    write_config(home.path(), "max_turn_requests = 2\n");
+    let editor = spawn_in_home(&model, home.path().to_path_buf(), &[]);
+    editor.initialize(full_capabilities()).await;
+    let ws = Workspace::new();
+    let sid = editor.new_session(ws.path()).await;
+    let result = editor.prompt(&sid, "loop forever").await;
+    assert_eq!(result["stopReason"], "max_turn_requests");
+    assert_eq!(model.chat_requests().len(), 2);
+    assert_eq!(
+        model.pending_replies(),
+        1,
+        "the third reply was never asked for"
+    );
+    assert_eq!(editor.updates_of_kind(&sid, "plan").len(), 2);
+}
+
+#[tokio::test]
+async fn config_file_given_with_the_flag_is_used() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("from config"));
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("custom.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "model = \"model-from-file\"\nbase_url = \"{}\"\ndefault_mode = \"accept-edits\"\n",
+            model.base_url()
+        ),
+    )
+    .expect("write config");
+    let editor = spawn_args(
+        &model,
+        &["--config", path.to_str().expect("utf-8")],
+        &[
+            ("OPENAI_BASE_URL", ""),
+            ("ACP_CODER_MODEL", ""),
+            ("OPENAI_API_KEY", ""),
+        ],
+    );
+    editor.initialize(full_capabilities()).await;
+    let ws = Workspace::new();
+    let session = editor.new_session_full(ws.path()).await;
+    assert_eq!(session["modes"]["currentModeId"], "accept-edits");
+    let sid = session["sessionId"].as_str().expect("sid");
+    assert_eq!(editor.prompt(sid, "hi").await["stopReason"], "end_turn");
+    assert_eq!(model.chat_requests()[0].body["model"], "model-from-file");
+}
+
+#[tokio::test]
+async fn flags_override_the_environment() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ok"));
+    let editor = spawn_args(
+        &model,
+        &["--model", "flag-model", "--base-url", &model.base_url()],
+        &[
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+            ("ACP_CODER_MODEL", "env-model"),
+        ],
+    );
+    editor.initialize(full_capabilities()).await;
+    let ws = Workspace::new();
+    let sid = editor.new_session(ws.path()).await;
+    assert_eq!(editor.prompt(&sid, "hi").await["stopReason"], "end_turn");
+    assert_eq!(model.chat_requests()[0].body["model"], "flag-model");
+}
+
+#[tokio::test]
+async fn length_finish_is_max_tokens() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text_with_finish("truncated answ", "length"));
+    let r = ready(&model).await;
+    let result = r.editor.prompt(&r.sid, "write a lot").await;
+    assert_eq!(result["stopReason"], "max_tokens");
+    assert_eq!(r.editor.agent_text(&r.sid), "truncated answ");
+}
+
+#[tokio::test]
+async fn agents_md_is_appended_to_the_system_prompt() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ok"));
+    let ws = Workspace::builder()
+        .file("AGENTS.md", "Always use tabs. MARKER-ROOT-7731\n")
+        .file(
+            "crates/core/AGENTS.md",
+            "Core crate rules. MARKER-CORE-4410\n",
+        )
+        .file("crates/core/src/lib.rs", "\n")
+        .git()
+        .build();
+    let editor = spawn(&model, &[]);
+    editor.initialize(full_capabilities()).await;
+    let sid = editor.new_session(ws.join("crates/core")).await;
+    editor.prompt(&sid, "hi").await;
+    let system = system_prompt(&model, 0);
+    let root = system
+        .find("MARKER-ROOT-7731")
+        .expect("root AGENTS.md included");
+    let core = system
+        .find("MARKER-CORE-4410")
+        .expect("cwd AGENTS.md included");
+    assert!(root < core, "outermost first, most specific last");
+    assert!(
+        system.contains(&ws.join("crates/core").display().to_string()),
+        "the working directory is named"
+    );
+}
+
+#[tokio::test]
+async fn agents_md_outside_a_repository_is_read_from_cwd_only() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ok"));
+    let ws = Workspace::builder()
+        .file("AGENTS.md", "PARENT-NOT-A-REPO-1234\n")
+        .file("sub/AGENTS.md", "CWD-RULES-5678\n")
+        .build();
+    let r = ready_with(&model, &[], ws).await;
+    // The ready session is at the workspace root; make one in sub/ too.
+    let sub = r.editor.new_session(r.ws.join("sub")).await;
+    r.editor.prompt(&sub, "hi").await;
+    let system = system_prompt(&model, 0);
+    assert!(system.contains("CWD-RULES-5678"));
+    assert!(!system.contains("PARENT-NOT-A-REPO-1234"));
+}
+
+#[tokio::test]
+async fn without_a_configured_model_the_first_listed_is_used() {
+    let model = FakeModel::start().await;
+    model.set_models(&["listed-first", "listed-second"]);
+    model.push(Reply::text("one"));
+    model.push(Reply::text("two"));
+    let r = ready_with(&model, &[("ACP_CODER_MODEL", "")], Workspace::new()).await;
+    assert!(
+        !env_for(&model, &[("ACP_CODER_MODEL", "")])
+            .iter()
+            .any(|(k, _)| k == "ACP_CODER_MODEL")
+    );
+    r.editor.prompt(&r.sid, "a").await;
+    r.editor.prompt(&r.sid, "b").await;
+    let requests = model.requests();
+    let listings = requests
+        .iter()
+        .filter(|q| q.method == "GET" && q.path == "/v1/models")
+        .count();
+    assert_eq!(listings, 1, "the listing is asked once and remembered");
+    let chats = model.chat_requests();
+    assert_eq!(chats.len(), 2);
+    for c in &chats {
+        assert_eq!(c.body["model"], "listed-first");
+    }
+}
+
+#[tokio::test]
+async fn without_a_model_and_an_empty_listing_the_prompt_says_what_to_set() {
+    let model = FakeModel::start().await;
+    model.set_models(&[]);
+    let r = ready_with(&model, &[("ACP_CODER_MODEL", "")], Workspace::new()).await;
+    let err = r
+        .editor
+        .start_prompt(&r.sid, "a")
+        .await
+        .response()
+        .await
+        .expect_err("no model to use");
+    assert!(err.message.contains("ACP_CODER_MODEL"), "{err}");
+    assert!(model.chat_requests().is_empty());
+}
