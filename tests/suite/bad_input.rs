@@ -109,7 +109,10 @@ async fn invalid_params_name_the_field() {
         .await
         .expect_err("missing cwd");
     assert_eq!(err.code, -32602, "{err}");
-    assert!(err.message.contains("params.cwd: missing field `cwd`"), "{err}");
+    assert!(
+        err.message.contains("params.cwd: missing field `cwd`"),
+        "{err}"
+    );
 
     let err = editor
         .request_unchecked("session/new", json!({"cwd": 42, "mcpServers": []}))
