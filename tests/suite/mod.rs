@@ -8,5 +8,6 @@ mod in_process;
 mod lifecycle;
 mod model_errors;
 mod official_client;
+mod prompt_content;
 mod sessions;
 mod turns;
