@@ -124,6 +124,9 @@ pub struct Settings {
     pub data_dir: PathBuf,
     /// Names of environment variables holding secrets: stripped from children.
     pub secret_env: Vec<String>,
+    /// Why the configuration could not be loaded (the agent then runs on
+    /// defaults and refuses to open sessions until the file is fixed).
+    pub load_error: Option<String>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -163,6 +166,7 @@ impl Default for Settings {
             retry_base_delay: Duration::from_millis(500),
             data_dir: data_home().join("acp-coder"),
             secret_env: vec![API_KEY_ENV.into()],
+            load_error: None,
         }
     }
 }
@@ -283,6 +287,14 @@ impl Settings {
             s.stream_idle_timeout = Duration::from_secs(secs);
         }
         Ok(s)
+    }
+
+    /// Settings to run on when loading failed: defaults plus the reason.
+    pub fn failed(error: &ConfigError) -> Settings {
+        Settings {
+            load_error: Some(error.to_string()),
+            ..Settings::default()
+        }
     }
 
     /// Why a model call cannot be made yet, phrased as what to set; `None` when usable.

@@ -69,7 +69,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         base_url: cli.base_url.clone(),
         api_key: None,
     };
-    let settings = Settings::load(&overrides)?;
+    // A broken config must not kill the agent before the editor can show why:
+    // run on defaults and answer session/new with the reason.
+    let settings = Settings::load(&overrides).unwrap_or_else(|e| {
+        tracing::warn!("{e}");
+        Settings::failed(&e)
+    });
     tracing::info!(version = env!("CARGO_PKG_VERSION"), ?settings, "starting");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(4)))

@@ -29,10 +29,7 @@ impl Agent {
     ) -> Result<PromptResponse, RpcError> {
         let session = self.session(&req.session_id)?;
         let turn = turn.unwrap_or_else(|| session.register_turn());
-        let settings = self.settings();
-        if let Some(what) = settings.missing_credentials() {
-            return Err(RpcError::auth_required(what));
-        }
+        let settings = self.usable_settings()?;
         self.set_title(&session, &req.prompt);
         tracing::info!(session = %session.id, prompt = %super::prompt::summary(&req.prompt, 80), "turn start");
         let result = self

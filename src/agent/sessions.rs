@@ -32,10 +32,7 @@ impl Agent {
     ) -> Result<Reply, RpcError> {
         let cwd = absolute_dir("params.cwd", &req.cwd)?;
         let additional = additional_dirs(&req.additional_directories)?;
-        let settings = self.settings();
-        if let Some(what) = settings.missing_credentials() {
-            return Err(RpcError::auth_required(what));
-        }
+        let settings = self.usable_settings()?;
         let model = self.model()?;
         let listed = self.catalog.listed(&settings, model.as_ref()).await;
         let now = store::now_rfc3339();
@@ -122,10 +119,7 @@ impl Agent {
     ) -> Result<(Arc<Session>, Restored), RpcError> {
         let cwd = absolute_dir("params.cwd", &req.cwd)?;
         let additional = additional_dirs(&req.additional_directories)?;
-        let settings = self.settings();
-        if let Some(what) = settings.missing_credentials() {
-            return Err(RpcError::auth_required(what));
-        }
+        let settings = self.usable_settings()?;
         let records = match self.store.read(&req.session_id) {
             Ok(r) => r,
             Err(StoreError::Missing(_)) => return Err(unknown_session(&req.session_id)),
@@ -183,6 +177,21 @@ impl Agent {
         });
         tracing::info!(session = %id, messages = restored.history.len(), "session restored");
         Ok((session, restored))
+    }
+
+    /// The settings, if sessions can run on them: the config file loaded and
+    /// credentials present (ACP §4 `auth_required` otherwise).
+    pub(super) fn usable_settings(&self) -> Result<Arc<crate::config::Settings>, RpcError> {
+        let settings = self.settings();
+        if let Some(e) = &settings.load_error {
+            return Err(RpcError::internal(format!(
+                "{e}; fix the file, then restart the agent or call authenticate"
+            )));
+        }
+        if let Some(what) = settings.missing_credentials() {
+            return Err(RpcError::auth_required(what));
+        }
+        Ok(settings)
     }
 
     fn install(&self, init: SessionInit) -> Arc<Session> {

@@ -193,3 +193,28 @@ async fn without_a_model_and_an_empty_listing_the_prompt_says_what_to_set() {
     assert!(err.message.contains("ACP_CODER_MODEL"), "{err}");
     assert!(model.chat_requests().is_empty());
 }
+
+#[tokio::test]
+async fn a_broken_config_file_is_reported_on_session_new_and_fixed_by_authenticate() {
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().expect("home");
+    write_config(home.path(), "modle = \"typo\"\n");
+    let editor = spawn_in_home(&model, home.path().to_path_buf(), &[]);
+    // The agent stays up: the handshake works.
+    editor.initialize(full_capabilities()).await;
+    let ws = Workspace::new();
+    let err = editor
+        .request("session/new", json!({"cwd": ws.path(), "mcpServers": []}))
+        .await
+        .expect_err("broken config");
+    assert!(
+        err.message.contains("config.toml") && err.message.contains("modle"),
+        "names the file and the key: {err}"
+    );
+    write_config(home.path(), "max_turn_requests = 3\n");
+    editor
+        .request("authenticate", json!({"methodId": "openai-api-key"}))
+        .await
+        .expect("authenticate reloads the fixed file");
+    editor.new_session(ws.path()).await;
+}

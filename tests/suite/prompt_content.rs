@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{FakeEditor, FakeModel, Reply, SpawnOptions, Workspace, full_capabilities, no_capabilities};
+use crate::support::{
+    FakeEditor, FakeModel, Reply, SpawnOptions, Workspace, full_capabilities, no_capabilities,
+};
 
 async fn shut_down(mut editor: FakeEditor) {
     editor.close_stdin().await;
@@ -27,17 +29,34 @@ async fn images_resources_and_links_reach_the_model() {
         json!({"type": "resource", "resource": {"uri": "file:///proj/notes.md", "text": "embedded notes", "mimeType": "text/markdown"}}),
         json!({"type": "resource_link", "uri": link, "name": "lib.rs"}),
     ];
-    let result = editor.start_prompt_blocks(&sid, blocks).await.response().await.unwrap();
+    let result = editor
+        .start_prompt_blocks(&sid, blocks)
+        .await
+        .response()
+        .await
+        .unwrap();
     assert_eq!(result["stopReason"], "end_turn");
     let req = model.chat_requests()[0].clone();
-    let content = req.last_message().unwrap()["content"].as_array().expect("multi-part user content").clone();
+    let content = req.last_message().unwrap()["content"]
+        .as_array()
+        .expect("multi-part user content")
+        .clone();
     assert_eq!(content[0], json!({"type": "text", "text": "Look at these"}));
-    assert_eq!(content[1]["image_url"]["url"], "data:image/png;base64,iVBORw0KGgo=");
+    assert_eq!(
+        content[1]["image_url"]["url"],
+        "data:image/png;base64,iVBORw0KGgo="
+    );
     let text = content[2]["text"].as_str().unwrap();
-    assert!(text.contains("<context source=\"/proj/notes.md\">\nembedded notes\n</context>"), "{text}");
+    assert!(
+        text.contains("<context source=\"/proj/notes.md\">\nembedded notes\n</context>"),
+        "{text}"
+    );
     assert!(text.contains("unsaved buffer text"), "{text}");
     assert!(!text.contains("on disk"), "{text}");
-    assert!(editor.reads().iter().any(|r| r.from_buffer), "read through fs/read_text_file");
+    assert!(
+        editor.reads().iter().any(|r| r.from_buffer),
+        "read through fs/read_text_file"
+    );
     shut_down(editor).await;
 }
 
@@ -71,20 +90,30 @@ output_cost_per_mtok = 8.0
     let new = editor.new_session_full(ws.path()).await;
     let sid = new["sessionId"].as_str().unwrap().to_owned();
     let options = new["configOptions"].as_array().unwrap();
-    let effort = options.iter().find(|o| o["id"] == "reasoning_effort").expect("effort option");
+    let effort = options
+        .iter()
+        .find(|o| o["id"] == "reasoning_effort")
+        .expect("effort option");
     assert_eq!(effort["category"], "thought_level");
     assert_eq!(effort["currentValue"], "medium");
     let model_opt = options.iter().find(|o| o["id"] == "model").unwrap();
     assert_eq!(model_opt["options"][0]["name"], "Fake Model");
     editor.prompt(&sid, "hello").await;
     assert_eq!(model.chat_requests()[0].body["reasoning_effort"], "medium");
-    let usage = editor.updates_of_kind(&sid, "usage_update").last().unwrap().clone();
+    let usage = editor
+        .updates_of_kind(&sid, "usage_update")
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(usage["used"], 1500);
     assert_eq!(usage["size"], 50000);
     // 1000 × $2/M + 500 × $8/M = $0.006
     assert_eq!(usage["cost"], json!({"amount": 0.006, "currency": "USD"}));
     editor
-        .request("session/set_config_option", json!({"sessionId": sid, "configId": "reasoning_effort", "value": "high"}))
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": sid, "configId": "reasoning_effort", "value": "high"}),
+        )
         .await
         .unwrap();
     model.push(Reply::text("again"));
@@ -92,6 +121,9 @@ output_cost_per_mtok = 8.0
     assert_eq!(model.chat_requests()[1].body["reasoning_effort"], "high");
     editor.prompt(&sid, "/status").await;
     let text = editor.agent_text(&sid);
-    assert!(text.contains("Reasoning effort**: high") && text.contains("Cost this session**: $0.0"), "{text}");
+    assert!(
+        text.contains("Reasoning effort**: high") && text.contains("Cost this session**: $0.0"),
+        "{text}"
+    );
     shut_down(editor).await;
 }
