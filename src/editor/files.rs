@@ -104,11 +104,32 @@ pub(super) async fn classify_editor_error(path: &Path, err: RpcError) -> FileErr
     match tokio::fs::metadata(path).await {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileError::NotFound(path.to_owned()),
         Ok(m) if m.is_dir() => FileError::IsDirectory(path.to_owned()),
-        _ => FileError::Editor {
+        // Editors refuse files that are not text, each in its own words: say
+        // what the local path would say.
+        Ok(_) => match read_head(path).await {
+            Some(head) if looks_binary(&head) => FileError::Binary(path.to_owned()),
+            Some(head) if std::str::from_utf8(&head).is_err_and(|e| e.error_len().is_some()) => {
+                FileError::NotUtf8(path.to_owned())
+            }
+            _ => FileError::Editor {
+                path: path.to_owned(),
+                message: err.message,
+            },
+        },
+        Err(_) => FileError::Editor {
             path: path.to_owned(),
             message: err.message,
         },
     }
+}
+
+/// The first 8 KiB of a file.
+async fn read_head(path: &Path) -> Option<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let file = tokio::fs::File::open(path).await.ok()?;
+    let mut head = Vec::with_capacity(8192);
+    file.take(8192).read_to_end(&mut head).await.ok()?;
+    Some(head)
 }
 
 #[cfg(test)]
@@ -148,5 +169,29 @@ mod tests {
         let bin = dir.path().join("b");
         std::fs::write(&bin, b"a\0b").unwrap();
         assert!(matches!(read_local(&bin).await, Err(FileError::Binary(_))));
+    }
+
+    #[tokio::test]
+    async fn editor_refusals_of_non_text_files_are_explained() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = || RpcError::internal("stream did not contain valid UTF-8");
+        let png = dir.path().join("a.png");
+        std::fs::write(&png, b"\x89PNG\r\n\x1a\n\0\0").unwrap();
+        assert!(matches!(
+            classify_editor_error(&png, err()).await,
+            FileError::Binary(_)
+        ));
+        let latin1 = dir.path().join("a.txt");
+        std::fs::write(&latin1, b"caf\xe9\n").unwrap();
+        assert!(matches!(
+            classify_editor_error(&latin1, err()).await,
+            FileError::NotUtf8(_)
+        ));
+        let text = dir.path().join("t.txt");
+        std::fs::write(&text, "fine\n").unwrap();
+        assert!(matches!(
+            classify_editor_error(&text, err()).await,
+            FileError::Editor { .. }
+        ));
     }
 }

@@ -38,8 +38,16 @@ fn lexical_normalize(path: &Path) -> PathBuf {
 }
 
 /// Canonicalises the longest existing ancestor and appends the rest, so paths
-/// of files not yet created still resolve symlinked directories.
+/// of files not yet created still resolve symlinked directories. Dangling
+/// symlinks are followed too: writing through one creates its target.
 pub fn canonicalize_lenient(path: &Path) -> PathBuf {
+    canonicalize_following(path, 0)
+}
+
+/// Symlink hops followed through dangling links (as the kernel's ELOOP limit).
+const MAX_LINK_HOPS: u32 = 40;
+
+fn canonicalize_following(path: &Path, hops: u32) -> PathBuf {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     loop {
@@ -49,6 +57,19 @@ pub fn canonicalize_lenient(path: &Path) -> PathBuf {
                 out.push(part);
             }
             return out;
+        }
+        if hops < MAX_LINK_HOPS
+            && let Ok(target) = std::fs::read_link(&existing)
+        {
+            let base = existing
+                .parent()
+                .map(|p| canonicalize_following(p, hops + 1))
+                .unwrap_or_default();
+            let mut next = lexical_normalize(&base.join(target));
+            for part in rest.iter().rev() {
+                next.push(part);
+            }
+            return canonicalize_following(&next, hops + 1);
         }
         match (
             existing.file_name().map(|n| n.to_owned()),
@@ -104,6 +125,20 @@ mod tests {
             &resolve("real/new/deep.txt", &root),
             std::slice::from_ref(&root)
         ));
+        // Dangling links resolve to where a write through them would land.
+        std::os::unix::fs::symlink("../elsewhere/new.txt", root.join("real/dangling")).unwrap();
+        assert_eq!(
+            resolve("real/dangling", &root),
+            root.join("elsewhere/new.txt")
+        );
+        std::os::unix::fs::symlink("/nonexistent-dir", root.join("dlink")).unwrap();
+        assert_eq!(
+            resolve("dlink/a/b.txt", &root),
+            PathBuf::from("/nonexistent-dir/a/b.txt")
+        );
+        std::os::unix::fs::symlink("loop2", root.join("loop1")).unwrap();
+        std::os::unix::fs::symlink("loop1", root.join("loop2")).unwrap();
+        let _ = resolve("loop1", &root); // terminates
         let home = PathBuf::from(std::env::var("HOME").unwrap());
         assert!(resolve("~/x", &root).starts_with(home.canonicalize().unwrap_or(home)));
     }

@@ -62,7 +62,10 @@ impl Tool for ReadFile {
         let shown = display(&path, &ctx.cwd);
         let title = match (args.offset, args.limit) {
             (None, None) => format!("Read {shown}"),
-            (_, Some(limit)) => format!("Read {shown} (lines {offset}–{})", offset + limit - 1),
+            (_, Some(limit)) => format!(
+                "Read {shown} (lines {offset}–{})",
+                offset.saturating_add(limit.max(1) - 1)
+            ),
             (Some(_), None) => format!("Read {shown} (from line {offset})"),
         };
         Ok(Invocation {

@@ -1,0 +1,327 @@
+//! Shared helpers of the tool, permission and mode suites: a session over the
+//! real binary, and readers of what one tool call looked like to the editor
+//! and to the model.
+
+use crate::support::{FakeEditor, FakeModel, Reply, Workspace, full_capabilities, no_capabilities};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::Duration;
+
+/// Generates `mod $name { editor(), local() }`, two tests running
+/// `$body(Via::Editor)` and `$body(Via::Local)`.
+macro_rules! both {
+    ($name:ident, $body:path) => {
+        mod $name {
+            use super::*;
+            #[tokio::test]
+            async fn editor() {
+                $body(Via::Editor).await;
+            }
+            #[tokio::test]
+            async fn local() {
+                $body(Via::Local).await;
+            }
+        }
+    };
+}
+pub(crate) use both;
+
+/// How files and commands reach the world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// The editor advertises fs read/write and terminals: `fs/*`, `terminal/*`.
+    Editor,
+    /// The editor advertises nothing: local disk and local processes.
+    Local,
+}
+
+impl Via {
+    pub fn capabilities(self) -> Value {
+        match self {
+            Via::Editor => full_capabilities(),
+            Via::Local => no_capabilities(),
+        }
+    }
+}
+
+/// One agent process, one session (cwd `ws` or a directory in it).
+pub struct Harness {
+    pub model: FakeModel,
+    pub editor: FakeEditor,
+    pub ws: Workspace,
+    pub sid: String,
+}
+
+impl Harness {
+    /// A session with cwd = `ws`.
+    pub async fn start(via: Via, ws: Workspace) -> Harness {
+        Self::start_with(via.capabilities(), ws, "", Vec::new()).await
+    }
+
+    /// A session with cwd `ws/cwd` and extra environment for the agent
+    /// (overriding the defaults).
+    pub async fn start_with(
+        caps: Value,
+        ws: Workspace,
+        cwd: &str,
+        env: Vec<(String, String)>,
+    ) -> Harness {
+        let model = FakeModel::start().await;
+        let mut envs = model.agent_env();
+        envs.extend(env);
+        let editor = FakeEditor::spawn(&[], envs);
+        editor.initialize(caps).await;
+        let cwd = if cwd.is_empty() {
+            ws.path().to_path_buf()
+        } else {
+            ws.join(cwd)
+        };
+        let sid = editor.new_session(&cwd).await;
+        Harness {
+            model,
+            editor,
+            ws,
+            sid,
+        }
+    }
+
+    /// `session/set_mode`; fails the test on an error.
+    pub async fn set_mode(&self, mode: &str) {
+        let r = self
+            .editor
+            .request(
+                "session/set_mode",
+                json!({"sessionId": self.sid, "modeId": mode}),
+            )
+            .await;
+        if let Err(e) = r {
+            self.editor.fail(&format!("set_mode {mode}: {e}"));
+        }
+    }
+
+    /// Scripts `calls` as one model reply, then a closing text reply; runs a
+    /// prompt and expects `end_turn`.
+    pub async fn run_calls(&self, calls: &[(&str, &str, Value)]) {
+        self.model.push(Reply::tool_calls(
+            calls
+                .iter()
+                .map(|(id, name, args)| (*id, *name, args.clone())),
+        ));
+        self.model.push(Reply::text("done"));
+        let r = self.editor.prompt(&self.sid, "go").await;
+        if r["stopReason"] != "end_turn" {
+            self.editor
+                .fail(&format!("expected stopReason end_turn, got {r}"));
+        }
+    }
+
+    /// Runs one tool call in a turn; returns what the model was told.
+    pub async fn run_tool(&self, id: &str, name: &str, args: Value) -> String {
+        self.run_calls(&[(id, name, args)]).await;
+        self.tool_result(id)
+    }
+
+    /// What the model was told as the result of call `id` (from the last
+    /// model request that carries it).
+    #[track_caller]
+    pub fn tool_result(&self, id: &str) -> String {
+        self.model
+            .chat_requests()
+            .iter()
+            .rev()
+            .find_map(|r| {
+                r.messages()
+                    .iter()
+                    .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+                    .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+            })
+            .unwrap_or_else(|| {
+                self.editor
+                    .fail(&format!("no tool result for {id} reached the model"))
+            })
+    }
+
+    /// The `tool_call` and `tool_call_update`s of call `id`, in order.
+    pub fn call_updates(&self, id: &str) -> Vec<Value> {
+        self.editor
+            .updates_for(&self.sid)
+            .into_iter()
+            .filter(|u| {
+                (u["sessionUpdate"] == "tool_call" || u["sessionUpdate"] == "tool_call_update")
+                    && u["toolCallId"] == id
+            })
+            .collect()
+    }
+
+    /// The statuses call `id` went through, in order (updates without a
+    /// status are skipped).
+    pub fn statuses(&self, id: &str) -> Vec<String> {
+        self.call_updates(id)
+            .iter()
+            .filter_map(|u| u["status"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    /// The last status of call `id`.
+    #[track_caller]
+    pub fn final_status(&self, id: &str) -> String {
+        self.statuses(id)
+            .pop()
+            .unwrap_or_else(|| self.editor.fail(&format!("call {id} has no status")))
+    }
+
+    /// The last update of call `id` carrying a status.
+    #[track_caller]
+    pub fn final_update(&self, id: &str) -> Value {
+        self.call_updates(id)
+            .into_iter()
+            .rev()
+            .find(|u| u.get("status").is_some())
+            .unwrap_or_else(|| self.editor.fail(&format!("call {id} has no status")))
+    }
+
+    /// Asserts the reporting contract of one call: a `tool_call` (pending,
+    /// title, `kind`, rawInput = `args`) first; statuses pending → (in_progress
+    /// → completed|failed) or straight to failed; rawOutput on the final
+    /// update. `ran` says whether the call was expected to run (reach
+    /// in_progress), `ok` whether it should end completed.
+    #[track_caller]
+    pub fn assert_lifecycle(&self, id: &str, kind: &str, args: &Value, ran: bool, ok: bool) {
+        let updates = self.call_updates(id);
+        let Some(first) = updates.first() else {
+            self.editor.fail(&format!("call {id} was never reported"));
+        };
+        let check = |cond: bool, what: &str| {
+            if !cond {
+                self.editor.fail(&format!(
+                    "call {id}: {what}\nupdates: {}",
+                    serde_json::to_string_pretty(&updates).unwrap_or_default()
+                ));
+            }
+        };
+        check(
+            first["sessionUpdate"] == "tool_call",
+            "the first report must be a tool_call",
+        );
+        check(
+            first["status"] == "pending",
+            "the tool_call must be pending",
+        );
+        check(
+            first["title"].as_str().is_some_and(|t| !t.is_empty()),
+            "the tool_call needs a title",
+        );
+        check(first["kind"] == kind, &format!("kind must be {kind}"));
+        check(
+            first["rawInput"] == *args,
+            "rawInput must be the model's arguments",
+        );
+        check(
+            updates[1..]
+                .iter()
+                .all(|u| u["sessionUpdate"] == "tool_call_update"),
+            "only one tool_call per id",
+        );
+        let statuses = self.statuses(id);
+        let end = if ok { "completed" } else { "failed" };
+        let expected: Vec<&str> = if ran {
+            vec!["pending", "in_progress", end]
+        } else {
+            vec!["pending", end]
+        };
+        check(
+            statuses
+                .iter()
+                .map(String::as_str)
+                .eq(expected.iter().copied()),
+            &format!("statuses {statuses:?}, expected {expected:?}"),
+        );
+        let last = self.final_update(id);
+        check(
+            last.get("rawOutput").is_some() || !ok,
+            "a completed call carries rawOutput",
+        );
+        if !ok {
+            // The failure is explained in the editor too.
+            check(
+                last["content"].as_array().is_some_and(|c| !c.is_empty()),
+                "a failed call explains itself in content",
+            );
+        }
+    }
+
+    /// Every reverse request the agent sent with this method prefix.
+    pub fn reverse_methods(&self, prefix: &str) -> Vec<String> {
+        self.editor
+            .reverse_requests()
+            .iter()
+            .filter_map(|r| r["method"].as_str())
+            .filter(|m| m.starts_with(prefix))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// The `content` of the final update of a call, as `diff` items.
+pub fn diffs(update: &Value) -> Vec<Value> {
+    update["content"]
+        .as_array()
+        .map(|c| c.iter().filter(|x| x["type"] == "diff").cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Text of all `content` blocks of an update.
+pub fn content_text(update: &Value) -> String {
+    update["content"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter_map(|x| x["content"]["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// Polls `cond` every 10 ms for up to 10 s (for effects that have no
+/// message of their own, like a process disappearing).
+pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out waiting until {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Whether a process exists and is not a zombie.
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) S …`: the state follows the last `)`.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X'),
+        Err(_) => false,
+    }
+}
+
+/// Waits until `path` holds a pid (written by the command under test).
+pub async fn wait_pid_file(path: &Path) -> u32 {
+    let mut pid = None;
+    eventually(&format!("{} holds a pid", path.display()), || {
+        pid = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
+        pid.is_some()
+    })
+    .await;
+    pid.expect("pid")
+}
+
+/// A command that starts `sleep 30` in the background, records its pid in
+/// `pidfile` (relative to the command's cwd), and waits for it.
+pub fn sleeper(pidfile: &str) -> String {
+    format!("sleep 30 & echo $! > {pidfile}.tmp && mv {pidfile}.tmp {pidfile}; wait")
+}
