@@ -98,7 +98,7 @@ pub async fn run(
     let invocation = tokio::select! {
         biased;
         _ = cancel.cancelled() => return cancelled(session, &id),
-        r = tool.prepare(args.clone(), &ctx) => r,
+        r = contained(tool.prepare(args.clone(), &ctx)) => r,
     };
     let Invocation {
         title,
@@ -186,7 +186,7 @@ pub async fn run(
     let result = tokio::select! {
         biased;
         _ = cancel.cancelled() => Err(ToolError::Cancelled),
-        r = action.run(&ctx) => r,
+        r = contained(action.run(&ctx)) => r,
     };
     match result {
         Ok(ToolOutput {
@@ -211,6 +211,27 @@ pub async fn run(
         }
         Err(ToolError::Cancelled) => cancelled(session, &id),
         Err(e) => fail(None, e.to_string()),
+    }
+}
+
+/// A panic inside a tool (a bug) fails that call instead of the whole turn.
+async fn contained<T>(
+    fut: impl std::future::Future<Output = Result<T, ToolError>>,
+) -> Result<T, ToolError> {
+    use futures::FutureExt;
+    match std::panic::AssertUnwindSafe(fut).catch_unwind().await {
+        Ok(r) => r,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(panic = %what, "a tool panicked");
+            Err(ToolError::Failed(
+                "the tool failed unexpectedly (an internal error in acp-coder; details are in its log)".into(),
+            ))
+        }
     }
 }
 
