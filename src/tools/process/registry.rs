@@ -1,0 +1,96 @@
+//! The registry of live process groups: what [`kill_all_children`] reaches at
+//! agent exit.
+use std::collections::HashSet;
+use std::io;
+use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
+
+static REGISTRY: LazyLock<Registry> = LazyLock::new(Registry::default);
+
+/// Kill (`SIGKILL`) every process group still registered, i.e. every group
+/// this process started and that is not finished yet. Meant for agent exit:
+/// afterwards the registry is closed and any group registered later is killed
+/// on the spot (a command racing with shutdown cannot slip through).
+///
+/// Idempotent, fast, synchronous. It takes a mutex, so call it from normal
+/// code or a `tokio::signal` task, not from a raw `sigaction` handler.
+pub fn kill_all_children() {
+    REGISTRY.kill_all();
+}
+
+/// Track process group `pgid` so that [`kill_all_children`] reaches it.
+/// Nonsensical ids (`<= 1`, or the agent's own group) are ignored.
+pub fn register_group(pgid: i32) {
+    REGISTRY.register(pgid);
+}
+
+/// Stop tracking `pgid`. Call it *before* reaping the group leader (after
+/// which the id may be recycled).
+pub fn unregister_group(pgid: i32) {
+    REGISTRY.unregister(pgid);
+}
+
+#[derive(Default)]
+pub(super) struct Registry {
+    state: Mutex<RegistryState>,
+}
+
+#[derive(Default)]
+pub(super) struct RegistryState {
+    pub(super) groups: HashSet<i32>,
+    closed: bool,
+}
+
+impl Registry {
+    pub(super) fn lock(&self) -> MutexGuard<'_, RegistryState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn register(&self, pgid: i32) {
+        if !is_foreign_group(pgid) {
+            tracing::warn!(pgid, "refusing to register a bogus process group");
+            return;
+        }
+        let mut state = self.lock();
+        if state.closed {
+            drop(state);
+            tracing::debug!(pgid, "registry closed (agent exiting): killing new group");
+            kill_group(pgid, libc::SIGKILL);
+        } else {
+            state.groups.insert(pgid);
+        }
+    }
+
+    pub(super) fn unregister(&self, pgid: i32) {
+        self.lock().groups.remove(&pgid);
+    }
+
+    pub(super) fn kill_all(&self) {
+        // The lock is held while signalling: an owner unregisters before it
+        // reaps its leader, so no group id here can have been recycled.
+        let mut state = self.lock();
+        state.closed = true;
+        for pgid in state.groups.drain() {
+            kill_group(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// A group id that is safe to signal: not 0/1 (which `killpg` treats as "my
+/// group"/init) and not the agent's own group.
+pub(super) fn is_foreign_group(pgid: i32) -> bool {
+    // SAFETY: getpgrp has no preconditions.
+    pgid > 1 && pgid != unsafe { libc::getpgrp() }
+}
+
+pub(super) fn kill_group(pgid: i32, sig: i32) {
+    if !is_foreign_group(pgid) {
+        return;
+    }
+    // SAFETY: plain syscall; pgid was checked above.
+    if unsafe { libc::killpg(pgid, sig) } == -1 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::ESRCH) {
+            tracing::debug!(pgid, sig, %err, "killpg failed");
+        }
+    }
+}
