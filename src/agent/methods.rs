@@ -43,9 +43,10 @@ impl Agent {
                     audio: false,
                     embedded_context: true,
                 },
+                // Both HTTP transports work (crate::mcp); stdio is always supported.
                 mcp_capabilities: McpCapabilities {
-                    http: false,
-                    sse: false,
+                    http: true,
+                    sse: true,
                 },
                 session_capabilities: SessionCapabilities {
                     close: Some(Empty::default()),
@@ -114,6 +115,8 @@ impl Agent {
         if !req.mcp_servers.is_empty() {
             tracing::info!(count = req.mcp_servers.len(), "MCP servers given");
         }
+        let mut registry = Registry::builtin();
+        crate::mcp::attach(&mut registry, &req.mcp_servers, &settings, &cwd, &editor).await;
         let session = Session::new(
             id.clone(),
             cwd,
@@ -121,7 +124,7 @@ impl Agent {
             editor,
             req.mcp_servers,
             mode,
-            Registry::builtin(),
+            registry,
         );
         self.sessions
             .lock()
@@ -151,7 +154,9 @@ impl Agent {
         };
         tracing::info!(session = %session.id, prompt = %super::prompt::summary(&req.prompt, 80), "turn start");
         let (seq, token) = session.begin_turn();
+        session.registry.turn_started();
         let result = turn::run(&env, &session, &req.prompt, &token).await;
+        session.registry.turn_ended();
         session.end_turn(seq);
         match &result {
             Ok(reason) => tracing::info!(session = %session.id, ?reason, "turn end"),
@@ -250,6 +255,7 @@ impl Agent {
         match session {
             Some(s) => {
                 s.cancel();
+                s.registry.shutdown();
                 tracing::info!(session = %req.session_id, "session closed");
                 Ok(Empty::default())
             }
