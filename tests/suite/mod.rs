@@ -1,1 +1,2 @@
+mod mcp;
 mod official_client;
