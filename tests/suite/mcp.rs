@@ -757,7 +757,10 @@ async fn everything_server_over_stdio() {
     assert!(tool_result(&model, 1, "e1").contains("hi from acp"));
     assert!(tool_result(&model, 1, "e2").contains("42"));
     assert!(tool_result(&model, 1, "e3").contains("[image: image/png"));
-    assert_eq!(first_call(&editor, &sid, "e1")["title"], "everything: Echo Tool");
+    assert_eq!(
+        first_call(&editor, &sid, "e1")["title"],
+        "everything: Echo Tool"
+    );
 }
 
 async fn everything_over_http(kind: &str, path_suffix: &str) {
