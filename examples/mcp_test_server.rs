@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! mcp_test_server [--delay-ms N] [--exit N] [--pid-file P] [--log P]
-//!                 [--http 127.0.0.1:0 | --modern]
+//!                 [--many N] [--http 127.0.0.1:0 | --modern]
 //! ```
 //!
 //! - stdio by default; `--http ADDR` serves streamable HTTP at `/mcp` and
@@ -40,6 +40,8 @@ use serde_json::{Value, json};
 struct TestServer {
     extra: Arc<AtomicBool>,
     log: Option<PathBuf>,
+    /// `--many N`: N more tools named `many_0`… (tool-count limit tests).
+    many: usize,
 }
 
 fn log_event(log: &Option<PathBuf>, line: &str) {
@@ -98,6 +100,9 @@ impl TestServer {
                 "annotations": {"readOnlyHint": true}}),
             ),
         ];
+        for i in 0..self.many {
+            tools.push(tool(json!({"name": format!("many_{i}"), "description": "Filler.", "inputSchema": obj(json!({}), json!([]))})));
+        }
         if self.extra.load(Ordering::SeqCst) {
             tools.push(tool(json!({"name": "extra", "description": "Only there after toggle.", "inputSchema": obj(json!({}), json!([]))})));
         }
@@ -198,6 +203,7 @@ struct Args {
     log: Option<PathBuf>,
     http: Option<String>,
     modern: bool,
+    many: usize,
 }
 
 fn parse_args() -> Args {
@@ -212,6 +218,7 @@ fn parse_args() -> Args {
             "--log" => a.log = Some(val().into()),
             "--http" => a.http = Some(val()),
             "--modern" => a.modern = true,
+            "--many" => a.many = val().parse().expect("count"),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -234,6 +241,7 @@ async fn main() {
     let server = TestServer {
         extra: Arc::new(AtomicBool::new(false)),
         log: args.log.clone(),
+        many: args.many,
     };
     if args.modern {
         modern::serve().await;

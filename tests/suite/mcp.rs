@@ -14,14 +14,18 @@ use crate::support::{
 
 // ---------------------------------------------------------------- helpers
 
-/// The test server binary, built by `cargo test` as an example.
+/// The test server binary. `cargo test` builds it as an example; a
+/// filtered run (`cargo test --test all mcp`) does not, hence the checks.
 fn test_server() -> PathBuf {
     let exe = std::env::current_exe().expect("test exe");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");
     let path = dir.join("examples").join("mcp_test_server");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/mcp_test_server.rs");
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     assert!(
-        path.exists(),
-        "{} is missing: `cargo test` builds it (or run `cargo build --example mcp_test_server`)",
+        path.exists() && modified(&path) >= modified(&source),
+        "{} is missing or older than its source: run `cargo test` (all targets) or \
+         `cargo build --example mcp_test_server` first",
         path.display()
     );
     path
@@ -461,6 +465,29 @@ async fn servers_start_concurrently_and_slow_ones_join_later() {
             .contains(&"mcp__slow__echo".to_owned())
     );
     assert!(editor.agent_text(&sid).contains("`slow` is ready now"));
+}
+
+#[tokio::test]
+async fn at_most_128_tools_are_offered() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let (editor, _cfg) = spawn(&model, None).await;
+    let (sid, _) = new_session(
+        &editor,
+        ws.path(),
+        json!([stdio("a", &[]), stdio("big", &["--many", "130"])]),
+    )
+    .await;
+    model.push(Reply::text("ok"));
+    editor.prompt(&sid, "hi").await;
+    let names = model.chat_requests()[0].tool_names();
+    assert_eq!(names.len(), 128, "{}", editor.agent_text(&sid));
+    assert!(
+        names.contains(&"mcp__a__echo".to_owned()),
+        "earlier servers keep theirs"
+    );
+    assert!(names.contains(&"read_file".to_owned()));
+    assert!(!names.contains(&"mcp__big__many_129".to_owned()));
 }
 
 #[tokio::test]
