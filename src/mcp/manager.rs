@@ -10,7 +10,10 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, ServerNotification, SubscriptionFilter,
     Tool as McpToolDef,
 };
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, serve_client_with_ct};
+use rmcp::service::{
+    ClientInitializeError, NotificationContext, Peer, RoleClient, RunningService,
+    serve_client_with_ct,
+};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -398,6 +401,7 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
             let how = match &child {
                 Some(c) => {
                     let how = c.wait_then_stop(EXIT_WAIT).await;
+                    c.stderr_eof(EXIT_WAIT).await;
                     with_stderr(format!("its process ended ({how})"), c)
                 }
                 None => format!("the connection closed ({quit:?})"),
@@ -473,6 +477,40 @@ fn with_stderr(mut text: String, child: &StdioChild) -> String {
     text
 }
 
+/// A handshake failure in words: rmcp's transport errors name Rust types;
+/// the causes (connection refused, HTTP status) are in the source chain.
+fn init_error(e: &ClientInitializeError) -> String {
+    match e {
+        ClientInitializeError::TransportError { error, context } => {
+            let mut text = format!("{context}: {}", error.error);
+            // rmcp's HTTP client error does not chain its reqwest cause.
+            let client = error
+                .error
+                .downcast_ref::<rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>>()
+                .and_then(|e| match e {
+                    rmcp::transport::streamable_http_client::StreamableHttpError::Client(c) => {
+                        Some(c as &(dyn std::error::Error + 'static))
+                    }
+                    _ => None,
+                });
+            let mut source = client.or_else(|| error.error.source());
+            while let Some(s) = source {
+                let part = s.to_string();
+                if !text.contains(&part) {
+                    text.push_str(": ");
+                    text.push_str(&part);
+                }
+                source = s.source();
+            }
+            text
+        }
+        ClientInitializeError::ConnectionClosed(during) => {
+            format!("the server closed the connection while waiting for the {during}")
+        }
+        other => other.to_string(),
+    }
+}
+
 /// Connects to one server over its transport and does the MCP handshake.
 async fn connect(
     spec: &McpServerSpec,
@@ -494,8 +532,9 @@ async fn connect(
                 Ok(service) => Ok((service, Some(child))),
                 Err(e) => {
                     let how = child.wait_then_stop(EXIT_WAIT).await;
+                    child.stderr_eof(EXIT_WAIT).await;
                     Err(McpError::Handshake(with_stderr(
-                        format!("{e} (the process: {how})"),
+                        format!("{} (the process: {how})", init_error(&e)),
                         &child,
                     )))
                 }
@@ -505,7 +544,7 @@ async fn connect(
             let transport = http::streamable(url, headers)?;
             let service = serve_client_with_ct(handler, transport, ct)
                 .await
-                .map_err(|e| McpError::Handshake(e.to_string()))?;
+                .map_err(|e| McpError::Handshake(init_error(&e)))?;
             Ok((service, None))
         }
         McpTransportSpec::Sse { url, headers } => {
@@ -513,7 +552,7 @@ async fn connect(
             let transport = sse::SseTransport::connect(client, url, headers).await?;
             let service = serve_client_with_ct(handler, transport, ct)
                 .await
-                .map_err(|e| McpError::Handshake(e.to_string()))?;
+                .map_err(|e| McpError::Handshake(init_error(&e)))?;
             Ok((service, None))
         }
     }

@@ -35,6 +35,8 @@ pub struct StdioChild {
     /// Set once the group was killed and unregistered.
     reaped: Mutex<Option<String>>,
     stderr_tail: std::sync::Arc<Mutex<VecDeque<String>>>,
+    /// True once stderr reached EOF (every line is in `stderr_tail`).
+    stderr_done: tokio::sync::watch::Receiver<bool>,
 }
 
 /// Spawns `command args` for server `name` in directory `cwd`.
@@ -72,6 +74,7 @@ pub fn spawn(
     let tail = std::sync::Arc::new(Mutex::new(VecDeque::new()));
     let server = name.to_owned();
     let tail_w = tail.clone();
+    let (done_tx, stderr_done) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         let mut lines = BufReader::new(stderr).lines();
         while let Ok(Some(mut line)) = lines.next_line().await {
@@ -90,6 +93,7 @@ pub fn spawn(
             }
             t.push_back(line);
         }
+        let _ = done_tx.send(true);
     });
     tracing::info!(server = name, pid, command, "MCP server process started");
     Ok((
@@ -99,6 +103,7 @@ pub fn spawn(
             child: tokio::sync::Mutex::new(Some(child)),
             reaped: Mutex::new(None),
             stderr_tail: tail,
+            stderr_done,
         },
         stdout,
         stdin,
@@ -133,6 +138,13 @@ fn killpg(pgid: i32, sig: i32) {
 impl StdioChild {
     pub fn pid(&self) -> i32 {
         self.pid
+    }
+
+    /// Waits up to `limit` for stderr to reach EOF (after the process
+    /// ended), so that [`Self::stderr_tail`] has its last words.
+    pub async fn stderr_eof(&self, limit: Duration) {
+        let mut done = self.stderr_done.clone();
+        let _ = tokio::time::timeout(limit, done.wait_for(|d| *d)).await;
     }
 
     /// The last lines the server wrote to stderr, for error reports.

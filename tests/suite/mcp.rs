@@ -397,7 +397,10 @@ async fn failed_servers_are_reported_and_the_others_work() {
         text.contains("configuration missing, exiting with 3"),
         "stderr quoted: {text}"
     );
-    assert!(text.contains("`down` failed to start"), "{text}");
+    assert!(
+        text.contains("`down` failed to start") && text.contains("Connection refused"),
+        "{text}"
+    );
     assert!(!text.contains("`good`"), "{text}");
     let names = model.chat_requests()[0].tool_names();
     assert!(names.contains(&"mcp__good__echo".to_owned()));
