@@ -214,6 +214,9 @@ impl Inner {
 
     /// Recomputes the model-facing tool list from the ready servers.
     fn rebuild(&self) {
+        // Held throughout: two servers getting ready at once must not
+        // write lists computed from stale states (lock order: tools, slot).
+        let mut current = lock(&self.tools);
         let mut defs: Vec<(String, McpToolDef, Peer<RoleClient>)> = Vec::new();
         for slot in &self.slots {
             if let State::Ready { peer, tools } = &*lock(&slot.state) {
@@ -252,7 +255,7 @@ impl Inner {
             );
         }
         tracing::debug!(tools = list.len(), "MCP tool list rebuilt");
-        *lock(&self.tools) = list;
+        *current = list;
     }
 
     fn set(&self, idx: usize, state: State) {
