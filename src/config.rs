@@ -62,6 +62,15 @@ pub struct FileConfig {
     /// Extra HTTP headers for the model endpoint (values never logged).
     #[serde(default)]
     pub headers: std::collections::BTreeMap<String, String>,
+    /// MCP servers started for every session, merged with the editor's
+    /// `mcpServers` (the editor's entry wins on a name clash): `[mcp_servers.NAME]`.
+    #[serde(default)]
+    pub mcp_servers: std::collections::BTreeMap<String, McpServerConfig>,
+    /// How long `session/new` waits for MCP servers before going on without
+    /// the slow ones (they keep starting in the background). Default 10.
+    pub mcp_startup_timeout_secs: Option<u64>,
+    /// How long one MCP tool call may run before it is cancelled. Default 300.
+    pub mcp_tool_timeout_secs: Option<u64>,
     /// Per-model settings; their keys are also offered in the model picker.
     #[serde(default)]
     pub models: std::collections::BTreeMap<String, ModelConfig>,
@@ -84,6 +93,161 @@ pub struct ModelConfig {
     pub input_cost_per_mtok: Option<f64>,
     /// USD per million output (completion) tokens.
     pub output_cost_per_mtok: Option<f64>,
+}
+
+/// One `[mcp_servers.NAME]` entry: `command` (+ `args`, `env`) for a stdio
+/// server, or `url` (+ `headers`) for an HTTP one; `type = "sse"` selects the
+/// legacy HTTP+SSE transport.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// `stdio`, `http` or `sse`; inferred from `command`/`url` when absent.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// `false` keeps the entry in the file without starting it.
+    pub enabled: Option<bool>,
+}
+
+/// How to reach one MCP server (validated; from the config file or the editor).
+#[derive(Clone, PartialEq, Eq)]
+pub enum McpTransportSpec {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+    /// Streamable HTTP (MCP 2025-03-26 and later).
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+    /// The legacy HTTP+SSE transport (MCP 2024-11-05).
+    Sse {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// A named MCP server to start for a session.
+#[derive(Clone, PartialEq, Eq)]
+pub struct McpServerSpec {
+    pub name: String,
+    pub transport: McpTransportSpec,
+}
+
+impl std::fmt::Debug for McpServerSpec {
+    /// Env and header values may hold secrets: only their names are shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |v: &[(String, String)]| v.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+        match &self.transport {
+            McpTransportSpec::Stdio { command, args, env } => f
+                .debug_struct("Stdio")
+                .field("name", &self.name)
+                .field("command", command)
+                .field("args", args)
+                .field("env", &names(env))
+                .finish(),
+            McpTransportSpec::Http { url, headers } | McpTransportSpec::Sse { url, headers } => f
+                .debug_struct(if matches!(self.transport, McpTransportSpec::Sse { .. }) {
+                    "Sse"
+                } else {
+                    "Http"
+                })
+                .field("name", &self.name)
+                .field("url", url)
+                .field("headers", &names(headers))
+                .finish(),
+        }
+    }
+}
+
+impl McpServerConfig {
+    /// Validates one entry of the file.
+    fn to_spec(&self, name: &str, path: &Path) -> Result<Option<McpServerSpec>, ConfigError> {
+        if self.enabled == Some(false) {
+            return Ok(None);
+        }
+        let bad = |what: String| {
+            ConfigError::Invalid(format!(
+                "[mcp_servers.{name}] in {}: {what}",
+                path.display()
+            ))
+        };
+        if name.trim().is_empty() {
+            return Err(bad("the server name must not be empty".into()));
+        }
+        let kind = match (&self.kind, &self.command, &self.url) {
+            (Some(k), _, _) => k.as_str(),
+            (None, Some(_), None) => "stdio",
+            (None, None, Some(_)) => "http",
+            (None, Some(_), Some(_)) => {
+                return Err(bad("give either `command` or `url`, not both".into()));
+            }
+            (None, None, None) => {
+                return Err(bad(
+                    "needs `command` (a stdio server) or `url` (an HTTP server)".into(),
+                ));
+            }
+        };
+        let pairs = |m: &std::collections::BTreeMap<String, String>| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Vec<_>>()
+        };
+        let transport = match kind {
+            "stdio" => {
+                let Some(command) = self.command.clone().filter(|c| !c.trim().is_empty()) else {
+                    return Err(bad("a stdio server needs `command`".into()));
+                };
+                if self.url.is_some() || !self.headers.is_empty() {
+                    return Err(bad("`url` and `headers` are for http/sse servers".into()));
+                }
+                McpTransportSpec::Stdio {
+                    command,
+                    args: self.args.clone(),
+                    env: pairs(&self.env),
+                }
+            }
+            "http" | "sse" => {
+                let Some(url) = self.url.clone() else {
+                    return Err(bad(format!("a {kind} server needs `url`")));
+                };
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(bad(format!(
+                        "url {url:?} must start with http:// or https://"
+                    )));
+                }
+                if self.command.is_some() || !self.args.is_empty() || !self.env.is_empty() {
+                    return Err(bad(
+                        "`command`, `args` and `env` are for stdio servers".into()
+                    ));
+                }
+                let headers = pairs(&self.headers);
+                if kind == "sse" {
+                    McpTransportSpec::Sse { url, headers }
+                } else {
+                    McpTransportSpec::Http { url, headers }
+                }
+            }
+            other => {
+                return Err(bad(format!(
+                    "type {other:?} is not one of \"stdio\", \"http\", \"sse\""
+                )));
+            }
+        };
+        Ok(Some(McpServerSpec {
+            name: name.to_owned(),
+            transport,
+        }))
+    }
 }
 
 /// Where the API key came from, for messages that must not contain the key.
@@ -127,6 +291,12 @@ pub struct Settings {
     /// Why the configuration could not be loaded (the agent then runs on
     /// defaults and refuses to open sessions until the file is fixed).
     pub load_error: Option<String>,
+    /// MCP servers from the config file, started for every session.
+    pub mcp_servers: Vec<McpServerSpec>,
+    /// How long `session/new` waits for MCP servers to be ready.
+    pub mcp_startup_timeout: Duration,
+    /// How long one MCP tool call may run.
+    pub mcp_tool_timeout: Duration,
 }
 
 impl std::fmt::Debug for Settings {
@@ -138,6 +308,7 @@ impl std::fmt::Debug for Settings {
             .field("model", &self.model)
             .field("config_path", &self.config_path)
             .field("default_mode", &self.default_mode)
+            .field("mcp_servers", &self.mcp_servers)
             .finish_non_exhaustive()
     }
 }
@@ -167,6 +338,9 @@ impl Default for Settings {
             data_dir: data_home().join("acp-coder"),
             secret_env: vec![API_KEY_ENV.into()],
             load_error: None,
+            mcp_servers: Vec::new(),
+            mcp_startup_timeout: Duration::from_secs(10),
+            mcp_tool_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -279,6 +453,18 @@ impl Settings {
         }
         s.headers = file.headers.into_iter().collect();
         s.models = file.models.into_iter().collect();
+        let file_path = path.clone().unwrap_or_default();
+        for (name, server) in &file.mcp_servers {
+            if let Some(spec) = server.to_spec(name, &file_path)? {
+                s.mcp_servers.push(spec);
+            }
+        }
+        if let Some(n) = file.mcp_startup_timeout_secs {
+            s.mcp_startup_timeout = Duration::from_secs(n);
+        }
+        if let Some(n) = file.mcp_tool_timeout_secs {
+            s.mcp_tool_timeout = Duration::from_secs(n.max(1));
+        }
         // Hidden knobs for tests and debugging; not part of the documented contract.
         if let Some(ms) = env("ACP_CODER_RETRY_BASE_MS").and_then(|v| v.parse().ok()) {
             s.retry_base_delay = Duration::from_millis(ms);
@@ -483,6 +669,74 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("c.toml") && err.contains("modle"), "{err}");
+    }
+
+    #[test]
+    fn mcp_servers_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("c.toml");
+        std::fs::write(
+            &cfg,
+            r#"
+mcp_startup_timeout_secs = 3
+mcp_tool_timeout_secs = 20
+[mcp_servers.files]
+command = "npx"
+args = ["-y", "server"]
+env = { TOKEN = "secret-value" }
+[mcp_servers.remote]
+url = "https://example.invalid/mcp"
+headers = { Authorization = "Bearer x" }
+[mcp_servers.old]
+type = "sse"
+url = "http://127.0.0.1:9/sse"
+[mcp_servers.off]
+command = "x"
+enabled = false
+"#,
+        )
+        .unwrap();
+        let over = Overrides {
+            config: Some(cfg.clone()),
+            ..Default::default()
+        };
+        let s = Settings::load_with(&over, &env_of(&[])).unwrap();
+        assert_eq!(s.mcp_startup_timeout, Duration::from_secs(3));
+        assert_eq!(s.mcp_tool_timeout, Duration::from_secs(20));
+        let names: Vec<&str> = s.mcp_servers.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["files", "old", "remote"]);
+        assert!(
+            matches!(&s.mcp_servers[0].transport, McpTransportSpec::Stdio { env, .. } if env[0].0 == "TOKEN")
+        );
+        assert!(matches!(
+            &s.mcp_servers[1].transport,
+            McpTransportSpec::Sse { .. }
+        ));
+        assert!(matches!(
+            &s.mcp_servers[2].transport,
+            McpTransportSpec::Http { .. }
+        ));
+        assert!(!format!("{s:?}").contains("secret-value"));
+
+        for (text, want) in [
+            ("[mcp_servers.a]\nargs = []\n", "needs `command`"),
+            (
+                "[mcp_servers.a]\ncommand = \"x\"\nurl = \"http://h\"\n",
+                "not both",
+            ),
+            (
+                "[mcp_servers.a]\ntype = \"ws\"\nurl = \"http://h\"\n",
+                "\"ws\"",
+            ),
+            ("[mcp_servers.a]\nurl = \"ftp://h\"\n", "http://"),
+            ("[mcp_servers.a]\ncommand = \"x\"\nheaderz = 1\n", "headerz"),
+        ] {
+            std::fs::write(&cfg, text).unwrap();
+            let err = Settings::load_with(&over, &env_of(&[]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "{text}: {err}");
+        }
     }
 
     #[test]

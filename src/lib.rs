@@ -8,5 +8,6 @@ pub mod agent;
 pub mod config;
 pub mod editor;
 pub mod llm;
+pub mod mcp;
 pub mod rpc;
 pub mod tools;

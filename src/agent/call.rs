@@ -55,7 +55,7 @@ pub async fn run(
         Ok(other) => other,
         Err(e) => Value::String(format!("{e}")),
     };
-    let Some(tool) = session.registry.get(&req.name).cloned() else {
+    let Some(tool) = session.registry.get(&req.name) else {
         announce(
             session,
             &id,
@@ -63,7 +63,7 @@ pub async fn run(
             ToolKind::Other,
             args,
         );
-        let names: Vec<&str> = session.registry.names().collect();
+        let names = session.registry.names();
         return fail(
             None,
             format!(

@@ -41,9 +41,10 @@ impl Agent {
                     audio: false,
                     embedded_context: true,
                 },
+                // Both HTTP transports work (crate::mcp); stdio is always supported.
                 mcp_capabilities: McpCapabilities {
-                    http: false,
-                    sse: false,
+                    http: true,
+                    sse: true,
                 },
                 session_capabilities: SessionCapabilities {
                     list: present(),

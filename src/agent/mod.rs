@@ -167,6 +167,8 @@ impl Agent {
             .collect();
         for s in sessions {
             s.cancel();
+            // Stops MCP servers; main's kill_all_children is the backstop.
+            s.registry.shutdown();
         }
     }
 }

@@ -32,9 +32,11 @@ impl Agent {
         let settings = self.usable_settings()?;
         self.set_title(&session, &req.prompt);
         tracing::info!(session = %session.id, prompt = %super::prompt::summary(&req.prompt, 80), "turn start");
+        session.registry.turn_started();
         let result = self
             .run_prompt(&session, &settings, req.prompt, &turn.token)
             .await;
+        session.registry.turn_ended();
         drop(turn);
         session.touch();
         match &result {
@@ -277,15 +279,11 @@ impl Agent {
     }
 
     fn mcp_status(&self, session: &Session) -> String {
-        if session.mcp_servers.is_empty() {
-            return "No MCP servers are configured for this session.".into();
+        let described = session.registry.describe_sources();
+        if described.is_empty() {
+            return "No MCP servers are configured for this session (the editor gave none and the config file has no `[mcp_servers]`).".into();
         }
-        let names: Vec<String> = session
-            .mcp_servers
-            .iter()
-            .map(|s| format!("- `{}`", s.name()))
-            .collect();
-        format!("MCP servers given by the editor:\n{}", names.join("\n"))
+        format!("**MCP servers**\n{}", described.join("\n"))
     }
 }
 

@@ -61,14 +61,16 @@ impl Agent {
             }
         };
         let mode = Mode::parse(&settings.default_mode).unwrap_or(Mode::Ask);
+        let editor = Editor::new(self.peer.clone(), self.client_caps(), &id);
+        let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor).await;
         let session = self.install(SessionInit {
             id: id.clone(),
             cwd,
             additional_dirs: additional,
-            editor: Editor::new(self.peer.clone(), self.client_caps(), &id),
+            editor,
             mcp_servers: req.mcp_servers,
             mode,
-            registry: Registry::builtin(),
+            registry,
             meta,
             history: Vec::new(),
             used_tool_ids: HashSet::new(),
@@ -162,14 +164,17 @@ impl Agent {
             updated_at: now,
         };
         let id = req.session_id.clone();
+        let editor = Editor::new(self.peer.clone(), self.client_caps(), &id);
+        // The MCP servers given now are reconnected (ACP §5.3, §5.4).
+        let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor).await;
         let session = self.install(SessionInit {
             id: id.clone(),
             cwd,
             additional_dirs: additional,
-            editor: Editor::new(self.peer.clone(), self.client_caps(), &id),
+            editor,
             mcp_servers: req.mcp_servers,
             mode,
-            registry: Registry::builtin(),
+            registry,
             meta,
             history: restored.history.clone(),
             used_tool_ids: restored.tool_ids.clone(),
@@ -295,6 +300,7 @@ impl Agent {
         match session {
             Some(s) => {
                 s.cancel();
+                s.registry.shutdown();
                 tracing::info!(session = %req.session_id, "session closed");
                 Ok(Empty::default())
             }
@@ -321,6 +327,19 @@ impl Agent {
         tracing::info!(session = %req.session_id, "session deleted");
         Ok(Empty::default())
     }
+}
+
+/// The built-in tools plus those of the session's MCP servers (the editor's
+/// and the configured ones, started concurrently within a bounded time).
+async fn tools_for(
+    servers: &[crate::acp::McpServer],
+    settings: &crate::config::Settings,
+    cwd: &Path,
+    editor: &Editor,
+) -> Registry {
+    let mut registry = Registry::builtin();
+    crate::mcp::attach(&mut registry, servers, settings, cwd, editor).await;
+    registry
 }
 
 pub(super) fn unknown_session(id: &str) -> RpcError {

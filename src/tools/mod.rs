@@ -217,11 +217,31 @@ pub fn sanitize_title(text: &str, max: usize) -> String {
     out
 }
 
-/// The tools of a session, by name.
+/// Tools that come and go while a session runs (the tools of its MCP
+/// servers, `crate::mcp`): the registry asks for the current list each time.
+pub trait ToolSource: Send + Sync {
+    /// The tools available right now, in a stable order.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+    /// A prompt turn starts: a moment to tell the user what happened since
+    /// the last one (e.g. a server failed to start).
+    fn turn_started(&self) {}
+    /// The prompt turn ended.
+    fn turn_ended(&self) {}
+    /// The session closes or the agent exits: stop whatever backs the tools.
+    fn shutdown(&self) {}
+    /// A Markdown description of the source's state for the user (`/mcp`).
+    fn describe(&self) -> Option<String> {
+        None
+    }
+}
+
+/// The tools of a session, by name: built-in ones, then those of its
+/// [`ToolSource`]s.
 #[derive(Clone, Default)]
 pub struct Registry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
     order: Vec<String>,
+    sources: Vec<Arc<dyn ToolSource>>,
 }
 
 impl Registry {
@@ -246,31 +266,78 @@ impl Registry {
         }
     }
 
+    /// Adds a source of dynamic tools (their names must not clash with the
+    /// fixed ones: a fixed tool wins).
+    pub fn add_source(&mut self, source: Arc<dyn ToolSource>) {
+        self.sources.push(source);
+    }
+
     pub fn remove(&mut self, name: &str) {
         if self.tools.remove(name).is_some() {
             self.order.retain(|n| n != name);
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name)
+    /// Number of fixed (non-source) tools.
+    pub fn fixed_len(&self) -> usize {
+        self.order.len()
     }
 
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.order.iter().map(String::as_str)
+    fn dynamic(&self) -> impl Iterator<Item = Arc<dyn Tool>> + '_ {
+        self.sources
+            .iter()
+            .flat_map(|s| s.tools())
+            .filter(|t| !self.tools.contains_key(t.name()))
     }
 
-    /// Tool specs for the model, in registration order.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools
+            .get(name)
+            .cloned()
+            .or_else(|| self.dynamic().find(|t| t.name() == name))
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.order
+            .iter()
+            .cloned()
+            .chain(self.dynamic().map(|t| t.name().to_owned()))
+            .collect()
+    }
+
+    /// Tool specs for the model: fixed tools in registration order, then the sources'.
     pub fn specs(&self) -> Vec<crate::llm::ToolSpec> {
+        let spec = |t: &Arc<dyn Tool>| crate::llm::ToolSpec {
+            name: t.name().to_owned(),
+            description: t.description().to_owned(),
+            parameters: t.parameters(),
+        };
         self.order
             .iter()
             .filter_map(|n| self.tools.get(n))
-            .map(|t| crate::llm::ToolSpec {
-                name: t.name().to_owned(),
-                description: t.description().to_owned(),
-                parameters: t.parameters(),
-            })
+            .map(spec)
+            .chain(self.dynamic().map(|t| spec(&t)))
             .collect()
+    }
+
+    /// See [`ToolSource::turn_started`].
+    pub fn turn_started(&self) {
+        self.sources.iter().for_each(|s| s.turn_started());
+    }
+
+    /// See [`ToolSource::turn_ended`].
+    pub fn turn_ended(&self) {
+        self.sources.iter().for_each(|s| s.turn_ended());
+    }
+
+    /// What each source says about itself (see [`ToolSource::describe`]).
+    pub fn describe_sources(&self) -> Vec<String> {
+        self.sources.iter().filter_map(|s| s.describe()).collect()
+    }
+
+    /// See [`ToolSource::shutdown`].
+    pub fn shutdown(&self) {
+        self.sources.iter().for_each(|s| s.shutdown());
     }
 }
 
@@ -285,7 +352,7 @@ mod tests {
         assert_eq!(sanitize_title("ok\u{202e}txt.exe", 50), "oktxt.exe");
         assert_eq!(sanitize_title("abcdef", 4), "abc…");
         assert_eq!(
-            Registry::builtin().names().collect::<Vec<_>>(),
+            Registry::builtin().names(),
             [
                 "read_file",
                 "write_file",

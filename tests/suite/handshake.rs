@@ -48,7 +48,7 @@ async fn initialize_describes_the_agent() {
             "agentCapabilities": {
                 "loadSession": true,
                 "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
-                "mcpCapabilities": {"http": false, "sse": false},
+                "mcpCapabilities": {"http": true, "sse": true},
                 "sessionCapabilities": {
                     "close": {}, "list": {}, "delete": {}, "resume": {}, "additionalDirectories": {}
                 },

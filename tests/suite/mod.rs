@@ -6,6 +6,7 @@ mod config;
 mod handshake;
 mod in_process;
 mod lifecycle;
+mod mcp;
 mod model_errors;
 mod modes;
 mod official_client;

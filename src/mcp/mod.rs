@@ -1,0 +1,76 @@
+//! MCP client (issue 4): the editor hands `mcpServers` to `session/new` (ACP
+//! §5.1 "MCP servers"); the agent connects to each as an MCP client and
+//! offers their tools to the model as `mcp__<server>__<tool>`.
+//!
+//! - [`servers`]: the editor's list merged with `[mcp_servers.NAME]` from the
+//!   config file.
+//! - [`manager`]: one [`McpManager`] per session — concurrent start with a
+//!   bounded wait, tool-list changes, death reports, shutdown; it is the
+//!   session registry's [`crate::tools::ToolSource`].
+//! - transports: [`stdio`] (own process group, stderr to the log),
+//!   streamable HTTP (rmcp's client, [`http`]), legacy HTTP+SSE ([`sse`]).
+//! - [`tool`]: one MCP tool as a [`crate::tools::Tool`]; result conversion.
+//! - [`names`]: model-facing tool names.
+pub mod http;
+pub mod manager;
+pub mod names;
+pub mod servers;
+pub mod sse;
+pub mod stdio;
+pub mod tool;
+
+pub use manager::{McpManager, McpOptions};
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::acp::McpServer;
+use crate::config::Settings;
+use crate::editor::Editor;
+use crate::tools::Registry;
+
+/// Model endpoints (OpenAI's) reject requests with more tools than this.
+pub const MAX_TOOLS: usize = 128;
+
+/// Why a server could not be used (told to the user by name).
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("cannot start `{command}`: {source}")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Config(String),
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    #[error("the MCP handshake failed: {0}")]
+    Handshake(String),
+}
+
+/// Adds the session's MCP servers (the editor's `servers` merged with the
+/// configured ones) to `registry`, waiting at most
+/// `settings.mcp_startup_timeout` for them. Used by `session/new` (and the
+/// methods that revive a session).
+pub async fn attach(
+    registry: &mut Registry,
+    servers: &[McpServer],
+    settings: &Settings,
+    cwd: &Path,
+    editor: &Editor,
+) {
+    let specs = servers::merge(servers, &settings.mcp_servers);
+    if specs.is_empty() {
+        return;
+    }
+    tracing::info!(servers = ?specs, "starting MCP servers");
+    let options = McpOptions {
+        startup_timeout: settings.mcp_startup_timeout,
+        call_timeout: settings.mcp_tool_timeout,
+        cwd: cwd.to_path_buf(),
+        secret_env: settings.secret_env.clone(),
+        tool_budget: MAX_TOOLS.saturating_sub(registry.fixed_len()),
+    };
+    let manager = McpManager::start(specs, editor.clone(), options).await;
+    registry.add_source(manager as Arc<dyn crate::tools::ToolSource>);
+}

@@ -1,0 +1,225 @@
+//! stdio servers (MCP 2025-11-25 "Transports: stdio"): the agent spawns the
+//! server and speaks newline-delimited JSON-RPC over its stdin/stdout.
+//!
+//! Each server runs in its **own process group** (registered with
+//! [`crate::tools::process`], so agent exit kills it whatever happens), with
+//! the agent's environment minus its secrets plus the configured `env`, and
+//! its stderr read line by line into our log (never our stderr, never our
+//! stdout, which carries ACP frames). Stopping it signals the whole group, so
+//! wrappers (`sh -c`, `npx`, `uvx`) and whatever they started go too.
+use std::collections::VecDeque;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::tools::process::{register_group, signal_name, unregister_group};
+
+use super::McpError;
+
+/// After `SIGTERM`, how long the server gets to exit before `SIGKILL`.
+const TERM_GRACE: Duration = Duration::from_millis(1000);
+/// stderr lines kept for error reports.
+const STDERR_TAIL: usize = 20;
+/// Longer stderr lines are cut in the log.
+const STDERR_LINE_MAX: usize = 2000;
+
+/// A running stdio server process (the leader of its own process group).
+pub struct StdioChild {
+    name: String,
+    pid: i32,
+    child: tokio::sync::Mutex<Option<Child>>,
+    /// Set once the group was killed and unregistered.
+    reaped: Mutex<Option<String>>,
+    stderr_tail: std::sync::Arc<Mutex<VecDeque<String>>>,
+    /// True once stderr reached EOF (every line is in `stderr_tail`).
+    stderr_done: tokio::sync::watch::Receiver<bool>,
+}
+
+/// Spawns `command args` for server `name` in directory `cwd`.
+pub fn spawn(
+    name: &str,
+    command: &str,
+    args: &[String],
+    env: &[(String, String)],
+    cwd: &Path,
+    secret_env: &[String],
+) -> Result<(StdioChild, ChildStdout, ChildStdin), McpError> {
+    let mut cmd = Command::new(command);
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    for k in secret_env {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().map_err(|e| McpError::Spawn {
+        command: command.to_owned(),
+        source: e,
+    })?;
+    let pid = child.id().map_or(0, |p| p as i32);
+    register_group(pid);
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stdin = child.stdin.take().expect("piped stdin");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let tail = std::sync::Arc::new(Mutex::new(VecDeque::new()));
+    let server = name.to_owned();
+    let tail_w = tail.clone();
+    let (done_tx, stderr_done) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(mut line)) = lines.next_line().await {
+            if line.len() > STDERR_LINE_MAX {
+                let mut cut = STDERR_LINE_MAX;
+                while !line.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                line.truncate(cut);
+                line.push('…');
+            }
+            tracing::info!(target: "acp_coder::mcp::stderr", server = %server, "{line}");
+            let mut t = tail_w.lock().unwrap_or_else(|e| e.into_inner());
+            if t.len() == STDERR_TAIL {
+                t.pop_front();
+            }
+            t.push_back(line);
+        }
+        let _ = done_tx.send(true);
+    });
+    tracing::info!(server = name, pid, command, "MCP server process started");
+    Ok((
+        StdioChild {
+            name: name.to_owned(),
+            pid,
+            child: tokio::sync::Mutex::new(Some(child)),
+            reaped: Mutex::new(None),
+            stderr_tail: tail,
+            stderr_done,
+        },
+        stdout,
+        stdin,
+    ))
+}
+
+/// Whether the group leader has exited (left as a zombie: `WNOWAIT`), so its
+/// pid, which is the group id, cannot be recycled before we reap it.
+fn leader_exited(pid: i32) -> bool {
+    // SAFETY: waitid with a zeroed siginfo and WNOWAIT only inspects our own child.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        r == 0 && info.si_pid() != 0
+    }
+}
+
+fn killpg(pgid: i32, sig: i32) {
+    // SAFETY: plain syscall on a group we created (pgid > 1 checked).
+    if pgid > 1 {
+        unsafe {
+            libc::killpg(pgid, sig);
+        }
+    }
+}
+
+impl StdioChild {
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Waits up to `limit` for stderr to reach EOF (after the process
+    /// ended), so that [`Self::stderr_tail`] has its last words.
+    pub async fn stderr_eof(&self, limit: Duration) {
+        let mut done = self.stderr_done.clone();
+        let _ = tokio::time::timeout(limit, done.wait_for(|d| *d)).await;
+    }
+
+    /// The last lines the server wrote to stderr, for error reports.
+    pub fn stderr_tail(&self, lines: usize) -> Vec<String> {
+        let t = self.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
+        t.iter()
+            .skip(t.len().saturating_sub(lines))
+            .cloned()
+            .collect()
+    }
+
+    /// Stops the server: `SIGTERM` to its group (unless it already exited),
+    /// up to [`TERM_GRACE`] for the leader to exit, then `SIGKILL` to the
+    /// group (stragglers included), unregister, reap. Returns how it ended
+    /// ("exit status 3", "killed by SIGTERM"). Idempotent.
+    pub async fn stop(&self) -> String {
+        let mut slot = self.child.lock().await;
+        let Some(mut child) = slot.take() else {
+            return self
+                .reaped
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+                .unwrap_or_else(|| "stopped".into());
+        };
+        if !leader_exited(self.pid) {
+            killpg(self.pid, libc::SIGTERM);
+            let deadline = tokio::time::Instant::now() + TERM_GRACE;
+            while !leader_exited(self.pid) && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        killpg(self.pid, libc::SIGKILL);
+        unregister_group(self.pid);
+        let how = match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
+            Ok(Ok(status)) => describe(status),
+            Ok(Err(e)) => format!("unknown exit ({e})"),
+            Err(_) => "did not exit after SIGKILL".into(),
+        };
+        tracing::info!(server = %self.name, pid = self.pid, how = %how, "MCP server process ended");
+        *self.reaped.lock().unwrap_or_else(|e| e.into_inner()) = Some(how.clone());
+        how
+    }
+
+    /// Waits up to `limit` for the server to exit by itself (after its
+    /// stdout closed), then stops it; returns how it ended.
+    pub async fn wait_then_stop(&self, limit: Duration) -> String {
+        let deadline = tokio::time::Instant::now() + limit;
+        while !leader_exited(self.pid) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.stop().await
+    }
+}
+
+impl Drop for StdioChild {
+    /// The last resort (a session dropped without `shutdown`): kill the group
+    /// at once; tokio reaps the leader (`kill_on_drop`).
+    fn drop(&mut self) {
+        let live = match self.child.try_lock() {
+            Ok(slot) => slot.is_some(),
+            Err(_) => true,
+        };
+        if live {
+            killpg(self.pid, libc::SIGKILL);
+            unregister_group(self.pid);
+        }
+    }
+}
+
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(s)) => format!("killed by {}", signal_name(s)),
+        _ => "ended".into(),
+    }
+}

@@ -1,0 +1,325 @@
+//! One MCP tool as a model-facing [`Tool`]: a call is a `tools/call` request
+//! (MCP 2025-11-25 "Server features: Tools"), shown to the editor as an ACP
+//! tool call (ACP §9) and permitted as [`Access::External`].
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, Tool as McpToolDef};
+use rmcp::service::{Peer, RoleClient, ServiceError};
+use serde_json::Value;
+
+use crate::acp::{ContentBlock, ResourceContents, ToolCallContent, ToolKind};
+use crate::tools::{Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput};
+
+/// A tool of a connected MCP server, under its model-facing name.
+pub struct McpTool {
+    /// `mcp__<server>__<tool>` (see [`super::names`]).
+    pub model_name: String,
+    pub server: String,
+    pub def: McpToolDef,
+    description: String,
+    pub peer: Peer<RoleClient>,
+    pub timeout: Duration,
+}
+
+impl McpTool {
+    pub fn new(
+        model_name: String,
+        server: &str,
+        def: McpToolDef,
+        peer: Peer<RoleClient>,
+        timeout: Duration,
+    ) -> Self {
+        let description = def
+            .description
+            .as_deref()
+            .filter(|d| !d.trim().is_empty())
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("Tool {} of the MCP server {server}.", def.name));
+        Self {
+            model_name,
+            server: server.to_owned(),
+            def,
+            description,
+            peer,
+            timeout,
+        }
+    }
+
+    fn read_only(&self) -> bool {
+        self.def
+            .annotations
+            .as_ref()
+            .and_then(|a| a.read_only_hint)
+            .unwrap_or(false)
+    }
+
+    fn display_title(&self) -> String {
+        let tool = self
+            .def
+            .title
+            .as_deref()
+            .or(self
+                .def
+                .annotations
+                .as_ref()
+                .and_then(|a| a.title.as_deref()))
+            .unwrap_or(&self.def.name);
+        crate::tools::sanitize_title(&format!("{}: {tool}", self.server), 120)
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.model_name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        Value::Object((*self.def.input_schema).clone())
+    }
+
+    /// `read` for tools annotated `readOnlyHint`, else `other` (ACP §9 kinds).
+    fn kind(&self) -> ToolKind {
+        if self.read_only() {
+            ToolKind::Read
+        } else {
+            ToolKind::Other
+        }
+    }
+
+    fn title(&self, _args: &Value) -> String {
+        self.display_title()
+    }
+
+    async fn prepare(&self, args: Value, _ctx: &ToolContext) -> Result<Invocation, ToolError> {
+        let Value::Object(arguments) = args else {
+            return Err(ToolError::InvalidArgs(
+                "the arguments must be a JSON object".into(),
+            ));
+        };
+        Ok(Invocation {
+            title: self.display_title(),
+            kind: self.kind(),
+            locations: Vec::new(),
+            content: Vec::new(),
+            access: Access::External {
+                tool: self.model_name.clone(),
+                read_only: self.read_only(),
+            },
+            action: Box::new(Call {
+                peer: self.peer.clone(),
+                server: self.server.clone(),
+                tool: self.def.name.to_string(),
+                arguments,
+                timeout: self.timeout,
+            }),
+        })
+    }
+}
+
+struct Call {
+    peer: Peer<RoleClient>,
+    server: String,
+    tool: String,
+    arguments: serde_json::Map<String, Value>,
+    timeout: Duration,
+}
+
+#[async_trait::async_trait]
+impl Action for Call {
+    /// Dropping this future (the turn was cancelled) drops rmcp's request,
+    /// which sends `notifications/cancelled` to the server (MCP
+    /// "Utilities: Cancellation"); so does the timeout.
+    async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let Call {
+            peer,
+            server,
+            tool,
+            arguments,
+            timeout,
+        } = *self;
+        let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
+        let result = match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+            Err(_) => {
+                return Err(ToolError::Failed(format!(
+                    "the MCP tool {tool} of server {server} did not answer within {} s and was cancelled \
+                     (the limit is mcp_tool_timeout_secs in the acp-coder config)",
+                    timeout.as_secs()
+                )));
+            }
+            Ok(Err(e)) => return Err(ToolError::Failed(call_error(&server, &tool, &e))),
+            Ok(Ok(r)) => r,
+        };
+        let value = serde_json::to_value(&result).unwrap_or(Value::Null);
+        let out = convert(&value);
+        if result.is_error == Some(true) {
+            let text = if out.for_model.trim().is_empty() {
+                "(no details)".to_owned()
+            } else {
+                out.for_model
+            };
+            return Err(ToolError::Failed(format!(
+                "the MCP tool {tool} of server {server} reported an error: {text}"
+            )));
+        }
+        Ok(out)
+    }
+}
+
+fn call_error(server: &str, tool: &str, e: &ServiceError) -> String {
+    match e {
+        ServiceError::McpError(data) => format!(
+            "the MCP server {server} refused the call of {tool}: {} (JSON-RPC error {})",
+            data.message, data.code.0
+        ),
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => format!(
+            "the MCP server {server} is gone (its connection closed) before {tool} finished; \
+             its tools are no longer available"
+        ),
+        other => format!("the MCP tool {tool} of server {server} failed: {other}"),
+    }
+}
+
+/// Converts a `CallToolResult` (as JSON) for the model and the editor:
+/// text as is, images and audio as a note for the model (the blocks go to the
+/// editor), embedded resources inlined, resource links described, and
+/// `structuredContent` as JSON unless a text block already carries it.
+pub fn convert(result: &Value) -> ToolOutput {
+    let mut model = Vec::<String>::new();
+    let mut content = Vec::new();
+    let mut texts = Vec::new();
+    for raw in result["content"].as_array().into_iter().flatten() {
+        let block: ContentBlock =
+            serde_json::from_value(raw.clone()).unwrap_or(ContentBlock::Unknown);
+        match &block {
+            ContentBlock::Text(t) => {
+                model.push(t.text.clone());
+                texts.push(t.text.clone());
+            }
+            ContentBlock::Image(i) => model.push(format!(
+                "[image: {}, {} bytes; shown to the user, not visible to you]",
+                i.mime_type,
+                i.data.len() / 4 * 3
+            )),
+            ContentBlock::Audio(a) => model.push(format!(
+                "[audio: {}, {} bytes; not playable here]",
+                a.mime_type,
+                a.data.len() / 4 * 3
+            )),
+            ContentBlock::ResourceLink(l) => {
+                let mut s = format!("[resource link: {} <{}>", l.name, l.uri);
+                if let Some(m) = &l.mime_type {
+                    s.push_str(&format!(" ({m})"));
+                }
+                if let Some(d) = &l.description {
+                    s.push_str(&format!(" — {d}"));
+                }
+                s.push(']');
+                model.push(s);
+            }
+            ContentBlock::Resource(r) => match &r.resource {
+                ResourceContents::Text { uri, text, .. } => model.push(format!(
+                    "<resource uri=\"{uri}\">\n{}\n</resource>",
+                    text.trim_end_matches('\n')
+                )),
+                ResourceContents::Blob {
+                    uri,
+                    blob,
+                    mime_type,
+                } => model.push(format!(
+                    "[embedded binary resource {uri} ({}, {} bytes)]",
+                    mime_type.as_deref().unwrap_or("unknown type"),
+                    blob.len() / 4 * 3
+                )),
+            },
+            ContentBlock::Unknown => {
+                model.push(format!(
+                    "[content of type {} not shown]",
+                    raw["type"].as_str().unwrap_or("?")
+                ));
+                continue;
+            }
+        }
+        content.push(ToolCallContent::Content { content: block });
+    }
+    let structured = result
+        .get("structuredContent")
+        .filter(|v| !v.is_null())
+        .cloned();
+    if let Some(s) = &structured {
+        let already = texts
+            .iter()
+            .any(|t| serde_json::from_str::<Value>(t).ok().as_ref() == Some(s));
+        if !already {
+            let json = serde_json::to_string(s).unwrap_or_default();
+            model.push(format!("structuredContent: {json}"));
+            content.push(ToolCallContent::text(
+                serde_json::to_string_pretty(s).unwrap_or(json),
+            ));
+        }
+    }
+    let for_model = if model.is_empty() {
+        "(the tool returned no content)".to_owned()
+    } else {
+        model.join("\n")
+    };
+    ToolOutput {
+        for_model,
+        content,
+        locations: None,
+        raw_output: structured,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn results_convert_for_model_and_editor() {
+        let out = convert(&json!({
+            "content": [
+                {"type": "text", "text": "hello"},
+                {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+                {"type": "resource_link", "uri": "file:///x.txt", "name": "x.txt", "mimeType": "text/plain"},
+                {"type": "resource", "resource": {"uri": "mem://a", "text": "body\n", "mimeType": "text/plain"}},
+                {"type": "hologram"}
+            ],
+            "structuredContent": {"sum": 3}
+        }));
+        assert!(
+            out.for_model
+                .starts_with("hello\n[image: image/png, 3 bytes")
+        );
+        assert!(
+            out.for_model
+                .contains("[resource link: x.txt <file:///x.txt> (text/plain)]")
+        );
+        assert!(
+            out.for_model
+                .contains("<resource uri=\"mem://a\">\nbody\n</resource>")
+        );
+        assert!(
+            out.for_model
+                .contains("[content of type hologram not shown]")
+        );
+        assert!(out.for_model.ends_with("structuredContent: {\"sum\":3}"));
+        assert_eq!(out.content.len(), 5, "4 blocks and the structured JSON");
+        assert_eq!(out.raw_output, Some(json!({"sum": 3})));
+
+        let out = convert(&json!({
+            "content": [{"type": "text", "text": "{\"sum\": 3}"}],
+            "structuredContent": {"sum": 3}
+        }));
+        assert_eq!(out.for_model, "{\"sum\": 3}", "not repeated");
+        assert_eq!(
+            convert(&json!({"content": []})).for_model,
+            "(the tool returned no content)"
+        );
+    }
+}
