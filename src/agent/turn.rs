@@ -180,14 +180,13 @@ async fn call_model(
         tracing::warn!(attempt, error = %err, "model call failed");
         match policy.delay(&err, attempt) {
             Some(delay) => {
-                let note = format!(
-                    "\n_Model endpoint: {} — retrying in {:.1} s (attempt {} of {})…_\n",
+                editor.status(&format!(
+                    "Model endpoint: {} — retrying in {:.1} s (attempt {} of {})…",
                     err.short(),
                     delay.as_secs_f64(),
                     attempt + 1,
                     policy.max_retries + 1
-                );
-                editor.update(&SessionUpdate::agent_thought(note, Some(message_id())));
+                ));
                 tokio::select! {
                     biased;
                     _ = cancel.cancelled() => return Ok(None),
