@@ -1,1 +1,7 @@
+mod cli_common;
+mod cli_doctor;
+mod cli_exec;
+mod cli_login;
+mod editors;
 mod official_client;
+mod trace;
