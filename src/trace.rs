@@ -10,7 +10,9 @@
 //! API key and configured header values wherever they appear, the values of
 //! `env` and `headers` entries of `mcpServers`, and `{name, value}` pairs or
 //! header/env maps whose name looks secret (`Authorization`, `*token*`,
-//! `*key*`, `*secret*`, `*password*`, `*cookie*`).
+//! `*key*`, `*secret*`, `*password*`, `*cookie*`). A value hidden that way
+//! (when its name says secret, or it looks like an opaque token) is also
+//! hidden wherever a later frame repeats it, e.g. in an error message.
 //!
 //! The agent never waits for the disk: the tracer stamps the frame and hands
 //! it to a writer thread over a channel; the thread redacts, formats and
@@ -68,10 +70,6 @@ impl TraceFile {
             .mode(0o600)
             .open(path)
             .map_err(open_err)?;
-        let mut secrets: Vec<String> = secrets.into_iter().filter(|s| s.len() >= 4).collect();
-        // Longest first, so a secret containing another is replaced whole.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        secrets.dedup();
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("acp-coder-trace".into())
@@ -102,6 +100,7 @@ impl Drop for TraceFile {
 }
 
 fn write_loop(mut file: std::fs::File, rx: mpsc::Receiver<Msg>, secrets: &[String]) {
+    let mut secrets = Secrets::new(secrets.to_vec());
     let mut buf = Vec::with_capacity(64 * 1024);
     let mut stop = false;
     while !stop {
@@ -111,7 +110,7 @@ fn write_loop(mut file: std::fs::File, rx: mpsc::Receiver<Msg>, secrets: &[Strin
         while let Some(msg) = next.take() {
             match msg {
                 Msg::Frame(ts, dir, frame) => {
-                    buf.extend_from_slice(trace_line(ts, dir, &frame, secrets).as_bytes());
+                    buf.extend_from_slice(trace_line(ts, dir, &frame, &mut secrets).as_bytes());
                     buf.push(b'\n');
                 }
                 Msg::Stop => {
@@ -131,14 +130,63 @@ fn write_loop(mut file: std::fs::File, rx: mpsc::Receiver<Msg>, secrets: &[Strin
     }
 }
 
+/// The literal values never to write: the configured ones, plus every value
+/// redacted structurally so far (an MCP server's token stays hidden when a
+/// later frame, say an error message, repeats it).
+#[derive(Debug, Default)]
+pub struct Secrets {
+    values: Vec<String>,
+}
+
+impl Secrets {
+    pub fn new(values: Vec<String>) -> Self {
+        let mut s = Self::default();
+        s.learn(values);
+        s
+    }
+
+    fn learn(&mut self, values: Vec<String>) {
+        let before = self.values.len();
+        for v in values {
+            // Short values would mangle ordinary text.
+            if v.len() >= 4 && v != REDACTED && !self.values.contains(&v) {
+                self.values.push(v);
+            }
+        }
+        if self.values.len() != before {
+            // Longest first, so a secret containing another is replaced whole.
+            self.values.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
+    }
+
+    fn replace(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for s in &self.values {
+            if out.contains(s.as_str()) {
+                out = out.replace(s.as_str(), REDACTED);
+            }
+        }
+        out
+    }
+
+    fn found_in(&self, text: &str) -> bool {
+        self.values.iter().any(|s| text.contains(s.as_str()))
+    }
+}
+
 /// One line of the trace file.
-pub fn trace_line(ts: OffsetDateTime, dir: Direction, frame: &str, secrets: &[String]) -> String {
+pub fn trace_line(
+    ts: OffsetDateTime,
+    dir: Direction,
+    frame: &str,
+    secrets: &mut Secrets,
+) -> String {
     let msg = match serde_json::from_str::<Value>(frame) {
         Ok(mut v) => {
             redact(&mut v, secrets);
             v
         }
-        Err(_) => Value::String(replace_secrets(frame, secrets)),
+        Err(_) => Value::String(secrets.replace(frame)),
     };
     let dir = match dir {
         Direction::In => "in",
@@ -174,58 +222,76 @@ pub fn is_secret_name(name: &str) -> bool {
     .any(|w| n.contains(w))
 }
 
-fn replace_secrets(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_owned();
-    for s in secrets {
-        if out.contains(s.as_str()) {
-            out = out.replace(s.as_str(), REDACTED);
+/// Redacts a frame in place (see the module docs for the rules): first by
+/// structure (learning the values it hides), then every known value wherever
+/// it appears in a string.
+pub fn redact(value: &mut Value, secrets: &mut Secrets) {
+    let mut learned = Vec::new();
+    structural(value, None, false, &mut learned);
+    secrets.learn(learned);
+    literal(value, secrets);
+}
+
+/// Replaces `v` and remembers its old value when it is worth hiding
+/// elsewhere too: its name says secret, or it looks like an opaque token
+/// (long, no spaces, not a path), not an ordinary setting like `/usr/bin`.
+fn hide(v: &mut Value, secret_name: bool, learned: &mut Vec<String>) {
+    if let Value::String(old) = std::mem::replace(v, Value::String(REDACTED.into())) {
+        let opaque = old.len() >= 12 && !old.contains(char::is_whitespace) && !old.contains('/');
+        if secret_name || opaque {
+            learned.push(old);
         }
     }
-    out
 }
 
-/// Redacts a frame in place (see the module docs for the rules).
-pub fn redact(value: &mut Value, secrets: &[String]) {
-    walk(value, secrets, None, false);
-}
-
-fn walk(value: &mut Value, secrets: &[String], key: Option<&str>, in_mcp: bool) {
+fn structural(value: &mut Value, key: Option<&str>, in_mcp: bool, learned: &mut Vec<String>) {
+    let secret_name = |m: &serde_json::Map<String, Value>| {
+        m.get("name")
+            .and_then(Value::as_str)
+            .is_some_and(is_secret_name)
+    };
     match value {
-        Value::String(s) if secrets.iter().any(|x| s.contains(x.as_str())) => {
-            *s = replace_secrets(s, secrets);
-        }
         Value::Array(items) => {
             let pairs = matches!(key, Some("env" | "headers"));
             for item in items {
                 if pairs && let Value::Object(m) = item {
-                    let name = m.get("name").and_then(Value::as_str).unwrap_or("");
-                    if (in_mcp || is_secret_name(name)) && m.contains_key("value") {
-                        m.insert("value".into(), Value::String(REDACTED.into()));
+                    let by_name = secret_name(m);
+                    if (in_mcp || by_name)
+                        && let Some(v) = m.get_mut("value")
+                    {
+                        hide(v, by_name, learned);
                     }
                 }
-                walk(item, secrets, None, in_mcp);
+                structural(item, None, in_mcp, learned);
             }
         }
         Value::Object(map) => {
             // `{"name": "X-Api-Key", "value": "…"}` anywhere.
-            let secret_pair = map
-                .get("name")
-                .and_then(Value::as_str)
-                .is_some_and(is_secret_name)
-                && map.get("value").is_some_and(Value::is_string);
-            if secret_pair {
-                map.insert("value".into(), Value::String(REDACTED.into()));
+            if secret_name(map)
+                && let Some(v) = map.get_mut("value")
+                && v.is_string()
+            {
+                hide(v, true, learned);
             }
             let map_of_values = matches!(key, Some("env" | "headers"));
             for (k, v) in map.iter_mut() {
                 if map_of_values && v.is_string() && (in_mcp || is_secret_name(k)) {
-                    *v = Value::String(REDACTED.into());
+                    hide(v, is_secret_name(k), learned);
                     continue;
                 }
                 let child_in_mcp = in_mcp || k == "mcpServers";
-                walk(v, secrets, Some(k.as_str()), child_in_mcp);
+                structural(v, Some(k.as_str()), child_in_mcp, learned);
             }
         }
+        _ => {}
+    }
+}
+
+fn literal(value: &mut Value, secrets: &Secrets) {
+    match value {
+        Value::String(s) if secrets.found_in(s) => *s = secrets.replace(s),
+        Value::Array(items) => items.iter_mut().for_each(|v| literal(v, secrets)),
+        Value::Object(map) => map.values_mut().for_each(|v| literal(v, secrets)),
         _ => {}
     }
 }
@@ -243,7 +309,8 @@ mod tests {
             {"name":"fs","command":"/bin/fs","args":["--token","x"],"env":[{"name":"PLAIN","value":"v1"},{"name":"GH_TOKEN","value":"ghp_123"}]},
             {"type":"http","name":"api","url":"https://h/mcp","headers":[{"name":"Accept","value":"a"},{"name":"Authorization","value":"Bearer t"}]}
         ]}});
-        redact(&mut v, &[]);
+        let mut secrets = Secrets::default();
+        redact(&mut v, &mut secrets);
         let servers = &v["params"]["mcpServers"];
         assert_eq!(servers[0]["env"][0]["value"], REDACTED);
         assert_eq!(servers[0]["env"][1]["value"], REDACTED);
@@ -256,12 +323,12 @@ mod tests {
 
     #[test]
     fn secret_names_and_literal_secrets() {
-        let secrets = vec!["sk-live-abcdef".to_owned()];
+        let mut secrets = Secrets::new(vec!["sk-live-abcdef".to_owned()]);
         let mut v = json!({"params":{
             "env":[{"name":"PATH","value":"/bin"},{"name":"OPENAI_API_KEY","value":"zzz"}],
             "headers":{"X-Secret-Thing":"s","Accept":"json"},
             "prompt":[{"type":"text","text":"my key is sk-live-abcdef, ok"}]}});
-        redact(&mut v, &secrets);
+        redact(&mut v, &mut secrets);
         assert_eq!(v["params"]["env"][0]["value"], "/bin");
         assert_eq!(v["params"]["env"][1]["value"], REDACTED);
         assert_eq!(v["params"]["headers"]["X-Secret-Thing"], REDACTED);
@@ -270,19 +337,41 @@ mod tests {
     }
 
     #[test]
+    fn values_hidden_once_stay_hidden() {
+        let mut secrets = Secrets::default();
+        let mut v = json!({"params":{"mcpServers":[{"name":"gh","command":"x","args":[],
+            "env":[{"name":"GITHUB_PAT","value":"ghp_secretvalue"}]}]}});
+        redact(&mut v, &mut secrets);
+        let mut later = json!({"error":{"message":"server gh failed: bad token ghp_secretvalue"}});
+        redact(&mut later, &mut secrets);
+        assert_eq!(
+            later["error"]["message"],
+            "server gh failed: bad token [redacted]"
+        );
+        let line = trace_line(
+            OffsetDateTime::UNIX_EPOCH,
+            Direction::Out,
+            "x ghp_secretvalue",
+            &mut secrets,
+        );
+        assert!(!line.contains("ghp_secretvalue"), "{line}");
+    }
+
+    #[test]
     fn lines_have_timestamp_direction_and_message() {
         let ts = OffsetDateTime::from_unix_timestamp_nanos(1_700_000_000_123_456_789).unwrap();
-        let line = trace_line(ts, Direction::In, r#"{"jsonrpc":"2.0","id":1}"#, &[]);
+        let mut secrets = Secrets::new(vec!["sk-live-abcdef".into()]);
+        let line = trace_line(
+            ts,
+            Direction::In,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            &mut secrets,
+        );
         let v: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["ts"], "2023-11-14T22:13:20.123Z");
         assert_eq!(v["dir"], "in");
         assert_eq!(v["msg"]["id"], 1);
-        let line = trace_line(
-            ts,
-            Direction::Out,
-            "not json sk-live-abcdef",
-            &["sk-live-abcdef".into()],
-        );
+        let line = trace_line(ts, Direction::Out, "not json sk-live-abcdef", &mut secrets);
         let v: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["dir"], "out");
         assert_eq!(v["msg"], "not json [redacted]");
