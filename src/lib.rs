@@ -6,8 +6,13 @@
 pub mod acp;
 pub mod agent;
 pub mod config;
+pub mod doctor;
 pub mod editor;
+pub mod exec;
 pub mod llm;
+pub mod login;
 pub mod mcp;
 pub mod rpc;
+pub mod term;
 pub mod tools;
+pub mod trace;

@@ -1,74 +1,222 @@
-//! The `acp-coder` binary: flags, logging, configuration, then the ACP agent on stdio.
+//! The `acp-coder` binary: flags, logging, configuration, then one of
 //!
-//! stdout carries protocol frames only; it is owned by the connection's writer
-//! task. Logs go to a file, and warnings also to stderr.
+//! - (no subcommand) the ACP agent on stdio, as editors start it;
+//! - `exec PROMPT`: one turn from the terminal, with the agent in process;
+//! - `doctor`: checks the setup;
+//! - `login`: saves endpoint, key and model to the config file.
+//!
+//! In agent mode stdout carries protocol frames only; it is owned by the
+//! connection's writer task. Logs go to a file, and warnings also to stderr.
 use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use acp_coder::agent::{AgentConfig, serve_with};
 use acp_coder::config::{self, Overrides, Settings};
+use acp_coder::trace::TraceFile;
+use acp_coder::{doctor, exec, login};
+
+const ENVIRONMENT_HELP: &str = "\
+Environment:
+  OPENAI_API_KEY    API key of the endpoint (or the variable named by api_key_env in the config file)
+  OPENAI_BASE_URL   endpoint base URL, like --base-url
+  ACP_CODER_MODEL   model id, like --model
+  ACP_CODER_LOG     log level or filter, like --log-level
+  NO_COLOR          no colour in exec, doctor and login output
+  XDG_CONFIG_HOME, XDG_STATE_HOME, XDG_DATA_HOME   where config, logs and data live
+
+Without a subcommand acp-coder is the ACP agent on stdin/stdout, as editors start it.
+Config file: $XDG_CONFIG_HOME/acp-coder/config.toml (see README.md for every key).";
+
+const EXEC_HELP: &str = "\
+Exit codes:
+  0    the turn ended normally (end_turn)
+  1    other failure
+  2    bad usage or configuration (flags, config file, empty prompt)
+  3    authentication: no API key, or the endpoint rejected it
+  4    the model endpoint failed (unreachable, HTTP error after retries, no model)
+  5    the model refused (stop reason refusal)
+  6    the turn stopped early (max_tokens, max_turn_requests)
+  130  interrupted (Ctrl-C)
+
+Without a terminal and without --yes, anything that would ask for permission is refused
+and reported; the turn goes on. Answer text goes to stdout; thoughts, tool activity and
+diffs to stderr.";
 
 /// A coding agent for editors that speak the Agent Client Protocol (ACP).
 ///
-/// Started by an editor (Zed, JetBrains, Neovim, Emacs) as a child process; it
+/// Started by an editor (Zed, JetBrains, Neovim, Emacs) as a child process, it
 /// reads JSON-RPC from stdin and writes it to stdout. Any OpenAI-compatible
 /// chat-completions endpoint works.
 #[derive(Debug, Parser)]
-#[command(name = "acp-coder", version, about, long_about = None)]
+#[command(name = "acp-coder", version, about, after_help = ENVIRONMENT_HELP)]
 struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
+struct GlobalArgs {
     /// Model id to use (e.g. gpt-4.1, qwen2.5-coder:14b).
-    #[arg(long, env = config::MODEL_ENV, value_name = "ID")]
+    #[arg(long, global = true, env = config::MODEL_ENV, hide_env_values = true, value_name = "ID")]
     model: Option<String>,
     /// Base URL of the OpenAI-compatible endpoint (e.g. http://localhost:11434/v1).
-    #[arg(long, env = config::BASE_URL_ENV, value_name = "URL")]
+    #[arg(long, global = true, env = config::BASE_URL_ENV, hide_env_values = true, value_name = "URL")]
     base_url: Option<String>,
     /// Config file [default: $XDG_CONFIG_HOME/acp-coder/config.toml].
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, global = true, value_name = "PATH")]
     config: Option<PathBuf>,
-    /// Log file [default: $XDG_STATE_HOME/acp-coder/logs/acp-coder.log.DATE].
-    #[arg(long, value_name = "PATH")]
+    /// Write every JSON-RPC frame (both directions, secrets redacted) to FILE, one JSON line each.
+    #[arg(long, global = true, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Log file [default: $XDG_STATE_HOME/acp-coder/logs/acp-coder.DATE.log].
+    #[arg(long, global = true, value_name = "PATH")]
     log_file: Option<PathBuf>,
     /// Log level or filter for the log file (e.g. debug, acp_coder=trace).
     #[arg(
         long,
+        global = true,
         env = "ACP_CODER_LOG",
+        hide_env_values = true,
         value_name = "LEVEL",
         default_value = "info"
     )]
     log_level: String,
 }
 
-fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
-    let _guard = match init_logging(&cli) {
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run one prompt in the current directory and print what the agent does.
+    #[command(after_help = EXEC_HELP)]
+    Exec(ExecArgs),
+    /// Check the config file, API key, endpoint, model and MCP servers; say what to fix.
+    Doctor,
+    /// Save the endpoint, API key and default model to the config file (mode 0600).
+    Login(LoginArgs),
+}
+
+#[derive(Debug, Args)]
+struct ExecArgs {
+    /// The prompt; `-` reads it from stdin.
+    #[arg(value_name = "PROMPT")]
+    prompt: String,
+    /// Print one JSON event per line: every session/update, then a result or error event.
+    #[arg(long)]
+    json: bool,
+    /// Allow everything that would ask for permission.
+    #[arg(short = 'y', long)]
+    yes: bool,
+    /// Session mode [default: default_mode of the config file, else ask].
+    #[arg(long, value_name = "MODE", value_parser = ["read-only", "ask", "accept-edits", "full-auto"])]
+    mode: Option<String>,
+    /// Work in DIR instead of the current directory.
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct LoginArgs {
+    /// Save api_key_env = NAME: read the key from this environment variable.
+    #[arg(long, value_name = "NAME", conflicts_with = "api_key")]
+    api_key_env: Option<String>,
+    /// Save the key itself as api_key (prefer --api-key-env or the interactive prompt: argv is visible to other users).
+    #[arg(long, value_name = "KEY")]
+    api_key: Option<String>,
+    /// Never ask on the terminal; save only what the flags give.
+    #[arg(long)]
+    no_input: bool,
+}
+
+fn main() -> ExitCode {
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    // `login` saves only what was typed on the command line, not the environment.
+    let from_flag = |id: &str| {
+        let sub = matches.subcommand().map(|(_, m)| m);
+        [Some(&matches), sub]
+            .into_iter()
+            .flatten()
+            .any(|m| m.value_source(id) == Some(ValueSource::CommandLine))
+    };
+    let login_flags = (from_flag("base_url"), from_flag("model"));
+    let stderr_level = match cli.command {
+        // exec shows retries and failures itself (see the log file for details).
+        Some(Command::Exec(_)) => tracing_subscriber::filter::LevelFilter::OFF,
+        _ => tracing_subscriber::filter::LevelFilter::WARN,
+    };
+    let _guard = match init_logging(&cli.global, stderr_level) {
         Ok(g) => g,
         Err(e) => {
             eprintln!("acp-coder: {e:#}");
-            return std::process::ExitCode::from(2);
+            return ExitCode::from(2);
         }
     };
-    match run(cli) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e:#}");
-            eprintln!("acp-coder: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
+    let code = match cli.command {
+        None => match run_agent(&cli.global) {
+            Ok(()) => 0,
+            Err(e) => {
+                tracing::error!("{e:#}");
+                eprintln!("acp-coder: {e:#}");
+                1
+            }
+        },
+        Some(Command::Exec(args)) => run_exec(&cli.global, args),
+        Some(Command::Doctor) => run_doctor(&cli.global),
+        Some(Command::Login(args)) => run_login(&cli.global, args, login_flags),
+    };
+    ExitCode::from(code)
+}
+
+fn overrides(g: &GlobalArgs) -> Overrides {
+    Overrides {
+        config: g.config.clone(),
+        model: g.model.clone(),
+        base_url: g.base_url.clone(),
+        api_key: None,
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
-    let overrides = Overrides {
-        config: cli.config.clone(),
-        model: cli.model.clone(),
-        base_url: cli.base_url.clone(),
-        api_key: None,
-    };
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(4)))
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Values that must never reach a trace file: the key, configured header
+/// values and the values of every secret environment variable.
+fn trace_secrets(s: &Settings) -> Vec<String> {
+    let mut v: Vec<String> = s.api_key.iter().cloned().collect();
+    v.extend(s.headers.iter().map(|(_, value)| value.clone()));
+    v.extend(s.secret_env.iter().filter_map(|k| std::env::var(k).ok()));
+    v
+}
+
+fn open_trace(g: &GlobalArgs, s: &Settings) -> anyhow::Result<Option<TraceFile>> {
+    g.trace
+        .as_deref()
+        .map(|p| TraceFile::create(p, trace_secrets(s)))
+        .transpose()
+        .map_err(anyhow::Error::from)
+}
+
+fn run_agent(g: &GlobalArgs) -> anyhow::Result<()> {
+    let overrides = overrides(g);
     // A broken config must not kill the agent before the editor can show why:
     // run on defaults and answer session/new with the reason.
     let settings = Settings::load(&overrides).unwrap_or_else(|e| {
@@ -76,16 +224,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Settings::failed(&e)
     });
     tracing::info!(version = env!("CARGO_PKG_VERSION"), ?settings, "starting");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(4)))
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let trace = open_trace(g, &settings)?;
+    let runtime = runtime()?;
     runtime.block_on(async move {
-        let config = AgentConfig {
+        let mut config = AgentConfig {
             overrides: Some(overrides),
             ..AgentConfig::new(settings)
         };
+        config.serve.tracer = trace.as_ref().map(TraceFile::tracer);
         let agent = serve_with(tokio::io::stdin(), tokio::io::stdout(), config);
         tokio::select! {
             () = agent => {}
@@ -95,9 +241,97 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     // Every command and server we started dies with us, whatever state it is in.
     acp_coder::tools::process::kill_all_children();
     // Blocking stdin reads keep a runtime thread busy; don't wait for it.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    runtime.shutdown_timeout(Duration::from_millis(100));
     tracing::info!("exit");
     Ok(())
+}
+
+fn run_exec(g: &GlobalArgs, args: ExecArgs) -> u8 {
+    let early = |message: String, code: u8| {
+        tracing::error!("{message}");
+        exec::report_early_error(args.json, &message, code);
+        code
+    };
+    let prompt = match exec::read_prompt(&args.prompt) {
+        Ok(p) => p,
+        Err(e) => return early(e.to_string(), e.exit_code()),
+    };
+    let overrides = overrides(g);
+    let settings = match Settings::load(&overrides) {
+        Ok(s) => s,
+        Err(e) => return early(e.to_string(), exec::exit::USAGE),
+    };
+    let trace = match open_trace(g, &settings) {
+        Ok(t) => t,
+        Err(e) => return early(format!("{e:#}"), exec::exit::USAGE),
+    };
+    let runtime = match runtime() {
+        Ok(r) => r,
+        Err(e) => return early(format!("{e:#}"), exec::exit::FAILURE),
+    };
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), ?settings, "exec");
+    let opts = exec::ExecOptions {
+        prompt,
+        json: args.json,
+        yes: args.yes,
+        mode: args.mode.clone(),
+        cwd: args.cwd.clone(),
+    };
+    let mut config = AgentConfig {
+        overrides: Some(overrides),
+        ..AgentConfig::new(settings)
+    };
+    config.serve.tracer = trace.as_ref().map(TraceFile::tracer);
+    let code = runtime.block_on(exec::run(opts, config));
+    acp_coder::tools::process::kill_all_children();
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    drop(trace);
+    code
+}
+
+fn run_doctor(g: &GlobalArgs) -> u8 {
+    let runtime = match runtime() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("acp-coder: {e:#}");
+            return 1;
+        }
+    };
+    let opts = doctor::DoctorOptions {
+        overrides: overrides(g),
+        log_file: g.log_file.clone(),
+        timeout: Duration::from_secs(5),
+    };
+    let ok = runtime.block_on(doctor::run(&opts));
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    if ok { 0 } else { 1 }
+}
+
+fn run_login(g: &GlobalArgs, args: LoginArgs, (base_url, model): (bool, bool)) -> u8 {
+    let runtime = match runtime() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("acp-coder: {e:#}");
+            return 1;
+        }
+    };
+    let opts = login::LoginOptions {
+        config: g.config.clone(),
+        base_url: g.base_url.clone().filter(|_| base_url),
+        api_key: args.api_key,
+        api_key_env: args.api_key_env,
+        model: g.model.clone().filter(|_| model),
+        no_input: args.no_input,
+    };
+    let result = runtime.block_on(login::run(opts));
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    match result {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("acp-coder login: {e}");
+            e.exit_code()
+        }
+    }
 }
 
 /// SIGTERM or SIGINT: shut down like at end of input.
@@ -115,18 +349,22 @@ async fn terminated() {
     }
 }
 
-fn init_logging(cli: &Cli) -> anyhow::Result<Option<tracing_appender::non_blocking::WorkerGuard>> {
-    let file_filter = EnvFilter::try_new(&cli.log_level).with_context(|| {
+fn init_logging(
+    g: &GlobalArgs,
+    stderr_level: tracing_subscriber::filter::LevelFilter,
+) -> anyhow::Result<Option<tracing_appender::non_blocking::WorkerGuard>> {
+    let file_filter = EnvFilter::try_new(&g.log_level).with_context(|| {
         format!(
             "--log-level / ACP_CODER_LOG: {:?} is not a valid level or filter",
-            cli.log_level
+            g.log_level
         )
     })?;
     let stderr_layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(acp_coder::term::Stream::Stderr.wants_color())
         .with_target(false)
-        .with_filter(tracing_subscriber::filter::LevelFilter::WARN);
-    let writer = match &cli.log_file {
+        .with_filter(stderr_level);
+    let writer = match &g.log_file {
         Some(path) => {
             let dir = path
                 .parent()
@@ -181,5 +419,3 @@ fn init_logging(cli: &Cli) -> anyhow::Result<Option<tracing_appender::non_blocki
         }
     }
 }
-
-use tracing_subscriber::Layer as _;

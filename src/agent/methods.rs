@@ -30,9 +30,10 @@ impl Agent {
             terminal = req.client_capabilities.terminal,
             "initialize"
         );
+        let terminal_auth = req.client_capabilities.terminal_auth();
         *self.client.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(req.client_capabilities);
         let present = || Some(crate::acp::Empty::default());
-        InitializeResponse {
+        let mut response = InitializeResponse {
             protocol_version: PROTOCOL_VERSION,
             agent_capabilities: AgentCapabilities {
                 load_session: true,
@@ -69,7 +70,11 @@ impl Agent {
                 title: Some("acp-coder".into()),
                 version: env!("CARGO_PKG_VERSION").into(),
             },
+        };
+        if terminal_auth {
+            response.auth_methods.push(terminal_login_method());
         }
+        response
     }
 
     /// `authenticate` (ACP §4): re-reads environment and config; succeeds when
@@ -228,4 +233,22 @@ pub(super) fn parse_mode(field: &str, id: &str) -> Result<Mode, RpcError> {
             ids.join(", ")
         ))
     })
+}
+
+/// The terminal auth method, offered only to editors that advertise
+/// `auth.terminal` (ACP §3): the editor re-runs the agent command with
+/// `login` appended, in a terminal, and reconnects after it exits 0.
+fn terminal_login_method() -> AuthMethod {
+    AuthMethod::Terminal {
+        kind: crate::acp::TerminalTag::Terminal,
+        id: "login".into(),
+        name: "Log in from a terminal".into(),
+        description: format!(
+            "Runs `acp-coder login`: asks for the endpoint URL, the API key and the default model, and saves them to {}",
+            crate::config::config_home()
+                .join("acp-coder/config.toml")
+                .display()
+        ),
+        args: vec!["login".into()],
+    }
 }

@@ -295,10 +295,7 @@ fn human_delay(d: Duration) -> String {
 /// A short status line for long waits (retries, compaction, start-up), shown
 /// as a thought so it does not become part of the answer.
 pub fn status(session: &Session, text: &str) {
-    session.editor.update(&SessionUpdate::agent_thought(
-        format!("\n_{text}_\n"),
-        Some(message_id()),
-    ));
+    session.editor.status(text);
 }
 
 /// Maps a final model failure to an actionable wire error (DESIGN §4 "Auth").

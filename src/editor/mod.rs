@@ -7,8 +7,9 @@
 //! when the editor advertised `terminal`. Never calling an un-advertised method
 //! is a hard rule of the protocol (ACP §2).
 mod files;
+pub mod status;
 
-pub use files::{FileError, looks_binary};
+pub use files::{FileError, looks_binary, read_local, write_local};
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,0 +1,411 @@
+//! `acp-coder doctor`: checks the setup and says what to fix.
+//!
+//! Config file, API key (where it comes from, never its value), endpoint
+//! (`GET {base}/models` with a short timeout), model (configured? listed?),
+//! MCP servers named in the config file, and where the logs go. Prints one
+//! ✓/✗ line per check (`!` for a warning, `•` for information); the caller
+//! exits 0 when nothing failed and 1 otherwise.
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::config::{self, KeySource, Overrides, Settings};
+use crate::llm::{LlmError, Model, OpenAiModel};
+use crate::term::{Stream, Style};
+
+/// The result of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Ok,
+    Warn,
+    Fail,
+    Info,
+}
+
+/// One printed line (and an optional "fix" line under it).
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub level: Level,
+    pub text: String,
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn new(level: Level, text: impl Into<String>) -> Self {
+        Self {
+            level,
+            text: text.into(),
+            fix: None,
+        }
+    }
+    fn fix(mut self, fix: impl Into<String>) -> Self {
+        self.fix = Some(fix.into());
+        self
+    }
+}
+
+/// What doctor needs besides the environment.
+pub struct DoctorOptions {
+    pub overrides: Overrides,
+    /// `--log-file`, when given.
+    pub log_file: Option<PathBuf>,
+    /// Timeout of the endpoint check.
+    pub timeout: Duration,
+}
+
+/// Runs every check and prints the report; returns whether all passed.
+pub async fn run(opts: &DoctorOptions) -> bool {
+    let checks = checks(opts).await;
+    let style = Style::for_stream(Stream::Stdout);
+    Stream::Stdout.line(&style.bold(&format!("acp-coder {} doctor", env!("CARGO_PKG_VERSION"))));
+    for c in &checks {
+        let mark = match c.level {
+            Level::Ok => style.green("✓"),
+            Level::Warn => style.yellow("!"),
+            Level::Fail => style.red("✗"),
+            Level::Info => style.dim("•"),
+        };
+        Stream::Stdout.line(&format!("{mark} {}", c.text));
+        if let Some(fix) = &c.fix {
+            Stream::Stdout.line(&style.dim(&format!("  → {fix}")));
+        }
+    }
+    let failed = checks.iter().filter(|c| c.level == Level::Fail).count();
+    if failed == 0 {
+        Stream::Stdout.line(&style.green("All checks passed."));
+    } else {
+        Stream::Stdout.line(&style.red(&format!(
+            "{failed} check(s) failed; fix the lines marked ✗."
+        )));
+    }
+    failed == 0
+}
+
+/// The default config file path.
+pub fn default_config_path() -> PathBuf {
+    config::config_home().join("acp-coder").join("config.toml")
+}
+
+/// Every check, in order.
+pub async fn checks(opts: &DoctorOptions) -> Vec<Check> {
+    let mut out = Vec::new();
+    let over = &opts.overrides;
+
+    // Config file.
+    let path = over.config.clone().unwrap_or_else(default_config_path);
+    let given = over.config.is_some();
+    let settings = match Settings::load(over) {
+        Ok(s) => {
+            out.push(match &s.config_path {
+                Some(p) => Check::new(Level::Ok, format!("config file {} parses", p.display())),
+                None => Check::new(
+                    Level::Info,
+                    format!(
+                        "no config file at {} (optional; flags and environment variables are used)",
+                        path.display()
+                    ),
+                )
+                .fix("`acp-coder login` writes one"),
+            });
+            s
+        }
+        Err(e) => {
+            let check = if given && !path.exists() {
+                Check::new(
+                    Level::Fail,
+                    format!("config file {} does not exist", path.display()),
+                )
+                .fix("create it, drop --config, or run `acp-coder --config PATH login`")
+            } else {
+                Check::new(Level::Fail, e.to_string()).fix(format!(
+                    "edit {}; README lists every key (the remaining checks ignore the file)",
+                    path.display()
+                ))
+            };
+            out.push(check);
+            // Go on without the file, so the other checks still say something.
+            let without_file = Overrides {
+                config: None,
+                ..over.clone()
+            };
+            match Settings::load_with(&without_file, &|k| {
+                if k == "XDG_CONFIG_HOME" {
+                    Some("/nonexistent/acp-coder-doctor".into())
+                } else {
+                    std::env::var(k).ok().filter(|v| !v.is_empty())
+                }
+            }) {
+                Ok(s) => s,
+                Err(e) => {
+                    out.push(Check::new(Level::Fail, e.to_string()));
+                    return out;
+                }
+            }
+        }
+    };
+
+    // API key.
+    out.push(key_check(&settings));
+
+    // Endpoint.
+    let listed = endpoint_check(&settings, opts.timeout, &mut out).await;
+
+    // Model.
+    out.push(model_check(&settings, over, listed.as_deref()));
+
+    // MCP servers from the config file (read on their own, so they are
+    // checked even when the rest of the file does not parse).
+    if path.is_file() {
+        out.extend(mcp_checks(&path));
+    }
+
+    // Logs.
+    out.push(log_check(opts.log_file.as_deref()));
+    out
+}
+
+fn key_check(s: &Settings) -> Check {
+    match (&s.key_source, s.api_key.is_some()) {
+        (KeySource::Env(var), true) => Check::new(
+            Level::Ok,
+            format!("API key set (from the {var} environment variable; not shown)"),
+        ),
+        (KeySource::File(p), true) => Check::new(
+            Level::Ok,
+            format!("API key set (api_key in {}; not shown)", p.display()),
+        ),
+        (KeySource::Flag, true) => {
+            Check::new(Level::Ok, "API key set (from the command line; not shown)")
+        }
+        _ if !s.require_api_key => Check::new(
+            Level::Ok,
+            format!("no API key needed for {}", s.base_url),
+        ),
+        _ => Check::new(
+            Level::Fail,
+            format!("no API key for {} ({} is not set)", s.base_url, s.api_key_env),
+        )
+        .fix(format!(
+            "export {} (in the environment your editor starts acp-coder with), or run `acp-coder login`",
+            s.api_key_env
+        )),
+    }
+}
+
+/// Checks `GET {base}/models`; returns the listed ids when that worked.
+async fn endpoint_check(
+    s: &Settings,
+    timeout: Duration,
+    out: &mut Vec<Check>,
+) -> Option<Vec<String>> {
+    let model = match OpenAiModel::new(&s.base_url, s.api_key.clone(), &s.headers, timeout, timeout)
+    {
+        Ok(m) => m,
+        Err(e) => {
+            out.push(Check::new(Level::Fail, e.to_string()).fix("fix the [headers] table"));
+            return None;
+        }
+    };
+    let listed = tokio::time::timeout(timeout + Duration::from_secs(1), model.list_models()).await;
+    let url = format!("{}/models", s.base_url);
+    match listed {
+        Err(_) | Ok(Err(LlmError::Timeout { .. })) => {
+            out.push(
+                Check::new(
+                    Level::Fail,
+                    format!(
+                        "endpoint {url} did not answer within {} s",
+                        timeout.as_secs()
+                    ),
+                )
+                .fix(base_url_fix()),
+            );
+            None
+        }
+        Ok(Ok(models)) => {
+            out.push(Check::new(
+                Level::Ok,
+                format!(
+                    "endpoint {} answers ({} models listed)",
+                    s.base_url,
+                    models.len()
+                ),
+            ));
+            Some(models)
+        }
+        Ok(Err(LlmError::Status {
+            status: status @ (401 | 403),
+            message,
+            ..
+        })) => {
+            out.push(
+                Check::new(
+                    Level::Fail,
+                    format!("endpoint {url} rejected the API key (HTTP {status}: {message})"),
+                )
+                .fix(format!("check {}", s.key_hint())),
+            );
+            None
+        }
+        Ok(Err(LlmError::Status { status: 404, .. })) => {
+            out.push(
+                Check::new(
+                    Level::Warn,
+                    format!("endpoint {} is reachable but has no GET /models (HTTP 404)", s.base_url),
+                )
+                .fix("fine if chat completions work there; otherwise check the base URL (it usually ends in /v1)"),
+            );
+            None
+        }
+        Ok(Err(e @ LlmError::Connect { .. })) => {
+            out.push(Check::new(Level::Fail, e.to_string()).fix(base_url_fix()));
+            None
+        }
+        Ok(Err(e)) => {
+            out.push(Check::new(Level::Fail, format!("GET {url} failed: {e}")).fix(base_url_fix()));
+            None
+        }
+    }
+}
+
+fn base_url_fix() -> String {
+    format!(
+        "is the server running? Set the base URL with --base-url, {} or base_url in the config file",
+        config::BASE_URL_ENV
+    )
+}
+
+fn model_check(s: &Settings, over: &Overrides, listed: Option<&[String]>) -> Check {
+    let Some(model) = &s.model else {
+        return match listed {
+            Some([first, ..]) => Check::new(
+                Level::Warn,
+                format!("no model configured; the first one listed, {first}, will be used"),
+            )
+            .fix(format!(
+                "set {} or model in the config file to choose",
+                config::MODEL_ENV
+            )),
+            _ => Check::new(
+                Level::Fail,
+                "no model configured and none could be listed from the endpoint",
+            )
+            .fix(format!(
+                "set {}, pass --model, or set model in the config file",
+                config::MODEL_ENV
+            )),
+        };
+    };
+    let from = match std::env::var(config::MODEL_ENV) {
+        Ok(v) if &v == model => format!("from {}", config::MODEL_ENV),
+        _ if over.model.as_deref() == Some(model) => "from --model".to_owned(),
+        _ => "from the config file".to_owned(),
+    };
+    match listed {
+        Some(ids) if ids.iter().any(|m| m == model) => Check::new(
+            Level::Ok,
+            format!("model {model} ({from}) is listed by the endpoint"),
+        ),
+        Some(ids) if !ids.is_empty() => {
+            let mut some: Vec<&str> = ids.iter().take(8).map(String::as_str).collect();
+            if ids.len() > 8 {
+                some.push("…");
+            }
+            Check::new(
+                Level::Fail,
+                format!("model {model} ({from}) is not listed by the endpoint"),
+            )
+            .fix(format!("available: {}", some.join(", ")))
+        }
+        _ => Check::new(
+            Level::Warn,
+            format!("model {model} ({from}) could not be checked against the endpoint's list"),
+        ),
+    }
+}
+
+/// Checks `[mcp_servers.<name>]` tables of the config file, if it has any:
+/// a stdio server's command must be found, an http server's URL must parse.
+pub fn mcp_checks(config_path: &Path) -> Vec<Check> {
+    let Ok(text) = std::fs::read_to_string(config_path) else {
+        return Vec::new();
+    };
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let Some(servers) = table.get("mcp_servers").and_then(toml::Value::as_table) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (name, entry) in servers {
+        let command = entry.get("command").and_then(toml::Value::as_str);
+        let url = entry.get("url").and_then(toml::Value::as_str);
+        out.push(match (command, url) {
+            (Some(cmd), _) => match find_command(cmd) {
+                Some(p) => Check::new(
+                    Level::Ok,
+                    format!("MCP server {name}: command {cmd} found ({})", p.display()),
+                ),
+                None => Check::new(
+                    Level::Fail,
+                    format!("MCP server {name}: command {cmd} not found on PATH"),
+                )
+                .fix(format!(
+                    "install it or give its absolute path in [mcp_servers.{name}] command"
+                )),
+            },
+            (None, Some(u)) => match reqwest::Url::parse(u) {
+                Ok(parsed)
+                    if matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some() =>
+                {
+                    Check::new(Level::Ok, format!("MCP server {name}: URL {u} is valid"))
+                }
+                _ => Check::new(
+                    Level::Fail,
+                    format!("MCP server {name}: URL {u:?} is not a valid http(s) URL"),
+                )
+                .fix(format!("fix url in [mcp_servers.{name}]")),
+            },
+            (None, None) => Check::new(
+                Level::Fail,
+                format!("MCP server {name}: neither command nor url is set"),
+            )
+            .fix(format!(
+                "add command = \"…\" or url = \"…\" to [mcp_servers.{name}]"
+            )),
+        });
+    }
+    out
+}
+
+/// Where `cmd` would be run from: itself if it has a slash, else the first
+/// executable match on PATH.
+pub fn find_command(cmd: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if cmd.contains('/') {
+        let p = PathBuf::from(cmd);
+        return executable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(cmd))
+        .find(|p| executable(p))
+}
+
+fn log_check(log_file: Option<&Path>) -> Check {
+    match log_file {
+        Some(f) => Check::new(Level::Info, format!("logs go to {}", f.display())),
+        None => {
+            let dir = config::state_home().join("acp-coder").join("logs");
+            Check::new(
+                Level::Info,
+                format!(
+                    "logs go to {}/acp-coder.DATE.log (raise detail with --log-level debug)",
+                    dir.display()
+                ),
+            )
+        }
+    }
+}

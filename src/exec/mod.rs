@@ -1,0 +1,420 @@
+//! `acp-coder exec PROMPT`: one turn from the terminal, no editor needed.
+//!
+//! The agent runs in this process exactly as an editor would run it — the
+//! same [`serve_with`] over an in-memory pipe (`tokio::io::duplex`) — and a
+//! small built-in ACP client drives it: `initialize` (advertising `fs`
+//! read/write, served from the local disk, and no terminal, so commands run
+//! as local processes), `session/new` in the working directory, one
+//! `session/prompt`. What the agent streams is shown by [`render`].
+//!
+//! Exit codes are in [`exit`].
+mod client;
+pub mod diff;
+pub mod render;
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+use crate::acp::method;
+use crate::agent::{AgentConfig, serve_with};
+use crate::config::MODE_IDS;
+use crate::rpc::{self, Connection, RpcError, ServeOptions, codes};
+use crate::term::{Stream, Tty};
+
+use client::{Activity, ExecClient, Permissions};
+use render::{Outcome, Renderer};
+
+/// Exit codes of `exec` (also listed in `acp-coder exec --help` and README).
+pub mod exit {
+    /// The turn ended normally (`end_turn`).
+    pub const OK: u8 = 0;
+    /// Any other failure (internal error, I/O, the agent stopped unexpectedly).
+    pub const FAILURE: u8 = 1;
+    /// Bad usage or configuration: flags, config file, empty prompt, bad directory.
+    pub const USAGE: u8 = 2;
+    /// Authentication: no API key where one is required, or the endpoint rejected it.
+    pub const AUTH: u8 = 3;
+    /// The model endpoint failed: unreachable, HTTP errors after retries, no model.
+    pub const MODEL: u8 = 4;
+    /// The model refused (`refusal` stop reason).
+    pub const REFUSAL: u8 = 5;
+    /// The turn stopped early: `max_tokens` or `max_turn_requests`.
+    pub const INCOMPLETE: u8 = 6;
+    /// Interrupted (Ctrl-C; `cancelled` stop reason).
+    pub const CANCELLED: u8 = 130;
+}
+
+/// What `exec` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ExecOptions {
+    /// The prompt text, or `-` to read it from stdin.
+    pub prompt: String,
+    /// One JSON event per line instead of text for a person.
+    pub json: bool,
+    /// Allow everything that would ask.
+    pub yes: bool,
+    /// Session mode (`read-only`, `ask`, `accept-edits`, `full-auto`).
+    pub mode: Option<String>,
+    /// Working directory of the session (default: the current directory).
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("reading the prompt from stdin failed: {0}")]
+    Stdin(std::io::Error),
+    #[error(
+        "the prompt is empty: give it as an argument, or `-` and pipe it on stdin (e.g. `echo \"explain main.rs\" | acp-coder exec -`)"
+    )]
+    EmptyPrompt,
+    #[error("--mode {0:?} is not one of read-only, ask, accept-edits, full-auto")]
+    Mode(String),
+    #[error("working directory {path}: {source}")]
+    Cwd {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl ExecError {
+    pub fn exit_code(&self) -> u8 {
+        exit::USAGE
+    }
+}
+
+/// The prompt text: the argument, or all of stdin for `-`.
+pub fn read_prompt(arg: &str) -> Result<String, ExecError> {
+    let text = if arg == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(ExecError::Stdin)?;
+        s
+    } else {
+        arg.to_owned()
+    };
+    if text.trim().is_empty() {
+        return Err(ExecError::EmptyPrompt);
+    }
+    Ok(text)
+}
+
+/// Reports an error that happened before the turn (bad flags, bad config) the
+/// way the run would have: a JSON error event or a line on stderr.
+pub fn report_early_error(json: bool, message: &str, exit_code: u8) {
+    let mut r = if json {
+        Renderer::Json
+    } else {
+        Renderer::Human(render::Human::new(std::path::Path::new("/")))
+    };
+    r.finish(
+        Outcome::Failed {
+            code: None,
+            message,
+            data: None,
+            exit_code,
+            hint: None,
+        },
+        0,
+    );
+}
+
+/// Runs one turn and returns the process exit code. The prompt must already
+/// be resolved ([`read_prompt`]); `config` is the agent's configuration
+/// (tracer included).
+pub async fn run(opts: ExecOptions, mut config: AgentConfig) -> u8 {
+    let cwd = match resolve_cwd(opts.cwd.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            report_early_error(opts.json, &e.to_string(), e.exit_code());
+            return e.exit_code();
+        }
+    };
+    if let Some(mode) = &opts.mode {
+        if !MODE_IDS.contains(&mode.as_str()) {
+            let e = ExecError::Mode(mode.clone());
+            report_early_error(opts.json, &e.to_string(), e.exit_code());
+            return e.exit_code();
+        }
+        config.settings.default_mode = mode.clone();
+    }
+    let permissions = if opts.yes {
+        Permissions::AllowAll
+    } else if Tty::available() {
+        Permissions::AskTty
+    } else {
+        Permissions::Refuse
+    };
+
+    // The agent, in process, reading what the client writes until `stop`.
+    let (client_side, agent_side) = tokio::io::duplex(1 << 20);
+    let (agent_r, agent_w) = tokio::io::split(agent_side);
+    let (client_r, client_w) = tokio::io::split(client_side);
+    let stop = CancellationToken::new();
+    let agent_input = UntilCancelled::new(agent_r, stop.clone());
+    let agent = tokio::spawn(serve_with(agent_input, agent_w, config));
+
+    // The client.
+    let renderer = Arc::new(Mutex::new(Renderer::new(opts.json, &cwd)));
+    let (activity, activity_rx) = tokio::sync::watch::channel(Activity {
+        frames: 0,
+        waiting_on_model: true,
+    });
+    let handler = Arc::new(ExecClient {
+        renderer: renderer.clone(),
+        permissions,
+        refused: Default::default(),
+        activity,
+        cwd: cwd.clone(),
+    });
+    let conn = Connection::new(None);
+    let peer = conn.peer.clone();
+    let (client_loop, _client_done) = rpc::serve(
+        conn,
+        client_r,
+        client_w,
+        handler.clone(),
+        ServeOptions::default(),
+    );
+    tokio::spawn(client_loop);
+
+    let turn = async {
+        peer.request::<_, Value>(
+            method::INITIALIZE,
+            &json!({
+                "protocolVersion": 1,
+                "clientCapabilities": {
+                    "fs": {"readTextFile": true, "writeTextFile": true},
+                    "terminal": false
+                },
+                "clientInfo": {"name": "acp-coder-exec", "title": "acp-coder exec", "version": env!("CARGO_PKG_VERSION")}
+            }),
+        )
+        .await?;
+        let session: Value = peer
+            .request(
+                method::SESSION_NEW,
+                &json!({"cwd": cwd.to_string_lossy(), "mcpServers": []}),
+            )
+            .await?;
+        let session_id = session
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let prompt_params =
+            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": opts.prompt}]});
+        let prompt = peer.request::<_, Value>(method::SESSION_PROMPT, &prompt_params);
+        tokio::pin!(prompt);
+        let waiting = waiting_indicator(opts.json, activity_rx, renderer.clone());
+        tokio::pin!(waiting);
+        let mut interrupts = 0;
+        loop {
+            tokio::select! {
+                r = &mut prompt => return r,
+                () = &mut waiting => {}
+                () = interrupted() => {
+                    interrupts += 1;
+                    if interrupts > 1 {
+                        return Ok(json!({"stopReason": "cancelled"}));
+                    }
+                    renderer.lock().unwrap_or_else(|e| e.into_inner())
+                        .note("Cancelling… (Ctrl-C again to quit at once)");
+                    peer.notify(method::SESSION_CANCEL, &json!({"sessionId": session_id}));
+                }
+            }
+        }
+    };
+    let result: Result<Value, RpcError> = turn.await;
+
+    let refused = handler.refused.load(Ordering::Relaxed);
+    let code = {
+        let mut r = renderer.lock().unwrap_or_else(|e| e.into_inner());
+        match &result {
+            Ok(v) => {
+                let reason = v
+                    .get("stopReason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown");
+                let code = stop_reason_exit(reason);
+                r.finish(
+                    Outcome::Stopped {
+                        stop_reason: reason,
+                        exit_code: code,
+                    },
+                    refused,
+                );
+                code
+            }
+            Err(e) => {
+                let code = error_exit(e);
+                let hint = match code {
+                    exit::AUTH => Some(
+                        "Run `acp-coder login` to save an endpoint and key, or `acp-coder doctor` to see what is missing.",
+                    ),
+                    exit::MODEL => Some("Run `acp-coder doctor` to check the endpoint and model."),
+                    _ => None,
+                };
+                r.finish(
+                    Outcome::Failed {
+                        code: Some(e.code),
+                        message: &e.message,
+                        data: e.data.as_ref(),
+                        exit_code: code,
+                        hint,
+                    },
+                    refused,
+                );
+                code
+            }
+        }
+    };
+
+    // End of input for the agent: it cancels what runs and stops its children.
+    drop(peer);
+    stop.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(2), agent).await;
+    code
+}
+
+fn resolve_cwd(dir: Option<&std::path::Path>) -> Result<PathBuf, ExecError> {
+    let dir = match dir {
+        Some(d) => d.to_owned(),
+        None => std::env::current_dir().map_err(|source| ExecError::Cwd {
+            path: PathBuf::from("."),
+            source,
+        })?,
+    };
+    let canonical = dir.canonicalize().map_err(|source| ExecError::Cwd {
+        path: dir.clone(),
+        source,
+    })?;
+    if !canonical.is_dir() {
+        return Err(ExecError::Cwd {
+            path: dir,
+            source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+        });
+    }
+    Ok(canonical)
+}
+
+/// The exit code for a stop reason.
+pub fn stop_reason_exit(reason: &str) -> u8 {
+    match reason {
+        "end_turn" => exit::OK,
+        "refusal" => exit::REFUSAL,
+        "max_tokens" | "max_turn_requests" => exit::INCOMPLETE,
+        "cancelled" => exit::CANCELLED,
+        _ => exit::FAILURE,
+    }
+}
+
+/// The exit code for an error response from the agent.
+pub fn error_exit(e: &RpcError) -> u8 {
+    let about_model = e.data.as_ref().is_some_and(|d| d.get("endpoint").is_some())
+        || e.message.contains("no model is configured");
+    match e.code {
+        codes::AUTH_REQUIRED => exit::AUTH,
+        _ if about_model => exit::MODEL,
+        _ => exit::FAILURE,
+    }
+}
+
+/// On a terminal, says once per quiet stretch that we are waiting for the
+/// model, so a slow first token does not look like a hang (not while a tool
+/// runs or a question is open). Never resolves.
+async fn waiting_indicator(
+    json: bool,
+    mut activity: tokio::sync::watch::Receiver<Activity>,
+    renderer: Arc<Mutex<Renderer>>,
+) {
+    if json || !Stream::Stderr.is_terminal() {
+        return std::future::pending().await;
+    }
+    let mut shown = false;
+    loop {
+        let quiet = tokio::time::timeout(Duration::from_secs(3), activity.changed()).await;
+        match quiet {
+            Ok(Ok(())) => shown = false,
+            Ok(Err(_)) => return std::future::pending().await,
+            Err(_) if !shown && activity.borrow().waiting_on_model => {
+                shown = true;
+                renderer
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .note("⋯ waiting for the model…");
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+async fn interrupted() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+/// A reader that reports end of input once `token` is cancelled.
+struct UntilCancelled<R> {
+    inner: R,
+    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
+}
+
+impl<R> UntilCancelled<R> {
+    fn new(inner: R, token: CancellationToken) -> Self {
+        Self {
+            inner,
+            cancelled: Box::pin(token.cancelled_owned()),
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for UntilCancelled<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.cancelled.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes() {
+        assert_eq!(stop_reason_exit("end_turn"), 0);
+        assert_eq!(stop_reason_exit("refusal"), exit::REFUSAL);
+        assert_eq!(stop_reason_exit("max_tokens"), exit::INCOMPLETE);
+        assert_eq!(error_exit(&RpcError::auth_required("x")), exit::AUTH);
+        assert_eq!(
+            error_exit(&RpcError::internal("x").with_data(json!({"endpoint": "u"}))),
+            exit::MODEL
+        );
+        assert_eq!(error_exit(&RpcError::internal("x")), exit::FAILURE);
+    }
+}

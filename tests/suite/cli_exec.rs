@@ -1,0 +1,311 @@
+//! `acp-coder exec`: one turn from the terminal against the scripted model.
+
+use super::cli_common::CliEnv;
+use crate::support::{FakeModel, Reply, Workspace, chunk};
+use serde_json::{Value, json};
+
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+#[tokio::test]
+async fn human_output_shows_text_thoughts_tools_and_diffs() {
+    let model = FakeModel::with_replies([
+        Reply::tool_call(
+            "call_1",
+            "write_file",
+            json!({"path": "notes.txt", "content": "hello\n"}),
+        ),
+        Reply::reasoning_then_text("The file is written.", "Wrote notes.txt for you."),
+    ])
+    .await;
+    let ws = Workspace::new();
+    let run = CliEnv::with_model(&model)
+        .cwd(ws.path())
+        .run(&["exec", "--yes", "write a note"])
+        .await;
+    run.assert_code(0);
+    assert_eq!(ws.read("notes.txt"), "hello\n");
+    // The answer alone on stdout; activity on stderr.
+    assert_eq!(run.stdout.trim(), "Wrote notes.txt for you.");
+    assert!(
+        run.stderr.contains("The file is written."),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("✓ Create notes.txt"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("allowed (--yes): Create notes.txt"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1,1 @@\n+hello\n"),
+        "{}",
+        run.stderr
+    );
+    // Not a terminal: no colour.
+    assert!(!run.all().contains('\x1b'), "{}", run.all());
+    // The prompt reached the model as the user message.
+    let first = &model.chat_requests()[0];
+    assert_eq!(first.last_message().unwrap()["content"], "write a note");
+}
+
+#[tokio::test]
+async fn json_mode_prints_updates_then_a_result() {
+    let model = FakeModel::with_replies([Reply::text("Hello from the model.")]).await;
+    let ws = Workspace::new();
+    let run = CliEnv::with_model(&model)
+        .cwd(ws.path())
+        .run(&["exec", "--json", "say hello"])
+        .await;
+    run.assert_code(0);
+    let events = json_lines(&run.stdout);
+    let text: String = events
+        .iter()
+        .filter(|e| e["update"]["sessionUpdate"] == "agent_message_chunk")
+        .map(|e| e["update"]["content"]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(text, "Hello from the model.");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["sessionId"].is_string() || e["type"].is_string())
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["stopReason"], "end_turn");
+    assert_eq!(last["exitCode"], 0);
+}
+
+#[tokio::test]
+async fn without_a_terminal_asking_calls_are_refused_and_the_turn_goes_on() {
+    let model = FakeModel::with_replies([
+        Reply::tool_call(
+            "call_1",
+            "write_file",
+            json!({"path": "x.txt", "content": "x"}),
+        ),
+        Reply::text("I could not write it."),
+    ])
+    .await;
+    let ws = Workspace::new();
+    let env = CliEnv::with_model(&model).cwd(ws.path());
+    let run = env
+        .run(&["exec", "--json", "--mode", "ask", "write x"])
+        .await;
+    run.assert_code(0);
+    assert!(!ws.exists("x.txt"));
+    let events = json_lines(&run.stdout);
+    let perm = events
+        .iter()
+        .find(|e| e["type"] == "permission")
+        .expect("a permission event");
+    assert_eq!(perm["decision"], "refused_no_terminal");
+    assert_eq!(perm["title"], "Create x.txt");
+    let failed = events
+        .iter()
+        .find(|e| e["update"]["status"] == "failed")
+        .expect("the call failed");
+    assert_eq!(failed["update"]["toolCallId"], "call_1");
+    let last = events.last().unwrap();
+    assert_eq!(last["stopReason"], "end_turn");
+    assert_eq!(last["refusedPermissions"], 1);
+    // The model was told and answered.
+    let second = &model.chat_requests()[1];
+    let tool_msg = second.last_message().unwrap();
+    assert_eq!(tool_msg["role"], "tool");
+    assert!(tool_msg["content"].as_str().unwrap().contains("rejected"));
+
+    // Same in human mode: reported on stderr.
+    model.push(Reply::tool_call(
+        "call_2",
+        "write_file",
+        json!({"path": "y.txt", "content": "y"}),
+    ));
+    model.push(Reply::text("ok"));
+    let run = env.run(&["exec", "write y"]).await;
+    run.assert_code(0);
+    assert!(!ws.exists("y.txt"));
+    assert!(
+        run.stderr
+            .contains("refused: Create y.txt — no terminal to ask on"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("1 permission request(s) refused"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test]
+async fn mode_flag_sets_the_session_mode() {
+    let model = FakeModel::with_replies([
+        Reply::tool_call(
+            "call_1",
+            "write_file",
+            json!({"path": "m.txt", "content": "m\n"}),
+        ),
+        Reply::text("done"),
+    ])
+    .await;
+    let ws = Workspace::new();
+    let run = CliEnv::with_model(&model)
+        .cwd(ws.path())
+        .run(&["exec", "--mode", "accept-edits", "write m"])
+        .await;
+    run.assert_code(0);
+    assert_eq!(ws.read("m.txt"), "m\n");
+    assert!(!run.stderr.contains("refused"), "{}", run.stderr);
+}
+
+#[tokio::test]
+async fn prompt_from_stdin_with_dash() {
+    let model = FakeModel::with_replies([Reply::text("read it")]).await;
+    let ws = Workspace::new();
+    let run = CliEnv::with_model(&model)
+        .cwd(ws.path())
+        .run_with_stdin(&["exec", "-"], Some("explain the build\n"))
+        .await;
+    run.assert_code(0);
+    let req = &model.chat_requests()[0];
+    assert_eq!(
+        req.last_message().unwrap()["content"],
+        "explain the build\n"
+    );
+    assert_eq!(run.stdout.trim(), "read it");
+}
+
+#[tokio::test]
+async fn reads_through_the_client_and_runs_commands_locally() {
+    let model = FakeModel::with_replies([
+        Reply::tool_call("call_1", "read_file", json!({"path": "a.txt"})),
+        Reply::tool_call(
+            "call_2",
+            "run_command",
+            json!({"command": "echo from-shell"}),
+        ),
+        Reply::text("ok"),
+    ])
+    .await;
+    let ws = Workspace::builder().file("a.txt", "line one\n").build();
+    let run = CliEnv::with_model(&model)
+        .cwd(ws.path())
+        .run(&["exec", "--yes", "look"])
+        .await;
+    run.assert_code(0);
+    let reqs = model.chat_requests();
+    let read_result = reqs[1].last_message().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(read_result.contains("line one"), "{read_result}");
+    let cmd_result = reqs[2].last_message().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(cmd_result.contains("from-shell"), "{cmd_result}");
+    assert!(
+        run.stderr.contains("✓ Run `echo from-shell`"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("  from-shell"), "{}", run.stderr);
+}
+
+#[tokio::test]
+async fn exit_codes_tell_failures_apart() {
+    let ws = Workspace::new();
+
+    // 2: empty prompt (stdin closed).
+    let run = CliEnv::new().cwd(ws.path()).run(&["exec", "-"]).await;
+    run.assert_code(2);
+    assert!(run.stderr.contains("the prompt is empty"), "{}", run.stderr);
+
+    // 2: a broken config file.
+    let env = CliEnv::new().cwd(ws.path());
+    let cfg = env.home().join("bad.toml");
+    std::fs::write(&cfg, "modle = 1\n").unwrap();
+    let run = env
+        .run(&["--config", cfg.to_str().unwrap(), "exec", "--json", "hi"])
+        .await;
+    run.assert_code(2);
+    let last = json_lines(&run.stdout).pop().unwrap();
+    assert_eq!(last["type"], "error");
+    assert!(last["message"].as_str().unwrap().contains("bad.toml"));
+
+    // 3: no key where one is required.
+    let model = FakeModel::start().await;
+    let env = CliEnv::with_model(&model)
+        .without_env("OPENAI_API_KEY")
+        .cwd(ws.path());
+    let cfg = env.home().join("strict.toml");
+    std::fs::write(&cfg, "require_api_key = true\n").unwrap();
+    let run = env
+        .run(&["--config", cfg.to_str().unwrap(), "exec", "hi"])
+        .await;
+    run.assert_code(3);
+    assert!(run.stderr.contains("OPENAI_API_KEY"), "{}", run.stderr);
+    assert!(run.stderr.contains("acp-coder login"), "{}", run.stderr);
+
+    // 3: the endpoint rejects the key.
+    model.push(Reply::error(401, "Incorrect API key provided"));
+    let run = CliEnv::with_model(&model)
+        .cwd(ws.path())
+        .run(&["exec", "--json", "hi"])
+        .await;
+    run.assert_code(3);
+    let last = json_lines(&run.stdout).pop().unwrap();
+    assert_eq!(last["type"], "error");
+    assert_eq!(last["code"], -32000);
+    assert_eq!(last["exitCode"], 3);
+
+    // 4: a model failure that is not worth retrying.
+    model.push(Reply::error(400, "bad request"));
+    let run = CliEnv::with_model(&model)
+        .cwd(ws.path())
+        .run(&["exec", "hi"])
+        .await;
+    run.assert_code(4);
+    assert!(run.stderr.contains("bad request"), "{}", run.stderr);
+
+    // 5: the model refused.
+    model.push(Reply::text_with_finish(
+        "I can't help with that.",
+        "content_filter",
+    ));
+    let run = CliEnv::with_model(&model)
+        .cwd(ws.path())
+        .run(&["exec", "--json", "hi"])
+        .await;
+    run.assert_code(5);
+    assert_eq!(
+        json_lines(&run.stdout).pop().unwrap()["stopReason"],
+        "refusal"
+    );
+
+    // 6: cut off at the token limit.
+    model.push(Reply::stream([
+        chunk::role(),
+        chunk::text("partial"),
+        chunk::finish("length"),
+    ]));
+    let run = CliEnv::with_model(&model)
+        .cwd(ws.path())
+        .run(&["exec", "hi"])
+        .await;
+    run.assert_code(6);
+    assert!(run.stderr.contains("max_tokens"), "{}", run.stderr);
+
+    // 2: a working directory that does not exist.
+    let run = CliEnv::with_model(&model)
+        .run(&["exec", "-C", "/nonexistent/acp-coder-dir", "hi"])
+        .await;
+    run.assert_code(2);
+}
