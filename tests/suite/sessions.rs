@@ -492,6 +492,14 @@ async fn slash_commands_run_locally_or_as_prompts() {
             "---\ndescription: Explain a file\n---\nExplain $ARGUMENTS in detail.\n",
         )
         .build();
+    // A user-wide command from the config directory.
+    let user_cmds = home.path().join(".config/acp-coder/commands");
+    std::fs::create_dir_all(&user_cmds).unwrap();
+    std::fs::write(
+        user_cmds.join("standup.md"),
+        "Summarize what changed today.\n",
+    )
+    .unwrap();
     let model = FakeModel::start().await;
     let editor = spawn_in(home.path(), &model, &[]);
     editor.initialize(full_capabilities()).await;
@@ -506,7 +514,7 @@ async fn slash_commands_run_locally_or_as_prompts() {
         .map(|c| c["name"].as_str().unwrap())
         .collect();
     for expected in [
-        "compact", "init", "review", "mode", "model", "status", "mcp", "explain",
+        "compact", "init", "review", "mode", "model", "status", "mcp", "explain", "standup",
     ] {
         assert!(
             names.contains(&expected),
