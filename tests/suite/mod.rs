@@ -3,6 +3,7 @@ mod bad_input;
 mod cancel;
 mod common;
 mod config;
+mod fuzz_corpus;
 mod handshake;
 mod in_process;
 mod lifecycle;
