@@ -232,11 +232,13 @@ fn run_agent(g: &GlobalArgs) -> anyhow::Result<()> {
             ..AgentConfig::new(settings)
         };
         config.serve.tracer = trace.as_ref().map(TraceFile::tracer);
-        let agent = serve_with(tokio::io::stdin(), tokio::io::stdout(), config);
-        tokio::select! {
-            () = agent => {}
-            () = terminated() => tracing::info!("terminated by signal"),
-        }
+        // A signal ends the input: the agent then shuts down as at end of
+        // input (turns cancelled and answered, sessions saved).
+        let input = acp_coder::rpc::eof_on(tokio::io::stdin(), async {
+            terminated().await;
+            tracing::info!("terminated by signal");
+        });
+        serve_with(input, tokio::io::stdout(), config).await;
     });
     // Every command and server we started dies with us, whatever state it is in.
     acp_coder::tools::process::kill_all_children();
@@ -372,16 +374,21 @@ fn init_logging(
                 .unwrap_or(std::path::Path::new("."));
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create log directory {}", dir.display()))?;
+            // Logs hold prompt summaries and paths: only the user may read them.
             let file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
+                .mode(0o600)
                 .open(path)
                 .with_context(|| format!("cannot open log file {}", path.display()))?;
             Some(tracing_appender::non_blocking(file))
         }
         None => {
             let dir = config::state_home().join("acp-coder").join("logs");
-            match std::fs::create_dir_all(&dir)
+            match std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)
                 .map_err(anyhow::Error::from)
                 .and_then(|()| {
                     tracing_appender::rolling::Builder::new()
@@ -419,3 +426,5 @@ fn init_logging(
         }
     }
 }
+
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};

@@ -11,13 +11,15 @@ use crate::acp::{
     ToolCallStatus, ToolCallUpdate, ToolKind,
 };
 use crate::llm::ToolCallRequest;
-use crate::tools::{Invocation, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Invocation, ToolContext, ToolError, ToolOutput, sanitize_title};
 
 use super::permission::{self, Decision, Scope};
 use super::session::Session;
 
 /// Tool results longer than this are cut for the model (head and tail kept).
 const MODEL_RESULT_LIMIT: usize = 64 * 1024;
+/// Longest tool-call title (characters).
+const TITLE_CHARS: usize = 200;
 /// `rawOutput` text is capped: the editor already has the content.
 const RAW_OUTPUT_LIMIT: usize = 16 * 1024;
 
@@ -59,7 +61,7 @@ pub async fn run(
         announce(
             session,
             &id,
-            &format!("Unknown tool {}", req.name),
+            &sanitize_title(&format!("Unknown tool {}", req.name), TITLE_CHARS),
             ToolKind::Other,
             args,
         );
@@ -73,7 +75,9 @@ pub async fn run(
             ),
         );
     };
-    let first_title = tool.title(&args);
+    // Titles quote model output (paths, commands): never let control
+    // characters or escape sequences reach the editor's one-line displays.
+    let first_title = sanitize_title(&tool.title(&args), TITLE_CHARS);
     announce(session, &id, &first_title, tool.kind(), args.clone());
     if !args.is_object() {
         return fail(
@@ -111,6 +115,7 @@ pub async fn run(
         Ok(inv) => inv,
         Err(e) => return fail(None, e.to_string()),
     };
+    let title = sanitize_title(&title, TITLE_CHARS);
     let details = ToolCallUpdate {
         title: Some(title.clone()),
         kind: Some(kind),

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 
 use crate::acp::{PermissionOption, PermissionOptionKind};
 use crate::tools::Access;
-use crate::tools::paths::is_inside;
+use crate::tools::paths::{is_inside, outside_paths_in_command};
+use crate::tools::sanitize_title;
 
 use super::modes::Mode;
 
@@ -143,8 +144,23 @@ pub fn decide(
                     mode.name()
                 ));
             }
+            // Outside the roots (the cwd, or paths the command line names):
+            // ask in every mode until each path is allowed; then the mode
+            // decides on the command itself.
+            let mut out = Vec::new();
             if !is_inside(cwd, roots) {
-                return remembered(Scope::Paths(vec![cwd.clone()]), false);
+                out.push(cwd.clone());
+            }
+            for p in outside_paths_in_command(command, cwd, roots) {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+            if !out.is_empty() {
+                match remembered(Scope::Paths(out), false) {
+                    Decision::Allow => {}
+                    other => return other,
+                }
             }
             let scope = command_prefix(command).map_or(Scope::Once, Scope::CommandPrefix);
             remembered(scope, mode == Mode::FullAuto)
@@ -163,9 +179,10 @@ pub fn decide(
 
 /// The options offered for a scope, with names a person understands.
 pub fn options(scope: &Scope) -> Vec<PermissionOption> {
+    // Names quote model-chosen text (command prefixes, paths): one clean line.
     let opt = |id: &str, name: String, kind| PermissionOption {
         option_id: id.into(),
-        name,
+        name: sanitize_title(&name, 200),
         kind,
     };
     let mut v = vec![opt(
@@ -312,7 +329,7 @@ mod tests {
             cwd: "/proj".into(),
         };
         let chained = Access::Execute {
-            command: "cargo test && rm -rf /".into(),
+            command: "cargo test && rm -rf target".into(),
             cwd: "/proj".into(),
         };
         let other = Access::Execute {
@@ -358,6 +375,48 @@ mod tests {
             ),
             Decision::Ask(_)
         ));
+    }
+
+    #[test]
+    fn commands_reaching_outside_ask_even_in_full_auto() {
+        let g = Grants::default();
+        let cmd = |c: &str| Access::Execute {
+            command: c.into(),
+            cwd: "/proj".into(),
+        };
+        for c in ["rm -rf /etc/x", "cat ~/.ssh/id_rsa", "cp a ../b"] {
+            assert!(
+                matches!(
+                    decide(Mode::FullAuto, &cmd(c), "run_command", &roots(), &g),
+                    Decision::Ask(Scope::Paths(_))
+                ),
+                "{c}"
+            );
+        }
+        let mut g = Grants::default();
+        g.remember(&Scope::Paths(vec!["/etc/x".into()]), true);
+        assert_eq!(
+            decide(
+                Mode::FullAuto,
+                &cmd("rm -rf /etc/x"),
+                "run_command",
+                &roots(),
+                &g
+            ),
+            Decision::Allow
+        );
+        assert!(matches!(
+            decide(
+                Mode::Ask,
+                &cmd("rm -rf /etc/x"),
+                "run_command",
+                &roots(),
+                &g
+            ),
+            Decision::Ask(Scope::CommandPrefix(_))
+        ));
+        let options = options(&Scope::CommandPrefix("echo\x1b[2K\rhi".into()));
+        assert!(options.iter().all(|o| !o.name.contains(['\x1b', '\r'])));
     }
 
     #[test]

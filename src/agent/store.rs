@@ -224,10 +224,45 @@ pub struct Store {
 }
 
 /// An open session log. Appends are serialized; a failing disk is reported
-/// once (the returned error) and retried on the next record.
+/// (the returned error) and retried on the next record: what could not be
+/// written yet stays queued, byte-exact, and goes out first once the disk
+/// takes it again, so a full or unwritable disk loses nothing while the
+/// agent runs and never leaves a torn line in the middle of the log.
 pub struct Log {
     path: PathBuf,
-    file: Mutex<Option<std::fs::File>>,
+    file: Mutex<LogState>,
+}
+
+#[derive(Default)]
+struct LogState {
+    file: Option<std::fs::File>,
+    /// Bytes of complete records not yet written (the tail of a partly written one first).
+    backlog: Vec<u8>,
+}
+
+/// Past this much unwritten data the backlog is given up (with a line break,
+/// so the next record starts a line of its own).
+const MAX_BACKLOG: usize = 64 * 1024 * 1024;
+
+/// Sessions hold conversations, file contents and command output: only the
+/// user may read them.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+fn private_file(path: &Path, append: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut o = std::fs::OpenOptions::new();
+    if append {
+        o.append(true);
+    } else {
+        o.write(true).truncate(true);
+    }
+    o.create(true).mode(0o600).open(path)
 }
 
 pub fn now_rfc3339() -> String {
@@ -272,20 +307,23 @@ impl Store {
     }
 
     /// Creates the log of a new session with its meta record.
+    ///
+    /// Never loses the meta record: when the directory cannot be written the
+    /// error is logged and the record waits in the log's backlog (the first
+    /// record that cannot be written either is reported to the user).
     pub fn create(&self, summary: &Summary) -> Result<Log, StoreError> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| self.io(&self.dir, e))?;
-        let path = self.log_path(&summary.session_id);
-        let log = Log {
-            path: path.clone(),
-            file: Mutex::new(None),
-        };
-        log.append(&Record::Meta {
-            v: 1,
-            cwd: summary.cwd.clone(),
-            additional_directories: summary.additional_directories.clone(),
-            created_at: summary.created_at.clone(),
-        })?;
-        self.write_summary(summary)?;
+        let log = self.open(&summary.session_id);
+        let saved = log
+            .append(&Record::Meta {
+                v: 1,
+                cwd: summary.cwd.clone(),
+                additional_directories: summary.additional_directories.clone(),
+                created_at: summary.created_at.clone(),
+            })
+            .and_then(|()| self.write_summary(summary));
+        if let Err(e) = saved {
+            tracing::warn!(error = %e, "cannot save the new session yet; retrying with its next record");
+        }
         Ok(log)
     }
 
@@ -293,7 +331,7 @@ impl Store {
     pub fn open(&self, id: &str) -> Log {
         Log {
             path: self.log_path(id),
-            file: Mutex::new(None),
+            file: Mutex::new(LogState::default()),
         }
     }
 
@@ -349,9 +387,13 @@ impl Store {
         let path = self.summary_path(&summary.session_id);
         let tmp = self.dir.join(format!(".{}.json.tmp", summary.session_id));
         let bytes = serde_json::to_vec(summary).unwrap_or_default();
-        std::fs::write(&tmp, bytes)
+        private_dir(&self.dir)
+            .and_then(|()| private_file(&tmp, false)?.write_all(&bytes))
             .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| self.io(&path, e))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                self.io(&path, e)
+            })
     }
 
     /// Every stored session's summary. A session whose sidecar is missing or
@@ -436,35 +478,59 @@ impl Store {
 }
 
 impl Log {
-    /// Appends one record as one line with a single write.
+    /// Appends one record as one line, after whatever earlier records could
+    /// not be written yet. On error the unwritten bytes stay queued.
     pub fn append(&self, record: &Record) -> Result<(), StoreError> {
         let mut line = serde_json::to_vec(record).unwrap_or_default();
         line.push(b'\n');
-        let mut slot = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.file.lock().unwrap_or_else(|e| e.into_inner());
         let io = |source| StoreError::Io {
             path: self.path.clone(),
             source,
         };
-        if slot.is_none() {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)
-                .map_err(io)?;
-            *slot = Some(file);
+        if st.backlog.len() + line.len() > MAX_BACKLOG {
+            tracing::error!(path = %self.path.display(), bytes = st.backlog.len(), "giving up on unsaved session records");
+            st.backlog.clear();
+            st.backlog.push(b'\n');
         }
-        let file = slot.as_mut().expect("opened above");
-        if let Err(e) = file.write_all(&line) {
-            // Reopen next time (the file may have been removed or the disk freed).
-            *slot = None;
-            return Err(io(e));
+        st.backlog.extend_from_slice(&line);
+        if st.file.is_none() {
+            if let Some(dir) = self.path.parent() {
+                private_dir(dir).map_err(io)?;
+            }
+            st.file = Some(private_file(&self.path, true).map_err(io)?);
+        }
+        let LogState { file, backlog } = &mut *st;
+        let f = file.as_mut().expect("opened above");
+        while !backlog.is_empty() {
+            match f.write(backlog) {
+                Ok(0) => {
+                    *file = None;
+                    return Err(io(std::io::ErrorKind::WriteZero.into()));
+                }
+                Ok(n) => {
+                    backlog.drain(..n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // Reopen next time (the file may have been removed or the disk freed).
+                    *file = None;
+                    return Err(io(e));
+                }
+            }
         }
         Ok(())
     }
 
     /// Flushes to stable storage (end of a turn).
     pub fn sync(&self) {
-        if let Some(f) = self.file.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if let Some(f) = self
+            .file
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .file
+            .as_ref()
+        {
             let _ = f.sync_data();
         }
     }
@@ -523,6 +589,37 @@ mod tests {
         store.delete("s1").unwrap();
         assert!(store.list().is_empty());
         assert!(matches!(store.read("s1"), Err(StoreError::Missing(_))));
+    }
+
+    #[test]
+    fn a_full_disk_loses_nothing_once_it_has_room_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        std::fs::create_dir_all(store.dir()).unwrap();
+        let path = store.dir().join("s2.jsonl");
+        // Every write to /dev/full fails with ENOSPC.
+        std::os::unix::fs::symlink("/dev/full", &path).unwrap();
+        let log = store.open("s2");
+        let title = |t: &str| Record::Title { title: t.into() };
+        assert!(log.append(&title("one")).is_err());
+        assert!(log.append(&title("two")).is_err());
+        std::fs::remove_file(&path).unwrap();
+        log.append(&title("three")).unwrap();
+        let titles: Vec<Record> = store.read("s2").unwrap();
+        assert_eq!(titles, vec![title("one"), title("two"), title("three")]);
+    }
+
+    #[test]
+    fn sessions_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(&dir.path().join("data"));
+        let log = store.create(&summary("s3")).unwrap();
+        log.append(&Record::Title { title: "t".into() }).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(store.dir()), 0o700);
+        assert_eq!(mode(&store.dir().join("s3.jsonl")), 0o600);
+        assert_eq!(mode(&store.dir().join("s3.json")), 0o600);
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub struct OpenAiModel {
     client: reqwest::Client,
     base_url: String,
     api_key: Option<String>,
+    /// The key and the config's header values: never in an error message.
+    secrets: std::sync::Arc<Vec<String>>,
     idle_timeout: Duration,
 }
 
@@ -58,10 +60,17 @@ impl OpenAiModel {
                 url: base_url.to_owned(),
                 reason: format!("cannot build the HTTP client: {e}"),
             })?;
+        let secrets = api_key
+            .iter()
+            .chain(extra_headers.iter().map(|(_, v)| v))
+            .filter(|v| v.len() >= 4)
+            .cloned()
+            .collect();
         Ok(Self {
             client,
             base_url: base_url.trim_end_matches('/').to_owned(),
             api_key,
+            secrets: std::sync::Arc::new(secrets),
             idle_timeout,
         })
     }
@@ -79,7 +88,7 @@ impl OpenAiModel {
     }
 
     fn redact(&self, text: &str) -> String {
-        redact_secrets(text, self.api_key.as_deref())
+        redact_all(text, &self.secrets)
     }
 
     async fn error_from(&self, url: &str, resp: reqwest::Response) -> LlmError {
@@ -122,6 +131,51 @@ fn error_message(body: &[u8]) -> String {
         msg.chars().take(300).collect::<String>() + "…"
     } else {
         msg
+    }
+}
+
+/// [`redact_secrets`] for every secret (the key, header values).
+fn redact_all(text: &str, secrets: &[String]) -> String {
+    let mut out = redact_secrets(text, None);
+    for s in secrets {
+        out = redact_secrets(&out, Some(s));
+    }
+    out
+}
+
+/// An error whose server-supplied text went through [`redact_all`]: servers
+/// echo headers and keys back in errors, in bodies and in streams alike.
+fn redact_error(e: LlmError, secrets: &[String]) -> LlmError {
+    let r = |t: String| redact_all(&t, secrets);
+    match e {
+        LlmError::Status {
+            status,
+            url,
+            message,
+            retry_after,
+        } => LlmError::Status {
+            status,
+            url,
+            message: r(message),
+            retry_after,
+        },
+        LlmError::Connect { url, reason } => LlmError::Connect {
+            url,
+            reason: r(reason),
+        },
+        LlmError::Interrupted { url, reason } => LlmError::Interrupted {
+            url,
+            reason: r(reason),
+        },
+        LlmError::Decode { url, reason } => LlmError::Decode {
+            url,
+            reason: r(reason),
+        },
+        LlmError::Api { url, message } => LlmError::Api {
+            url,
+            message: r(message),
+        },
+        t @ LlmError::Timeout { .. } => t,
     }
 }
 
@@ -318,7 +372,10 @@ impl Model for OpenAiModel {
                 state.complete();
             }
         }
-        Ok(futures::stream::unfold(state, StreamState::next).boxed())
+        let secrets = self.secrets.clone();
+        Ok(futures::stream::unfold(state, StreamState::next)
+            .map(move |item| item.map_err(|e| redact_error(e, &secrets)))
+            .boxed())
     }
 
     async fn list_models(&self) -> Result<Vec<String>, LlmError> {

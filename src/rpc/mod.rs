@@ -6,6 +6,7 @@
 //! to a [`Handler`], each on its own task, so a long `session/prompt` never blocks
 //! `session/cancel` or the responses to our own requests.
 mod connection;
+mod eof;
 mod error;
 mod framing;
 mod message;
@@ -13,6 +14,7 @@ mod message;
 pub use connection::{
     Connection, Direction, Handler, Peer, Reply, ServeOptions, Tracer, WriterDone, serve,
 };
+pub use eof::{EofOn, eof_on};
 pub use error::{RpcError, codes};
 pub use framing::{Frame, LineReader};
 pub use message::{Id, Incoming, decode_params};

@@ -89,6 +89,182 @@ pub fn is_inside(path: &Path, roots: &[PathBuf]) -> bool {
     roots.iter().any(|r| path.starts_with(r))
 }
 
+/// Paths a shell command line names that lie outside the roots, resolved
+/// (`~`, `$HOME`, `..`, symlinks). Best effort, for the permission policy:
+/// a command can always reach further (variables, `cd` in a script), which
+/// is why commands still ask in every mode but full-auto.
+///
+/// Counted: every word or `NAME=value` / `--opt=value` value that is an
+/// absolute path (whose top-level directory exists, so `grep "/api/v1"` is not
+/// taken for a path), starts with `~` or `$HOME`, contains `..`, or names a
+/// symlink in `cwd` that points outside. Not counted: harmless devices
+/// (`/dev/null`, …) and a program run by absolute path in command position
+/// (`/usr/bin/env python3 x.py`); its arguments are still checked.
+pub fn outside_paths_in_command(command: &str, cwd: &Path, roots: &[PathBuf]) -> Vec<PathBuf> {
+    const DEVICES: [&str; 8] = [
+        "/dev/null",
+        "/dev/zero",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/stdin",
+        "/dev/stdout",
+        "/dev/stderr",
+        "/dev/tty",
+    ];
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut out: Vec<PathBuf> = Vec::new();
+    for (word, command_position) in shell_words(command) {
+        let mut candidates = vec![word.as_str()];
+        if let Some((_, value)) = word.split_once('=') {
+            candidates.push(value);
+        }
+        for c in candidates {
+            let expanded = match (c, &home) {
+                ("~", Some(h)) | ("$HOME", Some(h)) | ("${HOME}", Some(h)) => h.clone(),
+                (c, Some(h)) if c.starts_with("~/") => h.join(&c[2..]),
+                (c, Some(h)) if c.starts_with("$HOME/") => h.join(&c[6..]),
+                (c, Some(h)) if c.starts_with("${HOME}/") => h.join(&c[8..]),
+                (c, _) if c.starts_with('-') || c.is_empty() => continue,
+                (c, _) => PathBuf::from(c),
+            };
+            let text = expanded.to_string_lossy();
+            if DEVICES.contains(&text.as_ref()) || text.starts_with("/dev/fd/") {
+                continue;
+            }
+            let joined = if expanded.is_absolute() {
+                let top = expanded.components().nth(1);
+                let top_exists = top.is_some_and(|t| Path::new("/").join(t).exists());
+                if !top_exists && expanded != Path::new("/") {
+                    continue;
+                }
+                if command_position && is_executable(&expanded) {
+                    continue;
+                }
+                expanded
+            } else {
+                let has_parent = expanded
+                    .components()
+                    .any(|c| matches!(c, Component::ParentDir));
+                let joined = cwd.join(&expanded);
+                // A bare word is a path only if it is a symlink here.
+                let path_like = expanded.components().count() > 1
+                    || std::fs::symlink_metadata(&joined).is_ok_and(|m| m.file_type().is_symlink());
+                if !has_parent && !path_like {
+                    continue;
+                }
+                joined
+            };
+            // Lexically (what the tools do) and physically (what the shell
+            // does: `link/..` is the link target's parent).
+            let lexical = canonicalize_lenient(&lexical_normalize(&joined));
+            let physical = canonicalize_lenient(&joined);
+            let physical_is_clean = !physical
+                .components()
+                .any(|c| matches!(c, Component::ParentDir));
+            let found = if !is_inside(&lexical, roots) {
+                Some(lexical)
+            } else if physical_is_clean && !is_inside(&physical, roots) {
+                Some(physical)
+            } else {
+                None
+            };
+            if let Some(p) = found
+                && !out.contains(&p)
+            {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The words of a shell command line with quotes removed, each with whether
+/// it starts a command (first word, or after `;`, `&`, `|`, `(`, a backtick,
+/// `$(` or a newline). Redirection operators split words too.
+fn shell_words(command: &str) -> Vec<(String, bool)> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut command_position = true;
+    let mut word_starts_command = true;
+    let mut chars = command.chars().peekable();
+    let flush =
+        |word: &mut String, in_word: &mut bool, words: &mut Vec<(String, bool)>, starts: bool| {
+            if *in_word {
+                words.push((std::mem::take(word), starts));
+                *in_word = false;
+            }
+        };
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if !in_word {
+                    word_starts_command = command_position;
+                }
+                in_word = true;
+                if let Some(n) = chars.next() {
+                    word.push(n);
+                }
+            }
+            '\'' | '"' => {
+                if !in_word {
+                    word_starts_command = command_position;
+                }
+                in_word = true;
+                while let Some(n) = chars.next() {
+                    if n == c {
+                        break;
+                    }
+                    if c == '"' && n == '\\' {
+                        if let Some(e) = chars.next() {
+                            word.push(e);
+                        }
+                        continue;
+                    }
+                    word.push(n);
+                }
+            }
+            ';' | '&' | '|' | '(' | ')' | '`' | '\n' | '\r' => {
+                flush(&mut word, &mut in_word, &mut words, word_starts_command);
+                command_position = c != ')';
+            }
+            '$' if chars.peek() == Some(&'(') => {
+                chars.next();
+                flush(&mut word, &mut in_word, &mut words, word_starts_command);
+                command_position = true;
+            }
+            '<' | '>' => {
+                flush(&mut word, &mut in_word, &mut words, word_starts_command);
+                command_position = false;
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    flush(&mut word, &mut in_word, &mut words, word_starts_command);
+                    // `FOO=1 cmd`: an assignment keeps the command position.
+                    let assignment = words
+                        .last()
+                        .is_some_and(|(w, _)| w.contains('=') && !w.starts_with('-'));
+                    command_position = command_position && assignment;
+                }
+            }
+            c => {
+                if !in_word {
+                    word_starts_command = command_position;
+                }
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    flush(&mut word, &mut in_word, &mut words, word_starts_command);
+    words
+}
+
 /// How a path is shown in titles and results: relative to cwd when inside it.
 pub fn display(path: &Path, cwd: &Path) -> String {
     let cwd_canon = canonicalize_lenient(cwd);
@@ -141,6 +317,50 @@ mod tests {
         let _ = resolve("loop1", &root); // terminates
         let home = PathBuf::from(std::env::var("HOME").unwrap());
         assert!(resolve("~/x", &root).starts_with(home.canonicalize().unwrap_or(home)));
+    }
+
+    #[test]
+    fn commands_naming_paths_outside_the_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("etc-link")).unwrap();
+        let roots = std::slice::from_ref(&root);
+        let outside = |cmd: &str| outside_paths_in_command(cmd, &root, roots);
+        for inside in [
+            "cargo test --all",
+            "ls -la src",
+            "grep -rn \"/api/v1\" src",
+            "cat src/../Cargo.toml",
+            "echo hi > /dev/null 2>&1",
+            "/usr/bin/env python3 src/x.py",
+            "git log HEAD~3..HEAD",
+            "FOO=bar make -C src",
+        ] {
+            assert_eq!(outside(inside), Vec::<PathBuf>::new(), "{inside}");
+        }
+        for (cmd, path) in [
+            ("rm -rf /etc/hosts", PathBuf::from("/etc/hosts")),
+            (
+                "cat ../secret.txt",
+                root.parent().unwrap().join("secret.txt"),
+            ),
+            ("touch etc-link/x", PathBuf::from("/etc/x")),
+            ("echo x >'/tmp/out file'", PathBuf::from("/tmp/out file")),
+            ("make OUT=/etc/y", PathBuf::from("/etc/y")),
+            (
+                "cd src && rm -rf \"../..\"",
+                root.parent().unwrap().parent().unwrap().to_path_buf(),
+            ),
+            ("x=$(cat /etc/passwd)", PathBuf::from("/etc/passwd")),
+        ] {
+            assert!(outside(cmd).contains(&path), "{cmd}: {:?}", outside(cmd));
+        }
+        let home = PathBuf::from(std::env::var("HOME").unwrap());
+        let home = home.canonicalize().unwrap_or(home);
+        assert!(outside("rm -rf ~/.ssh").contains(&home.join(".ssh")));
+        assert!(outside("ls $HOME").contains(&home));
+        assert!(!outside("/bin/rm -rf /usr/lib/x").is_empty());
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod cli_login;
 mod common;
 mod config;
 mod editors;
+mod fuzz_corpus;
 mod handshake;
 mod in_process;
 mod lifecycle;

@@ -250,6 +250,8 @@ struct State {
     write_to_disk: bool,
     permission_queue: VecDeque<PermissionDecision>,
     default_permission: Option<PermissionDecision>,
+    /// Reverse-request methods answered with this error instead of served.
+    failing: HashMap<String, RpcError>,
     timeout: Duration,
 }
 
@@ -282,6 +284,7 @@ impl State {
             write_to_disk: true,
             permission_queue: VecDeque::new(),
             default_permission: None,
+            failing: HashMap::new(),
             timeout: DEFAULT_TIMEOUT,
         }
     }
@@ -757,6 +760,17 @@ impl FakeEditor {
     /// is answered `cancelled`).
     pub fn set_default_permission(&self, decision: Option<PermissionDecision>) {
         self.shared.lock().default_permission = decision;
+    }
+
+    /// Answers every agent request of `method` (e.g. `fs/write_text_file`,
+    /// `terminal/create`) with `error` instead of serving it; `None` serves
+    /// it again. Nothing happens on disk for a failed request.
+    pub fn fail_requests(&self, method: &str, error: Option<RpcError>) {
+        let mut st = self.shared.lock();
+        match error {
+            Some(e) => st.failing.insert(method.to_owned(), e),
+            None => st.failing.remove(method),
+        };
     }
 
     // --------------------------------------------------------------- sending
@@ -1457,7 +1471,13 @@ async fn handle_agent_request(
     method: &str,
     params: &Value,
 ) -> Option<Result<Value, RpcError>> {
-    let caps = shared.lock().caps;
+    let (caps, failure) = {
+        let st = shared.lock();
+        (st.caps, st.failing.get(method).cloned())
+    };
+    if let Some(error) = failure {
+        return Some(Err(error));
+    }
     let allowed = match method {
         "fs/read_text_file" => caps.read,
         "fs/write_text_file" => caps.write,

@@ -465,8 +465,13 @@ impl RecordedRequest {
     }
 }
 
+/// Computes the reply to a chat request from the request itself (see
+/// [`FakeModel::set_responder`]); `None` falls back to the queue.
+pub type Responder = Arc<dyn Fn(&RecordedRequest) -> Option<Reply> + Send + Sync>;
+
 #[derive(Default)]
 struct State {
+    responder: Option<Responder>,
     replies: VecDeque<Reply>,
     requests: Vec<RecordedRequest>,
     models: Vec<String>,
@@ -569,6 +574,16 @@ impl FakeModel {
     /// Queues a reply for the next chat-completions request.
     pub fn push(&self, reply: Reply) {
         self.inner.state.lock().unwrap().replies.push_back(reply);
+    }
+
+    /// Answers chat requests with `responder(request)` when it returns a
+    /// reply (queued replies are used when it returns `None`): for many
+    /// concurrent sessions, where a queue cannot know whose request is next.
+    pub fn set_responder(
+        &self,
+        responder: impl Fn(&RecordedRequest) -> Option<Reply> + Send + Sync + 'static,
+    ) {
+        self.inner.state.lock().unwrap().responder = Some(Arc::new(responder));
     }
 
     /// Number of queued replies not yet served.
@@ -754,7 +769,12 @@ async fn handle_connection(inner: Arc<Inner>, stream: TcpStream) {
         st.requests.push(request.clone());
         let path = request.path.split('?').next().unwrap_or("");
         match (request.method.as_str(), path) {
-            ("POST", "/v1/chat/completions") => match st.replies.pop_front() {
+            ("POST", "/v1/chat/completions") => match st
+                .responder
+                .as_ref()
+                .and_then(|r| r(&request))
+                .or_else(|| st.replies.pop_front())
+            {
                 Some(reply) => reply,
                 None => {
                     inner.unscripted.fetch_add(1, Ordering::SeqCst);

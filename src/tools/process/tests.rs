@@ -296,13 +296,10 @@ async fn cancel_returns_quickly_even_if_sigterm_is_ignored() {
     eprintln!("cancel latency (SIGTERM ignored): {latency:?}");
     assert!(latency < Duration::from_secs(1), "{latency:?}");
     assert!(r.cancelled, "{r:?}");
-    // Usually no status yet (the SIGKILL follow-up comes later); on a loaded
-    // machine the follow-up may already have landed. Never an exit code.
-    assert_eq!(r.exit_code, None, "{r:?}");
-    assert!(
-        matches!(r.signal.as_deref(), None | Some("SIGKILL")),
-        "{r:?}"
-    );
+    // The exit status depends on scheduling (the shell may even finish its
+    // `wait` first on a loaded machine): what is guaranteed is that the call
+    // returned promptly as cancelled and that every process is gone.
+    assert!(!r.timed_out, "{r:?}");
     // The background follow-up SIGKILLs the group TERM_GRACE later.
     assert_dies(pid).await;
 }
