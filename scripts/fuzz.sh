@@ -20,15 +20,18 @@ unavailable() {
     exit 0
 }
 
+# Bounded waits: a download that cannot happen must not eat the CI budget.
 rustup run nightly rustc --version >/dev/null 2>&1 \
-    || rustup toolchain install nightly --profile minimal >/dev/null 2>&1 \
+    || timeout 300 rustup toolchain install nightly --profile minimal >/dev/null 2>&1 \
     || unavailable "no nightly toolchain"
 if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "fuzz: installing cargo-fuzz"
-    cargo install cargo-fuzz --locked >/dev/null 2>&1 || unavailable "cannot install cargo-fuzz"
+    timeout 600 cargo install cargo-fuzz --locked >/dev/null 2>&1 \
+        || unavailable "cannot install cargo-fuzz"
 fi
 echo "fuzz: building the wire target ($(cargo fuzz --version))"
-(cd fuzz && cargo +nightly fuzz build wire -O) || unavailable "the fuzz target does not build with this nightly"
+(cd fuzz && timeout 900 cargo +nightly fuzz build wire -O) \
+    || unavailable "the fuzz target does not build here (or not in time)"
 target_dir="${CARGO_TARGET_DIR:-fuzz/target}"
 [[ "$target_dir" = /* ]] || target_dir="$PWD/$target_dir"
 binary="$target_dir/x86_64-unknown-linux-gnu/release/wire"
