@@ -9,6 +9,7 @@ mod connection;
 mod error;
 mod framing;
 mod message;
+pub mod stdio;
 
 pub use connection::{
     Connection, Direction, Handler, Peer, Reply, ServeOptions, Tracer, WriterDone, serve,
