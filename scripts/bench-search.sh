@@ -6,7 +6,10 @@
 #
 # Env: FILES, SIZE_MB (tree size), RUNS (timed runs, median reported),
 # PATTERNS (newline-separated regexes), DATA_DIR (where the tree goes;
-# default target/bench-data/FILESxSIZE_MB, never in git), CARGO_TARGET_DIR.
+# default target/bench-data/FILESxSIZE_MB, never in git), CARGO_TARGET_DIR,
+# PROFILE (release, the default, or dev for a quick smoke run),
+# RG_OPTIONAL=1 (no ripgrep from apt: time ours alone instead of building it).
+# scripts/bench.sh runs this as part of all the benchmarks.
 set -euo pipefail
 
 FILES="${FILES:-100000}"
@@ -26,14 +29,24 @@ if ! command -v rg >/dev/null 2>&1; then
             || { apt-get update >/dev/null 2>&1 && apt-get install -y ripgrep >/dev/null 2>&1; } \
             || true
     fi
-    command -v rg >/dev/null 2>&1 || cargo install ripgrep
+    command -v rg >/dev/null 2>&1 || [ -n "${RG_OPTIONAL:-}" ] || cargo install ripgrep
 fi
-RG="$(command -v rg)"
-echo "== $("$RG" --version | head -1) at $RG"
+RG="$(command -v rg || true)"
+if [ -n "$RG" ]; then
+    echo "== $("$RG" --version 2>/dev/null | head -1) at $RG"
+else
+    echo "== no ripgrep: timing ours alone"
+fi
 
-echo "== building the bench (release)"
+PROFILE="${PROFILE:-release}"
+echo "== building the bench ($PROFILE)"
 cd "$repo"
-bench_out="$(cargo bench --bench search --no-run --message-format=json 2>/dev/null \
+if [ "$PROFILE" = release ]; then
+    build=(cargo bench --bench search --no-run)
+else
+    build=(cargo build --bench search --profile "$PROFILE")
+fi
+bench_out="$("${build[@]}" --message-format=json 2>/dev/null \
     | grep -o '"executable":"[^"]*/deps/search-[^"]*"' | cut -d'"' -f4 | tail -1)"
 [ -x "$bench_out" ] || { echo "could not find the bench binary" >&2; exit 1; }
 
@@ -49,15 +62,17 @@ if [ ! -f "$DATA_DIR/.complete" ]; then
 fi
 
 echo "== warming the page cache"
-"$RG" --no-ignore --hidden -c zzzz_never_matches_zzzz "$DATA_DIR" >/dev/null 2>&1 || true
-"$RG" -c zzzz_never_matches_zzzz "$DATA_DIR" >/dev/null 2>&1 || true
+if [ -n "$RG" ]; then
+    "$RG" --no-ignore --hidden -c zzzz_never_matches_zzzz "$DATA_DIR" >/dev/null 2>&1 || true
+    "$RG" -c zzzz_never_matches_zzzz "$DATA_DIR" >/dev/null 2>&1 || true
+fi
 
 status=0
 while IFS= read -r pattern; do
     [ -n "$pattern" ] || continue
     echo
     echo "== pattern /$pattern/, $RUNS runs"
-    "$bench_out" --root "$DATA_DIR" --pattern "$pattern" --runs "$RUNS" --rg "$RG" | tee /tmp/bench-search.$$
+    "$bench_out" --root "$DATA_DIR" --pattern "$pattern" --runs "$RUNS" ${RG:+--rg "$RG"} | tee /tmp/bench-search.$$
     for what in grep glob; do
         ratio="$(sed -n "s/^ratio $what[^:]*: *//p" /tmp/bench-search.$$)"
         if awk -v r="$ratio" 'BEGIN { exit !(r > 1.5) }'; then

@@ -223,15 +223,28 @@ pub async fn call_model(
             _ = cancel.cancelled() => None,
             r = async {
                 let mut stream = env.model.stream(request).await?;
-                while let Some(event) = stream.next().await {
+                let mut ahead = None;
+                let mut thinking = false;
+                while let Some(event) = match ahead.take() {
+                    Some(read) => read,
+                    None => stream.next().await,
+                } {
                     match event? {
-                        Event::Text(t) => {
+                        Event::Text(mut t) => {
+                            // The first chunk goes out alone, at once.
+                            if !partial.is_empty() {
+                                ahead = coalesce(&mut stream, &mut t, false).await;
+                            }
                             partial.push_str(&t);
                             if visible {
                                 editor.update(&SessionUpdate::agent_text(t, Some(text_id.clone())));
                             }
                         }
-                        Event::Reasoning(t) => {
+                        Event::Reasoning(mut t) => {
+                            if thinking {
+                                ahead = coalesce(&mut stream, &mut t, true).await;
+                            }
+                            thinking = true;
                             if visible {
                                 editor.update(&SessionUpdate::agent_thought(t, Some(thought_id.clone())));
                             }
@@ -282,6 +295,40 @@ pub async fn call_model(
             None => return Err(to_rpc_error(env, &err, attempt)),
         }
     }
+}
+
+/// Appends to `text` the text of the same kind (reasoning or not) that is
+/// already here, so that a model streaming faster than the editor is written
+/// to costs one update per batch instead of one per chunk (the same text, far
+/// fewer frames to write and for the editor to render). Not used for the
+/// first chunk of a message, which goes out alone at once. Nothing waits for
+/// the network: when no event is ready, the task yields once (the HTTP
+/// connection task may have the next chunk already read) and stops if there
+/// is still none. Batches stop at `COALESCE_MAX` bytes. Returns what was read
+/// past the batch: another event, or the end of the stream.
+async fn coalesce(
+    stream: &mut crate::llm::EventStream,
+    text: &mut String,
+    reasoning: bool,
+) -> Option<Option<Result<Event, LlmError>>> {
+    use futures::FutureExt;
+    const COALESCE_MAX: usize = 4096;
+    let mut yielded = false;
+    while text.len() < COALESCE_MAX {
+        match stream.next().now_or_never() {
+            Some(Some(Ok(Event::Text(more)))) if !reasoning => text.push_str(&more),
+            Some(Some(Ok(Event::Reasoning(more)))) if reasoning => text.push_str(&more),
+            Some(other) => return Some(other),
+            None if yielded => return None,
+            None => {
+                tokio::task::yield_now().await;
+                yielded = true;
+                continue;
+            }
+        }
+        yielded = false;
+    }
+    None
 }
 
 fn human_delay(d: Duration) -> String {

@@ -89,6 +89,10 @@ where
     T: serde::de::DeserializeOwned,
 {
     let v = Value::deserialize(d)?;
+    if v.is_null() {
+        // The usual `"finish_reason": null`: no error to build and discard.
+        return Ok(None);
+    }
     Ok(serde_json::from_value(v).ok())
 }
 
@@ -279,9 +283,147 @@ impl Assembler {
     }
 }
 
+/// Decodes one streamed chunk.
+///
+/// Nearly every chunk is well-formed, and those are read straight into typed
+/// fields. Anything unusual (a wrong type anywhere, content parts, an
+/// `error`) fails that strict reading and takes the lenient one, which goes
+/// through `Value` to drop what is malformed: the result is the same, but the
+/// common case no longer builds a `Value` tree (and a discarded error for
+/// every `null`) per chunk.
+pub(super) fn parse_chunk(data: &str) -> serde_json::Result<Chunk> {
+    match serde_json::from_str::<strict::Chunk>(data) {
+        Ok(c) if c.error.is_none() => Ok(c.into()),
+        _ => serde_json::from_str(data),
+    }
+}
+
+/// The shape of a well-formed chunk, without leniency.
+mod strict {
+    use serde::Deserialize;
+    use serde::de::IgnoredAny;
+
+    #[derive(Deserialize)]
+    pub struct Chunk {
+        #[serde(default)]
+        pub choices: Vec<Choice>,
+        #[serde(default)]
+        pub usage: Option<super::WireUsage>,
+        #[serde(default)]
+        pub error: Option<IgnoredAny>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Choice {
+        #[serde(default)]
+        pub delta: Option<Delta>,
+        #[serde(default)]
+        pub message: Option<Delta>,
+        #[serde(default)]
+        pub finish_reason: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Delta {
+        #[serde(default)]
+        pub content: Option<String>,
+        #[serde(default)]
+        pub reasoning_content: Option<String>,
+        #[serde(default)]
+        pub reasoning: Option<String>,
+        #[serde(default)]
+        pub refusal: Option<String>,
+        #[serde(default)]
+        pub tool_calls: Option<Vec<ToolCallDelta>>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct ToolCallDelta {
+        #[serde(default)]
+        pub index: Option<u32>,
+        #[serde(default)]
+        pub id: Option<String>,
+        #[serde(default)]
+        pub function: Option<FunctionDelta>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct FunctionDelta {
+        #[serde(default)]
+        pub name: Option<String>,
+        #[serde(default)]
+        pub arguments: Option<String>,
+    }
+}
+
+impl From<strict::Chunk> for Chunk {
+    fn from(c: strict::Chunk) -> Self {
+        let delta = |d: strict::Delta| Delta {
+            content: d.content,
+            reasoning_content: d.reasoning_content,
+            reasoning: d.reasoning,
+            refusal: d.refusal,
+            tool_calls: d
+                .tool_calls
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| ToolCallDelta {
+                    index: t.index,
+                    id: t.id,
+                    function: t.function.map(|f| FunctionDelta {
+                        name: f.name,
+                        arguments: f.arguments.map(Value::String),
+                    }),
+                })
+                .collect(),
+        };
+        Chunk {
+            choices: c
+                .choices
+                .into_iter()
+                .map(|ch| Choice {
+                    delta: ch.delta.map(delta),
+                    message: ch.message.map(delta),
+                    finish_reason: ch.finish_reason,
+                })
+                .collect(),
+            usage: c.usage,
+            error: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strict_and_lenient_decoding_agree() {
+        for data in [
+            r#"{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi \"there\"\n"},"finish_reason":null,"logprobs":null}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"a","reasoning":"b","refusal":null}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{\"p\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":null}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}"#,
+            r#"{"choices":[{"delta":{"tool_calls":null,"content":null}}]}"#,
+            // Only the lenient path reads these:
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":-1,"function":{"arguments":{"k":1}}}]}}]}"#,
+            r#"{"choices":[{"message":{"content":[{"type":"text","text":"a"}]},"finish_reason":7}]}"#,
+            r#"{"choices":null,"usage":{"prompt_tokens":1.5}}"#,
+            r#"{"choices":[null,{"delta":"x"},{"delta":{"content":5}}]}"#,
+            r#"{"error":{"message":"overloaded"}}"#,
+        ] {
+            let lenient: Chunk = serde_json::from_str(data).unwrap();
+            let fast = parse_chunk(data).unwrap();
+            assert_eq!(format!("{fast:?}"), format!("{lenient:?}"), "{data}");
+        }
+        for data in ["[1]", "{", "null", "7"] {
+            let lenient = serde_json::from_str::<Chunk>(data).map(|c| format!("{c:?}"));
+            let fast = parse_chunk(data).map(|c| format!("{c:?}"));
+            assert_eq!(fast.is_ok(), lenient.is_ok(), "{data}");
+            assert_eq!(fast.ok(), lenient.ok(), "{data}");
+        }
+    }
 
     fn run(chunks: &[&str]) -> (Vec<Event>, Completion) {
         let mut a = Assembler::default();

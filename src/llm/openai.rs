@@ -8,7 +8,7 @@ use reqwest::header::{
 };
 use serde_json::Value;
 
-use super::assemble::{Assembler, Chunk};
+use super::assemble::{Assembler, Chunk, parse_chunk};
 use super::retry::parse_retry_after;
 use super::sse::SseDecoder;
 use super::{ChatRequest, Event, EventStream, LlmError, Model};
@@ -229,7 +229,7 @@ impl StreamState {
             self.complete();
             return true;
         }
-        let chunk: Chunk = match serde_json::from_str(data) {
+        let chunk: Chunk = match parse_chunk(data) {
             Ok(c) => c,
             Err(e) => {
                 let excerpt: String = data.chars().take(120).collect();
@@ -283,11 +283,9 @@ impl StreamState {
                     after: self.idle,
                 }),
                 Ok(Some(Ok(bytes))) => {
-                    for data in self.decoder.feed(&bytes) {
-                        if self.payload(&data) {
-                            break;
-                        }
-                    }
+                    let mut decoder = std::mem::take(&mut self.decoder);
+                    decoder.feed_with(&bytes, |data| self.payload(data));
+                    self.decoder = decoder;
                 }
                 Ok(Some(Err(e))) => self.fail(LlmError::Interrupted {
                     url: self.url.clone(),

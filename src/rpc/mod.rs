@@ -10,6 +10,7 @@ mod eof;
 mod error;
 mod framing;
 mod message;
+pub mod stdio;
 
 pub use connection::{
     Connection, Direction, Handler, Peer, Reply, ServeOptions, Tracer, WriterDone, serve,

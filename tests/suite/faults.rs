@@ -557,7 +557,7 @@ async fn turn_running_sleep(model: &FakeModel) -> (Agent, i32, crate::support::P
 /// loads with the prompt and the stopped call.
 async fn assert_stopped_cleanly(model: &FakeModel, a: &Agent, pid: i32) {
     assert!(
-        wait_gone(pid, Duration::from_secs(2)).await,
+        wait_gone(pid, Duration::from_secs(10)).await,
         "the command's process {pid} outlived the agent"
     );
     let replay = reload(model, a.home.path(), a.ws.path(), &a.sid).await;

@@ -283,10 +283,10 @@ pub fn content_text(update: &Value) -> String {
         .unwrap_or_default()
 }
 
-/// Polls `cond` every 10 ms for up to 10 s (for effects that have no
+/// Polls `cond` every 10 ms for up to 30 s (for effects that have no
 /// message of their own, like a process disappearing).
 pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while !cond() {
         if tokio::time::Instant::now() > deadline {
             panic!("timed out waiting until {what}");
