@@ -10,6 +10,7 @@ mod assemble;
 mod openai;
 mod retry;
 mod sse;
+mod tls;
 mod wire;
 
 pub use assemble::{Assembler, ToolCallRequest};

@@ -51,7 +51,12 @@ impl OpenAiModel {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
+        let tls = super::tls::client_config().map_err(|e| LlmError::Connect {
+            url: base_url.to_owned(),
+            reason: format!("cannot set up TLS: {e}"),
+        })?;
         let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
             .connect_timeout(connect_timeout)
             .default_headers(headers)
             .user_agent(concat!("acp-coder/", env!("CARGO_PKG_VERSION")))
