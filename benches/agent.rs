@@ -1589,6 +1589,7 @@ fn bench_soak(o: &Opts, model: &FakeModel) -> Vec<Row> {
     let mut before = (0, 0, 0, 0);
     let mut max_threads = 0;
     let mut fds_before = Vec::new();
+    let mut trend = Vec::new();
     for i in 0..o.turns {
         if i == warm {
             std::thread::sleep(Duration::from_millis(50));
@@ -1603,6 +1604,9 @@ fn bench_soak(o: &Opts, model: &FakeModel) -> Vec<Row> {
         if i % 50 == 0 {
             max_threads = max_threads.max(threads(pid));
         }
+        if i > 0 && i % (o.turns / 10).max(1) == 0 {
+            trend.push(format!("{i}: {:.1}", rss_kb(pid) as f64 / 1024.0));
+        }
     }
     std::thread::sleep(Duration::from_millis(50));
     let after = (rss_kb(pid), open_fds(pid), threads(pid), size());
@@ -1615,6 +1619,7 @@ fn bench_soak(o: &Opts, model: &FakeModel) -> Vec<Row> {
     }
     max_threads = max_threads.max(after.2);
     let ping = agent.ping();
+    println!("  VmRSS (MB) after turn {}", trend.join(", "));
     agent.p.close();
     let rss_growth = after.0.saturating_sub(before.0) as i64;
     let history = after.3.saturating_sub(before.3) as i64 / 1024;

@@ -270,7 +270,7 @@ impl Model for OpenAiModel {
         let req = self
             .auth(self.client.post(&url))
             .header(CONTENT_TYPE, "application/json")
-            .body(request.to_json().to_string());
+            .body(request.to_body());
         let resp = match tokio::time::timeout(self.idle_timeout, req.send()).await {
             Err(_) => {
                 return Err(LlmError::Timeout {
