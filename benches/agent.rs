@@ -1093,7 +1093,10 @@ fn reqwest_stream(
     use futures::StreamExt;
     model.push(Script::Stream { chunks, pace });
     let url = format!("{}/chat/completions", model.base_url());
-    let (buf, marks) = rt.block_on(async {
+    let client = client.clone();
+    // Read on a task, as the agent does (block_on's own future would run
+    // on this thread, outside a multi-thread runtime's workers).
+    let read = async move {
         let resp = client
             .post(&url)
             .header("content-type", "application/json")
@@ -1111,7 +1114,10 @@ fn reqwest_stream(
             marks.push((buf.len(), t));
         }
         (buf, marks)
-    });
+    };
+    let (buf, marks) = rt
+        .block_on(async { tokio::spawn(read).await })
+        .expect("the reqwest reader");
     let mut samples = Vec::with_capacity(chunks);
     let mut m = 0;
     for (sent, end) in stamps(&buf) {
@@ -1150,6 +1156,24 @@ fn bench_stream(o: &Opts, model: &FakeModel) -> Vec<Row> {
     }
     let (ra, rb) = (median(&ours), median(&theirs));
     let ratio = ra as f64 / rb.max(1) as f64;
+    // Not judged: the same client on a runtime shaped like the agent's
+    // (2 workers), to show what the scheduler costs on its own.
+    let mt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // Its own client: pooled connections belong to the runtime that opened them.
+    let mt_client = http_client();
+    let mt_rates: Vec<u64> = (0..o.stream_rounds.min(3))
+        .map(|_| reqwest_stream(&mt, &mt_client, model, o.stream_chunks, None).rate as u64)
+        .collect();
+    let rm = median(&mt_rates);
+    println!(
+        "  reqwest on a 2-worker runtime: {:.0}/s (agent / that: {:.2})",
+        rm as f64,
+        ra as f64 / rm.max(1) as f64
+    );
 
     let pace = Some(Duration::from_millis(1));
     let a = agent_stream(&mut agent, &env, model, o.paced_chunks, pace);
@@ -1175,8 +1199,9 @@ fn bench_stream(o: &Opts, model: &FakeModel) -> Vec<Row> {
             "streaming: chunk rate relayed to the editor (median of rounds)",
             format!("{:.0}k chunks/s", ra as f64 / 1000.0),
             format!(
-                "reqwest reading the same stream {:.0}k chunks/s",
-                rb as f64 / 1000.0
+                "reqwest reading the same stream {:.0}k chunks/s (on a 2-worker runtime: {:.0}k)",
+                rb as f64 / 1000.0,
+                rm as f64 / 1000.0
             ),
             format!("{ratio:.2}"),
             "≥ 0.95",
@@ -1589,6 +1614,7 @@ fn bench_soak(o: &Opts, model: &FakeModel) -> Vec<Row> {
     let mut before = (0, 0, 0, 0);
     let mut max_threads = 0;
     let mut fds_before = Vec::new();
+    let mut trend = Vec::new();
     for i in 0..o.turns {
         if i == warm {
             std::thread::sleep(Duration::from_millis(50));
@@ -1603,6 +1629,9 @@ fn bench_soak(o: &Opts, model: &FakeModel) -> Vec<Row> {
         if i % 50 == 0 {
             max_threads = max_threads.max(threads(pid));
         }
+        if i > 0 && i % (o.turns / 10).max(1) == 0 {
+            trend.push(format!("{i}: {:.1}", rss_kb(pid) as f64 / 1024.0));
+        }
     }
     std::thread::sleep(Duration::from_millis(50));
     let after = (rss_kb(pid), open_fds(pid), threads(pid), size());
@@ -1615,6 +1644,7 @@ fn bench_soak(o: &Opts, model: &FakeModel) -> Vec<Row> {
     }
     max_threads = max_threads.max(after.2);
     let ping = agent.ping();
+    println!("  VmRSS (MB) after turn {}", trend.join(", "));
     agent.p.close();
     let rss_growth = after.0.saturating_sub(before.0) as i64;
     let history = after.3.saturating_sub(before.3) as i64 / 1024;

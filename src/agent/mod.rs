@@ -12,6 +12,7 @@ mod options;
 pub mod permission;
 pub mod prompt;
 mod prompting;
+mod relay;
 mod restore;
 mod session;
 mod sessions;

@@ -17,6 +17,7 @@ use crate::rpc::RpcError;
 
 use super::call;
 use super::compact;
+use super::relay::Relay;
 use super::session::{History, Session};
 
 /// What a turn needs besides the session.
@@ -223,30 +224,19 @@ pub async fn call_model(
             _ = cancel.cancelled() => None,
             r = async {
                 let mut stream = env.model.stream(request).await?;
-                let mut ahead = None;
-                let mut thinking = false;
-                while let Some(event) = match ahead.take() {
-                    Some(read) => read,
-                    None => stream.next().await,
-                } {
+                // Batches what streams faster than it can be written; flushed when dropped.
+                let relay = visible.then(|| Relay::new(editor, &text_id, &thought_id));
+                while let Some(event) = stream.next().await {
                     match event? {
-                        Event::Text(mut t) => {
-                            // The first chunk goes out alone, at once.
-                            if !partial.is_empty() {
-                                ahead = coalesce(&mut stream, &mut t, false).await;
-                            }
+                        Event::Text(t) => {
                             partial.push_str(&t);
-                            if visible {
-                                editor.update(&SessionUpdate::agent_text(t, Some(text_id.clone())));
+                            if let Some(relay) = &relay {
+                                relay.text(t);
                             }
                         }
-                        Event::Reasoning(mut t) => {
-                            if thinking {
-                                ahead = coalesce(&mut stream, &mut t, true).await;
-                            }
-                            thinking = true;
-                            if visible {
-                                editor.update(&SessionUpdate::agent_thought(t, Some(thought_id.clone())));
+                        Event::Reasoning(t) => {
+                            if let Some(relay) = &relay {
+                                relay.thought(t);
                             }
                         }
                         Event::ToolCallStarted { .. } => {}
@@ -295,40 +285,6 @@ pub async fn call_model(
             None => return Err(to_rpc_error(env, &err, attempt)),
         }
     }
-}
-
-/// Appends to `text` the text of the same kind (reasoning or not) that is
-/// already here, so that a model streaming faster than the editor is written
-/// to costs one update per batch instead of one per chunk (the same text, far
-/// fewer frames to write and for the editor to render). Not used for the
-/// first chunk of a message, which goes out alone at once. Nothing waits for
-/// the network: when no event is ready, the task yields once (the HTTP
-/// connection task may have the next chunk already read) and stops if there
-/// is still none. Batches stop at `COALESCE_MAX` bytes. Returns what was read
-/// past the batch: another event, or the end of the stream.
-async fn coalesce(
-    stream: &mut crate::llm::EventStream,
-    text: &mut String,
-    reasoning: bool,
-) -> Option<Option<Result<Event, LlmError>>> {
-    use futures::FutureExt;
-    const COALESCE_MAX: usize = 4096;
-    let mut yielded = false;
-    while text.len() < COALESCE_MAX {
-        match stream.next().now_or_never() {
-            Some(Some(Ok(Event::Text(more)))) if !reasoning => text.push_str(&more),
-            Some(Some(Ok(Event::Reasoning(more)))) if reasoning => text.push_str(&more),
-            Some(other) => return Some(other),
-            None if yielded => return None,
-            None => {
-                tokio::task::yield_now().await;
-                yielded = true;
-                continue;
-            }
-        }
-        yielded = false;
-    }
-    None
 }
 
 fn human_delay(d: Duration) -> String {

@@ -1,5 +1,6 @@
 //! The request side of the chat-completions wire format.
 use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Value, json};
 
 use super::ToolCallRequest;
@@ -48,80 +49,165 @@ impl ChatMessage {
     pub fn user_text(text: impl Into<String>) -> Self {
         ChatMessage::User(vec![UserPart::Text(text.into())])
     }
+}
 
-    fn to_json(&self, send_reasoning: bool) -> Value {
-        match self {
-            ChatMessage::System(text) => json!({"role": "system", "content": text}),
+/// One message as the endpoint wants it.
+struct WireMessage<'a> {
+    message: &'a ChatMessage,
+    send_reasoning: bool,
+}
+
+impl Serialize for WireMessage<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        match self.message {
+            ChatMessage::System(text) => {
+                m.serialize_entry("role", "system")?;
+                m.serialize_entry("content", text)?;
+            }
             ChatMessage::User(parts) => {
+                m.serialize_entry("role", "user")?;
                 if let [UserPart::Text(t)] = parts.as_slice() {
-                    return json!({"role": "user", "content": t});
+                    m.serialize_entry("content", t)?;
+                } else {
+                    m.serialize_entry("content", &UserParts(parts))?;
                 }
-                let parts: Vec<Value> = parts
-                    .iter()
-                    .map(|p| match p {
-                        UserPart::Text(t) => json!({"type": "text", "text": t}),
-                        UserPart::ImageUrl(u) => {
-                            json!({"type": "image_url", "image_url": {"url": u}})
-                        }
-                    })
-                    .collect();
-                json!({"role": "user", "content": parts})
             }
             ChatMessage::Assistant {
                 text,
                 reasoning,
                 tool_calls,
             } => {
-                let mut m = json!({"role": "assistant"});
-                m["content"] = if text.is_empty() && !tool_calls.is_empty() {
-                    Value::Null
+                m.serialize_entry("role", "assistant")?;
+                if text.is_empty() && !tool_calls.is_empty() {
+                    m.serialize_entry("content", &())?;
                 } else {
-                    Value::String(text.clone())
-                };
+                    m.serialize_entry("content", text)?;
+                }
                 if !tool_calls.is_empty() {
-                    m["tool_calls"] = tool_calls
-                        .iter()
-                        .map(|c| {
-                            json!({"id": c.id, "type": "function",
-                                   "function": {"name": c.name, "arguments": c.arguments}})
-                        })
-                        .collect();
+                    m.serialize_entry("tool_calls", &WireToolCalls(tool_calls))?;
                 }
-                if send_reasoning && !reasoning.is_empty() {
-                    m["reasoning_content"] = Value::String(reasoning.clone());
+                if self.send_reasoning && !reasoning.is_empty() {
+                    m.serialize_entry("reasoning_content", reasoning)?;
                 }
-                m
             }
             ChatMessage::Tool {
                 tool_call_id,
                 content,
-            } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
+            } => {
+                m.serialize_entry("role", "tool")?;
+                m.serialize_entry("tool_call_id", tool_call_id)?;
+                m.serialize_entry("content", content)?;
+            }
         }
+        m.end()
+    }
+}
+
+struct UserParts<'a>(&'a [UserPart]);
+
+impl Serialize for UserParts<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|p| match p {
+            UserPart::Text(t) => json!({"type": "text", "text": t}),
+            UserPart::ImageUrl(u) => json!({"type": "image_url", "image_url": {"url": u}}),
+        }))
+    }
+}
+
+struct WireToolCalls<'a>(&'a [ToolCallRequest]);
+
+impl Serialize for WireToolCalls<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Function<'a> {
+            name: &'a str,
+            arguments: &'a str,
+        }
+        #[derive(Serialize)]
+        struct Call<'a> {
+            id: &'a str,
+            r#type: &'static str,
+            function: Function<'a>,
+        }
+        s.collect_seq(self.0.iter().map(|c| Call {
+            id: &c.id,
+            r#type: "function",
+            function: Function {
+                name: &c.name,
+                arguments: &c.arguments,
+            },
+        }))
+    }
+}
+
+/// The request body, written straight to JSON text: building it as a `Value`
+/// first cost about 2.5 KB of short-lived maps per history message on every
+/// model call (massif), which glibc's allocator kept as RSS that grew with
+/// the length of the conversation. `tools` is omitted when empty (OpenAI
+/// rejects `[]`).
+impl Serialize for ChatRequest {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Tool<'a> {
+            r#type: &'static str,
+            function: &'a ToolSpec,
+        }
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("model", &self.model)?;
+        m.serialize_entry(
+            "messages",
+            &Messages {
+                messages: &self.messages,
+                send_reasoning: self.send_reasoning,
+            },
+        )?;
+        m.serialize_entry("stream", &true)?;
+        if self.stream_usage {
+            m.serialize_entry("stream_options", &json!({"include_usage": true}))?;
+        }
+        if !self.tools.is_empty() {
+            let tools: Vec<Tool<'_>> = self
+                .tools
+                .iter()
+                .map(|t| Tool {
+                    r#type: "function",
+                    function: t,
+                })
+                .collect();
+            m.serialize_entry("tools", &tools)?;
+        }
+        if let Some(effort) = &self.reasoning_effort {
+            m.serialize_entry("reasoning_effort", effort)?;
+        }
+        m.end()
+    }
+}
+
+struct Messages<'a> {
+    messages: &'a [ChatMessage],
+    send_reasoning: bool,
+}
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.messages.iter().map(|message| WireMessage {
+            message,
+            send_reasoning: self.send_reasoning,
+        }))
     }
 }
 
 impl ChatRequest {
-    /// The JSON body. `tools` is omitted when empty (OpenAI rejects `[]`).
+    /// The JSON body as text.
+    pub fn to_body(&self) -> Vec<u8> {
+        // Our own types with string keys: serialising cannot fail.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// The JSON body as a value (tests and tools that inspect it).
     pub fn to_json(&self) -> Value {
-        let mut body = json!({
-            "model": self.model,
-            "messages": self.messages.iter().map(|m| m.to_json(self.send_reasoning)).collect::<Vec<_>>(),
-            "stream": true,
-        });
-        if self.stream_usage {
-            body["stream_options"] = json!({"include_usage": true});
-        }
-        if !self.tools.is_empty() {
-            body["tools"] = self
-                .tools
-                .iter()
-                .map(|t| json!({"type": "function", "function": t}))
-                .collect();
-        }
-        if let Some(effort) = &self.reasoning_effort {
-            body["reasoning_effort"] = Value::String(effort.clone());
-        }
-        body
+        serde_json::to_value(self).unwrap_or_default()
     }
 }
 
@@ -169,6 +255,53 @@ mod tests {
         assert_eq!(
             body["messages"][3],
             json!({"role":"tool","tool_call_id":"c1","content":"ok"})
+        );
+    }
+
+    #[test]
+    fn every_field_on_the_wire() {
+        let req = ChatRequest {
+            model: "m".into(),
+            messages: vec![
+                ChatMessage::User(vec![
+                    UserPart::Text("look".into()),
+                    UserPart::ImageUrl("data:image/png;base64,AA".into()),
+                ]),
+                ChatMessage::Assistant {
+                    text: "done".into(),
+                    reasoning: "because".into(),
+                    tool_calls: vec![],
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "echo".into(),
+                description: "Echoes.".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            stream_usage: true,
+            send_reasoning: true,
+            reasoning_effort: Some("high".into()),
+        };
+        let body: Value = serde_json::from_slice(&req.to_body()).unwrap();
+        assert_eq!(body, req.to_json());
+        assert_eq!(
+            body,
+            json!({
+                "model": "m",
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "reasoning_effort": "high",
+                "messages": [
+                    {"role": "user", "content": [
+                        {"type": "text", "text": "look"},
+                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}
+                    ]},
+                    {"role": "assistant", "content": "done", "reasoning_content": "because"}
+                ],
+                "tools": [{"type": "function", "function": {
+                    "name": "echo", "description": "Echoes.", "parameters": {"type": "object"}
+                }}]
+            })
         );
     }
 }
