@@ -52,14 +52,7 @@ impl Agent {
             created_at: meta.created_at.clone(),
             updated_at: meta.updated_at.clone(),
         };
-        let log = match self.store.create(&summary) {
-            Ok(log) => log,
-            Err(e) => {
-                // Keep going: the recorder retries and tells the user once.
-                tracing::warn!(error = %e, "cannot create the session log");
-                self.store.open(&id)
-            }
-        };
+        let log = self.store.create(&summary);
         let mode = Mode::parse(&settings.default_mode).unwrap_or(Mode::Ask);
         let editor = Editor::new(self.peer.clone(), self.client_caps(), &id);
         let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor).await;

@@ -311,7 +311,7 @@ impl Store {
     /// Never loses the meta record: when the directory cannot be written the
     /// error is logged and the record waits in the log's backlog (the first
     /// record that cannot be written either is reported to the user).
-    pub fn create(&self, summary: &Summary) -> Result<Log, StoreError> {
+    pub fn create(&self, summary: &Summary) -> Log {
         let log = self.open(&summary.session_id);
         let saved = log
             .append(&Record::Meta {
@@ -324,7 +324,7 @@ impl Store {
         if let Err(e) = saved {
             tracing::warn!(error = %e, "cannot save the new session yet; retrying with its next record");
         }
-        Ok(log)
+        log
     }
 
     /// Opens an existing log for appending.
@@ -560,7 +560,7 @@ mod tests {
     fn round_trip_and_torn_last_line() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
-        let log = store.create(&summary("s1")).unwrap();
+        let log = store.create(&summary("s1"));
         log.append(&Record::User {
             prompt: vec![ContentBlock::text("hi")],
             message: StoredMessage::User {
@@ -614,7 +614,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(&dir.path().join("data"));
-        let log = store.create(&summary("s3")).unwrap();
+        let log = store.create(&summary("s3"));
         log.append(&Record::Title { title: "t".into() }).unwrap();
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(store.dir()), 0o700);

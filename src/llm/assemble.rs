@@ -273,11 +273,6 @@ impl Assembler {
         }
     }
 
-    /// Whether anything was received yet (decides if a retry would repeat output).
-    pub fn is_empty(&self) -> bool {
-        self.text.is_empty() && self.reasoning.is_empty() && self.calls.is_empty()
-    }
-
     pub fn saw_finish(&self) -> bool {
         self.finish.is_some()
     }
