@@ -211,10 +211,48 @@ async fn a_broken_config_file_is_reported_on_session_new_and_fixed_by_authentica
         err.message.contains("config.toml") && err.message.contains("modle"),
         "names the file and the key: {err}"
     );
+    // Warnings also go to stderr (the editor's log), naming the problem.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !editor.stderr().contains("modle") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no warning on stderr: {}",
+            editor.stderr()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     write_config(home.path(), "max_turn_requests = 3\n");
     editor
         .request("authenticate", json!({"methodId": "openai-api-key"}))
         .await
         .expect("authenticate reloads the fixed file");
     editor.new_session(ws.path()).await;
+}
+
+#[test]
+fn help_and_version_describe_the_binary() {
+    let run = |arg: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_acp-coder"))
+            .arg(arg)
+            .output()
+            .expect("run acp-coder");
+        assert!(out.status.success(), "{arg}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let version = run("--version");
+    assert_eq!(
+        version.trim(),
+        format!("acp-coder {}", env!("CARGO_PKG_VERSION"))
+    );
+    let help = run("--help");
+    for flag in [
+        "--model",
+        "--base-url",
+        "--config",
+        "--log-file",
+        "--log-level",
+        "--trace",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from --help:\n{help}");
+    }
 }

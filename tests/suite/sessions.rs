@@ -481,6 +481,29 @@ async fn model_option_lists_fake_models_and_switches() {
     editor.prompt(&sid, "again").await;
     assert_eq!(model.chat_requests().last().unwrap().body["model"], "m-two");
     shut_down(editor).await;
+
+    // The choice is part of the session: it survives a restart.
+    let editor = spawn_in(home.path(), &model, &[("ACP_CODER_MODEL", "")]);
+    editor.initialize(no_capabilities()).await;
+    let resumed = editor
+        .request(
+            "session/resume",
+            json!({"sessionId": sid, "cwd": ws.path()}),
+        )
+        .await
+        .unwrap();
+    let current = resumed["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == "model")
+        .unwrap()["currentValue"]
+        .clone();
+    assert_eq!(current, "m-two");
+    model.push(Reply::text("three"));
+    editor.prompt(&sid, "after restart").await;
+    assert_eq!(model.chat_requests().last().unwrap().body["model"], "m-two");
+    shut_down(editor).await;
 }
 
 #[tokio::test]
