@@ -309,3 +309,24 @@ async fn exit_codes_tell_failures_apart() {
         .await;
     run.assert_code(2);
 }
+
+#[tokio::test]
+async fn long_waits_show_a_status_line() {
+    // A 500 first: the retry is announced on stderr while the agent waits.
+    let model =
+        FakeModel::with_replies([Reply::error(500, "overloaded"), Reply::text("done")]).await;
+    let ws = Workspace::new();
+    let run = CliEnv::with_model(&model)
+        .env("ACP_CODER_RETRY_BASE_MS", "20")
+        .cwd(ws.path())
+        .run(&["exec", "hello"])
+        .await;
+    run.assert_code(0);
+    assert_eq!(run.stdout.trim(), "done");
+    assert!(
+        run.stderr
+            .contains("⋯ Model endpoint: HTTP 500 — retrying in"),
+        "{}",
+        run.stderr
+    );
+}
