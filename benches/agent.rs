@@ -19,8 +19,8 @@
 //! | variable | default | quick (`BENCH_QUICK=1`) |
 //! |---|---|---|
 //! | `BENCH_RUNS` (start-ups, cancels) | 30 | 5 |
-//! | `BENCH_STREAM_CHUNKS` (per throughput run) | 20000 | 2000 |
-//! | `BENCH_STREAM_ROUNDS` | 7 | 3 |
+//! | `BENCH_STREAM_CHUNKS` (per throughput run) | 100000 | 2000 |
+//! | `BENCH_STREAM_ROUNDS` | 11 | 3 |
 //! | `BENCH_PACED_CHUNKS` (latency run, 1 chunk/ms) | 3000 | 300 |
 //! | `BENCH_TURNS` (soak) | 1000 | 100 |
 //! | `BENCH_LOAD_MESSAGES` | 2000 | 2000 |
@@ -197,8 +197,8 @@ fn main() {
             .filter(|v| !v.is_empty())
             .map(|v| v.split(',').map(|s| s.trim().to_owned()).collect()),
         runs: env_usize("BENCH_RUNS", 30, 5, quick).max(1),
-        stream_chunks: env_usize("BENCH_STREAM_CHUNKS", 20_000, 2_000, quick).max(10),
-        stream_rounds: env_usize("BENCH_STREAM_ROUNDS", 7, 3, quick).max(1),
+        stream_chunks: env_usize("BENCH_STREAM_CHUNKS", 100_000, 2_000, quick).max(10),
+        stream_rounds: env_usize("BENCH_STREAM_ROUNDS", 11, 3, quick).max(1),
         paced_chunks: env_usize("BENCH_PACED_CHUNKS", 3_000, 300, quick).max(10),
         turns: env_usize("BENCH_TURNS", 1_000, 100, quick).max(30),
         load_messages: env_usize("BENCH_LOAD_MESSAGES", 2_000, 2_000, quick).max(4),
@@ -1040,6 +1040,20 @@ struct StreamRun {
     rate: f64,
     /// Per-chunk send→receipt latencies.
     lat: Vec<u64>,
+    /// The agent's CPU time (all threads) per chunk, in ns.
+    cpu_per_chunk: Option<f64>,
+}
+
+/// CPU time of every thread of `pid` so far (`/proc/PID/task/*/schedstat`).
+fn task_cpu_ns(pid: u32) -> u64 {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten();
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 fn stream_stats(samples: &[(u64, u64)], frames: usize) -> StreamRun {
@@ -1051,6 +1065,7 @@ fn stream_stats(samples: &[(u64, u64)], frames: usize) -> StreamRun {
         frames,
         rate: samples.len() as f64 / ((last.saturating_sub(first)).max(1) as f64 / 1e9),
         lat: samples.iter().map(|(s, r)| r.saturating_sub(*s)).collect(),
+        cpu_per_chunk: None,
     }
 }
 
@@ -1063,8 +1078,10 @@ fn agent_stream(
 ) -> StreamRun {
     let sid = agent.new_session(&env.ws(), json!([]));
     model.push(Script::Stream { chunks, pace });
+    let cpu = task_cpu_ns(agent.pid());
     let id = agent.prompt(&sid, "stream");
     let reply = agent.wait_for(id);
+    let cpu = task_cpu_ns(agent.pid()).saturating_sub(cpu);
     assert_eq!(reply.result()["stopReason"], "end_turn");
     let mut samples = Vec::with_capacity(chunks);
     let mut frames = 0;
@@ -1075,7 +1092,10 @@ fn agent_stream(
         }
     }
     assert_eq!(samples.len(), chunks, "every chunk reached the editor");
-    stream_stats(&samples, frames)
+    StreamRun {
+        cpu_per_chunk: Some(cpu as f64 / chunks as f64),
+        ..stream_stats(&samples, frames)
+    }
 }
 
 fn http_client() -> reqwest::Client {
@@ -1148,8 +1168,13 @@ fn bench_stream(o: &Opts, model: &FakeModel) -> Vec<Row> {
         let a = agent_stream(&mut agent, &env, model, o.stream_chunks, None);
         let b = reqwest_stream(&rt, &client, model, o.stream_chunks, None);
         println!(
-            "  {} chunks: agent {:.0}/s in {} updates, reqwest {:.0}/s in {} reads",
-            a.n, a.rate, a.frames, b.rate, b.frames
+            "  {} chunks: agent {:.0}/s in {} updates ({:.0} ns of agent CPU per chunk), reqwest {:.0}/s in {} reads",
+            a.n,
+            a.rate,
+            a.frames,
+            a.cpu_per_chunk.unwrap_or(0.0),
+            b.rate,
+            b.frames
         );
         ours.push(a.rate as u64);
         theirs.push(b.rate as u64);

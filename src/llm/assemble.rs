@@ -171,6 +171,38 @@ impl Assembler {
         }
     }
 
+    /// Applies a chunk the fast path read; `emit(is_reasoning, text)` gets
+    /// its text, in the order [`Assembler::push`] would yield it.
+    pub(super) fn push_text_chunk(
+        &mut self,
+        c: &super::fastchunk::TextChunk<'_>,
+        mut emit: impl FnMut(bool, &str),
+    ) {
+        for t in [&c.reasoning_content, &c.reasoning].into_iter().flatten() {
+            if !t.is_empty() {
+                self.reasoning.push_str(t);
+                emit(true, t);
+            }
+        }
+        for t in [&c.content, &c.refusal].into_iter().flatten() {
+            if !t.is_empty() {
+                self.text.push_str(t);
+                emit(false, t);
+            }
+        }
+        if let Some(reason) = c.finish_reason.as_deref().and_then(FinishReason::parse) {
+            self.finish = Some(reason);
+        }
+    }
+
+    /// Applies a chunk whose only news is `content` (see `fastchunk::Template`).
+    pub(super) fn push_content(&mut self, text: &str, mut emit: impl FnMut(&str)) {
+        if !text.is_empty() {
+            self.text.push_str(text);
+            emit(text);
+        }
+    }
+
     fn push_delta(&mut self, delta: Delta, out: &mut Vec<Event>) {
         for thought in [delta.reasoning_content, delta.reasoning]
             .into_iter()

@@ -7,9 +7,12 @@
 //! `Retry-After` of failures for the retry policy and the idle timeout per chunk,
 //! so this module speaks HTTP with reqwest and decodes SSE itself, leniently.
 mod assemble;
+mod fastchunk;
+mod io;
 mod openai;
 mod retry;
 mod sse;
+mod stream;
 mod tls;
 mod wire;
 

@@ -1,5 +1,4 @@
 //! The OpenAI-compatible HTTP implementation of [`Model`].
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -8,10 +7,10 @@ use reqwest::header::{
 };
 use serde_json::Value;
 
-use super::assemble::{Assembler, Chunk, parse_chunk};
+use super::io;
 use super::retry::parse_retry_after;
-use super::sse::SseDecoder;
-use super::{ChatRequest, Event, EventStream, LlmError, Model};
+use super::stream::{Reply, read_body};
+use super::{ChatRequest, EventStream, LlmError, Model};
 
 pub struct OpenAiModel {
     client: reqwest::Client,
@@ -91,30 +90,55 @@ impl OpenAiModel {
             None => req,
         }
     }
+}
 
-    fn redact(&self, text: &str) -> String {
-        redact_all(text, &self.secrets)
-    }
-
-    async fn error_from(&self, url: &str, resp: reqwest::Response) -> LlmError {
-        let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_retry_after);
-        let body = tokio::time::timeout(Duration::from_secs(10), resp.bytes())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
-        let message = self.redact(&error_message(&body));
-        LlmError::Status {
-            status,
-            url: url.to_owned(),
-            message,
-            retry_after,
+/// Sends the request and waits for the response head; a failure status
+/// becomes an error with the server's message.
+async fn open(
+    req: reqwest::RequestBuilder,
+    url: &str,
+    idle: Duration,
+    secrets: &[String],
+) -> Result<reqwest::Response, LlmError> {
+    let resp = match tokio::time::timeout(idle, req.send()).await {
+        Err(_) => {
+            return Err(LlmError::Timeout {
+                url: url.to_owned(),
+                after: idle,
+            });
         }
+        Ok(Err(e)) => {
+            return Err(LlmError::Connect {
+                url: url.to_owned(),
+                reason: redact_all(&error_chain(&e), secrets),
+            });
+        }
+        Ok(Ok(resp)) => resp,
+    };
+    if !resp.status().is_success() {
+        return Err(error_from(url, resp, secrets).await);
+    }
+    Ok(resp)
+}
+
+async fn error_from(url: &str, resp: reqwest::Response, secrets: &[String]) -> LlmError {
+    let status = resp.status().as_u16();
+    let retry_after = resp
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_retry_after);
+    let body = tokio::time::timeout(Duration::from_secs(10), resp.bytes())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let message = redact_all(&error_message(&body), secrets);
+    LlmError::Status {
+        status,
+        url: url.to_owned(),
+        message,
+        retry_after,
     }
 }
 
@@ -214,153 +238,6 @@ pub fn redact_secrets(text: &str, key: Option<&str>) -> String {
     out
 }
 
-struct StreamState {
-    url: String,
-    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    decoder: SseDecoder,
-    assembler: Option<Assembler>,
-    pending: VecDeque<Result<Event, LlmError>>,
-    idle: IdleTimer,
-}
-
-/// The stream's idle timeout. A `tokio::time::timeout` around every read
-/// registered and removed a timer per chunk (perf: ~7 % of a fast stream's
-/// CPU); this is one sleep for the whole stream, pushed back only when it
-/// fires early, so a chunk costs one clock read.
-struct IdleTimer {
-    limit: Duration,
-    last: tokio::time::Instant,
-    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
-}
-
-impl IdleTimer {
-    fn new(limit: Duration) -> Self {
-        let now = tokio::time::Instant::now();
-        IdleTimer {
-            limit,
-            last: now,
-            sleep: Box::pin(tokio::time::sleep_until(now + limit)),
-        }
-    }
-
-    /// Data arrived.
-    fn touch(&mut self) {
-        self.last = tokio::time::Instant::now();
-    }
-
-    /// Resolves once `limit` has passed since the last `touch`.
-    async fn expired(&mut self) {
-        loop {
-            self.sleep.as_mut().await;
-            let deadline = self.last + self.limit;
-            if tokio::time::Instant::now() >= deadline {
-                return;
-            }
-            self.sleep.as_mut().reset(deadline);
-        }
-    }
-}
-
-impl StreamState {
-    /// Handles one SSE payload; returns true once the reply is complete.
-    fn payload(&mut self, data: &str) -> bool {
-        let data = data.trim();
-        if data.is_empty() {
-            return false;
-        }
-        if data == "[DONE]" {
-            self.complete();
-            return true;
-        }
-        let chunk: Chunk = match parse_chunk(data) {
-            Ok(c) => c,
-            Err(e) => {
-                let excerpt: String = data.chars().take(120).collect();
-                self.fail(LlmError::Decode {
-                    url: self.url.clone(),
-                    reason: format!("{e} in data line {excerpt:?}"),
-                });
-                return true;
-            }
-        };
-        if let Some(err) = &chunk.error {
-            let message = err
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .unwrap_or_else(|| err.to_string());
-            self.fail(LlmError::Api {
-                url: self.url.clone(),
-                message,
-            });
-            return true;
-        }
-        let mut events = Vec::new();
-        if let Some(a) = self.assembler.as_mut() {
-            a.push(chunk, &mut events);
-        }
-        self.pending.extend(events.into_iter().map(Ok));
-        false
-    }
-
-    fn complete(&mut self) {
-        if let Some(a) = self.assembler.take() {
-            self.pending.push_back(Ok(Event::Done(a.finish())));
-        }
-    }
-
-    fn fail(&mut self, err: LlmError) {
-        self.assembler = None;
-        self.pending.push_back(Err(err));
-    }
-
-    async fn next(mut self) -> Option<(Result<Event, LlmError>, Self)> {
-        loop {
-            if let Some(item) = self.pending.pop_front() {
-                return Some((item, self));
-            }
-            self.assembler.as_ref()?;
-            let read = tokio::select! {
-                biased;
-                read = self.body.next() => Ok(read),
-                () = self.idle.expired() => Err(()),
-            };
-            match read {
-                Err(()) => self.fail(LlmError::Timeout {
-                    url: self.url.clone(),
-                    after: self.idle.limit,
-                }),
-                Ok(Some(Ok(bytes))) => {
-                    self.idle.touch();
-                    let mut decoder = std::mem::take(&mut self.decoder);
-                    decoder.feed_with(&bytes, |data| self.payload(data));
-                    self.decoder = decoder;
-                }
-                Ok(Some(Err(e))) => self.fail(LlmError::Interrupted {
-                    url: self.url.clone(),
-                    reason: e.to_string(),
-                }),
-                Ok(None) => {
-                    if let Some(data) = self.decoder.finish()
-                        && self.payload(&data)
-                    {
-                        continue;
-                    }
-                    let finished = self.assembler.as_ref().is_some_and(Assembler::saw_finish);
-                    if finished {
-                        self.complete();
-                    } else {
-                        self.fail(LlmError::Interrupted {
-                            url: self.url.clone(),
-                            reason: "the stream ended before the reply was complete".into(),
-                        });
-                    }
-                }
-            }
-        }
-    }
-}
-
 #[async_trait::async_trait]
 impl Model for OpenAiModel {
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
@@ -369,102 +246,124 @@ impl Model for OpenAiModel {
             .auth(self.client.post(&url))
             .header(CONTENT_TYPE, "application/json")
             .body(request.to_body());
-        let resp = match tokio::time::timeout(self.idle_timeout, req.send()).await {
-            Err(_) => {
-                return Err(LlmError::Timeout {
-                    url,
-                    after: self.idle_timeout,
-                });
+        let idle = self.idle_timeout;
+        let secrets = self.secrets.clone();
+        let (tx, rx) = io::queue();
+        let (head_tx, head_rx) = tokio::sync::oneshot::channel();
+        // The request and its body are read on the model I/O thread (see
+        // `io`); dropping the stream returned here aborts that task.
+        let task = io::spawn(async move {
+            let resp = match open(req, &url, idle, &secrets).await {
+                Ok(resp) => resp,
+                Err(e) => {
+                    let _ = head_tx.send(Err(e));
+                    return;
+                }
+            };
+            if head_tx.send(Ok(())).is_err() {
+                return;
             }
-            Ok(Err(e)) => {
-                return Err(LlmError::Connect {
-                    url,
-                    reason: self.redact(&error_chain(&e)),
-                });
+            let redact = |e| redact_error(e, &secrets);
+            let mut reply = Reply::new(url.clone());
+            let is_json = resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|ct| ct.contains("application/json"));
+            if !is_json {
+                return read_body(resp, reply, idle, tx, redact).await;
             }
-            Ok(Ok(resp)) => resp,
-        };
-        if !resp.status().is_success() {
-            return Err(self.error_from(&url, resp).await);
-        }
-        let is_json = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.contains("application/json"));
-        let mut state = StreamState {
-            url,
-            body: resp.bytes_stream().boxed(),
-            decoder: SseDecoder::default(),
-            assembler: Some(Assembler::default()),
-            pending: VecDeque::new(),
-            idle: IdleTimer::new(self.idle_timeout),
-        };
-        if is_json {
             // A server that ignored `stream: true`: one JSON completion.
-            let mut body = Vec::new();
-            while let Some(part) = state.body.next().await {
-                match part {
-                    Ok(b) => body.extend_from_slice(&b),
-                    Err(e) => {
-                        return Err(LlmError::Interrupted {
-                            url: state.url,
-                            reason: e.to_string(),
-                        });
+            match resp.bytes().await {
+                Ok(body) => {
+                    if !reply.payload(&String::from_utf8_lossy(&body)) {
+                        reply.complete();
                     }
                 }
+                Err(e) => tx.send(Err(redact(LlmError::Interrupted {
+                    url,
+                    reason: e.to_string(),
+                }))),
             }
-            let text = String::from_utf8_lossy(&body).into_owned();
-            if !state.payload(&text) {
-                state.complete();
-            }
+            reply.flush(&tx, redact);
+        });
+        let rx = rx.owning(task);
+        match head_rx.await {
+            Ok(Ok(())) => Ok(rx.boxed()),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(LlmError::Interrupted {
+                url: format!("{}/chat/completions", self.base_url),
+                reason: "the model I/O task ended before the reply began".into(),
+            }),
         }
-        let secrets = self.secrets.clone();
-        Ok(futures::stream::unfold(state, StreamState::next)
-            .map(move |item| item.map_err(|e| redact_error(e, &secrets)))
-            .boxed())
     }
 
     async fn list_models(&self) -> Result<Vec<String>, LlmError> {
         let url = format!("{}/models", self.base_url);
-        let resp = tokio::time::timeout(
-            Duration::from_secs(5),
-            self.auth(self.client.get(&url)).send(),
-        )
+        let req = self.auth(self.client.get(&url));
+        let secrets = self.secrets.clone();
+        // On the I/O thread too: a pooled connection's task runs on the
+        // runtime that opened it, and the streams that reuse it run there.
+        let task = io::spawn(async move { fetch_models(req, &url, &secrets).await });
+        let mut task = AbortOnDrop(task);
+        match (&mut task.0).await {
+            Ok(r) => r,
+            Err(e) => Err(LlmError::Interrupted {
+                url: format!("{}/models", self.base_url),
+                reason: format!("the model I/O task failed: {e}"),
+            }),
+        }
+    }
+}
+
+/// Aborts a task when the future waiting for it is dropped (cancelled).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+async fn fetch_models(
+    req: reqwest::RequestBuilder,
+    url: &str,
+    secrets: &[String],
+) -> Result<Vec<String>, LlmError> {
+    let resp = tokio::time::timeout(Duration::from_secs(5), req.send())
         .await
         .map_err(|_| LlmError::Timeout {
-            url: url.clone(),
+            url: url.to_owned(),
             after: Duration::from_secs(5),
         })?
         .map_err(|e| LlmError::Connect {
-            url: url.clone(),
-            reason: self.redact(&error_chain(&e)),
+            url: url.to_owned(),
+            reason: redact_all(&error_chain(&e), secrets),
         })?;
-        if !resp.status().is_success() {
-            return Err(self.error_from(&url, resp).await);
-        }
-        let v: Value = resp.json().await.map_err(|e| LlmError::Decode {
-            url: url.clone(),
-            reason: e.to_string(),
-        })?;
-        let list = v
-            .get("data")
-            .or_else(|| v.get("models"))
-            .and_then(Value::as_array);
-        Ok(list
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(|m| {
-                        m.get("id")
-                            .or_else(|| m.get("name"))
-                            .and_then(Value::as_str)
-                    })
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default())
+    if !resp.status().is_success() {
+        return Err(error_from(url, resp, secrets).await);
     }
+    let v: Value = resp.json().await.map_err(|e| LlmError::Decode {
+        url: url.to_owned(),
+        reason: e.to_string(),
+    })?;
+    let list = v
+        .get("data")
+        .or_else(|| v.get("models"))
+        .and_then(Value::as_array);
+    Ok(list
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|m| {
+                    m.get("id")
+                        .or_else(|| m.get("name"))
+                        .and_then(Value::as_str)
+                })
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default())
 }
 
 /// reqwest's Display hides the cause ("error sending request"); include it.

@@ -60,7 +60,7 @@ impl SseDecoder {
         let mut rest = bytes;
         if !self.buf.is_empty() {
             // Complete the line the last read ended in.
-            let Some(pos) = rest.iter().position(|&b| b == b'\n') else {
+            let Some(pos) = memchr::memchr(b'\n', rest) else {
                 self.buf.extend_from_slice(rest);
                 return;
             };
@@ -81,7 +81,7 @@ impl SseDecoder {
                 return;
             }
         }
-        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
+        while let Some(pos) = memchr::memchr(b'\n', rest) {
             let line = decode_line(&rest[..pos]);
             rest = &rest[pos + 1..];
             let stop = match &line {

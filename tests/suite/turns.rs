@@ -20,7 +20,9 @@ fn message_ids(updates: &[Value]) -> Vec<String> {
 
 async fn streamed_text_and_thoughts(reply: Reply, reasoning: &str, text: &str) {
     let model = FakeModel::start().await;
-    model.push(reply);
+    // Chunks a model sends apart reach the editor apart (a burst read at
+    // once may be relayed as one update).
+    model.push(reply.delay(std::time::Duration::from_millis(20)));
     let r = ready(&model).await;
     let result = r.editor.prompt(&r.sid, "explain").await;
     assert_eq!(result["stopReason"], "end_turn");
@@ -443,4 +445,27 @@ async fn lenient_streams_keep_alives_no_done_and_plain_json_replies() {
     let usage = r.editor.updates_of_kind(&r.sid, "usage_update");
     assert_eq!(usage.len(), 1, "{usage:?}");
     assert_eq!(usage[0]["used"], 15);
+}
+
+#[tokio::test]
+async fn a_burst_of_chunks_arrives_whole_in_fewer_updates() {
+    let model = FakeModel::start().await;
+    let parts: Vec<String> = (0..2000).map(|i| format!("w{i} ")).collect();
+    let mut chunks = vec![chunk::role()];
+    chunks.extend(parts.iter().map(|p| chunk::text(p)));
+    chunks.push(chunk::finish("stop"));
+    model.push(Reply::stream(chunks));
+    let r = ready(&model).await;
+    let result = r.editor.prompt(&r.sid, "burst").await;
+    assert_eq!(result["stopReason"], "end_turn");
+    assert_eq!(r.editor.agent_text(&r.sid), parts.concat());
+    // What is read while the agent is busy is merged: the editor does not
+    // pay a frame per token when a server sends faster than it renders.
+    let updates = r.editor.updates_of_kind(&r.sid, "agent_message_chunk");
+    assert!(
+        updates.len() < parts.len() / 2,
+        "{} updates for {} chunks",
+        updates.len(),
+        parts.len()
+    );
 }
