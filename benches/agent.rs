@@ -1731,15 +1731,16 @@ fn bench_size(o: &Opts, _model: &FakeModel) -> Vec<Row> {
         })
         .and_then(|f| std::fs::metadata(f).ok())
         .map(|m| m.len());
-    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    // MB as the issue writes it: 10^6 bytes, the stricter reading.
+    let mb = |b: u64| b as f64 / 1e6;
     vec![
         Row::new(
             "stripped release binary",
-            format!("{:.1} MiB", mib(size)),
-            rg.map_or("—".into(), |r| format!("ripgrep {:.1} MiB", mib(r))),
+            format!("{:.2} MB", mb(size)),
+            rg.map_or("—".into(), |r| format!("ripgrep {:.2} MB", mb(r))),
             rg.map_or("—".into(), |r| format!("{:.1}×", size as f64 / r as f64)),
             "≤ 15 MB",
         )
-        .pass(size <= 15 * 1024 * 1024),
+        .pass(size <= 15_000_000),
     ]
 }
