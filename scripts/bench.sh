@@ -165,6 +165,10 @@ How each figure is taken (see `benches/agent.rs` for the code):
   thread stamps each `session/update` line it reads. Rate = chunks / (first
   send → last receipt), median of rounds; the baseline is reqwest reading the
   same stream from the same server, interleaved with the agent's rounds.
+  Each round also prints the agent's CPU time per chunk (all its threads,
+  `/proc/PID/task/*/schedstat`). On 2 cores the server, the reader and the
+  editor share the CPUs, and single rounds of either side vary by up to 2×;
+  the median ratio of one run varies by about ±0.1 between runs.
   Latency is measured on a paced stream (one chunk per millisecond) so that
   it shows the relay's delay, not a queue.
 - **cancel**: full-auto mode; `session/cancel` is sent once the first text
