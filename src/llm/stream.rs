@@ -198,14 +198,8 @@ impl Reply {
         }
         for item in &mut self.out {
             if let Err(e) = item {
-                let taken = std::mem::replace(
-                    e,
-                    LlmError::Decode {
-                        url: String::new(),
-                        reason: String::new(),
-                    },
-                );
-                *e = redact(taken);
+                // At most one error per reply: the clone is not on a hot path.
+                *e = redact(e.clone());
             }
         }
         tx.queue(&mut self.out);
