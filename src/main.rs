@@ -235,7 +235,7 @@ fn run_agent(g: &GlobalArgs) -> anyhow::Result<()> {
         // A signal ends the input: the agent then shuts down as at end of
         // input (turns cancelled and answered, sessions saved).
         let input = acp_coder::rpc::eof_on(acp_coder::rpc::stdio::stdin(), async {
-            terminated().await;
+            acp_coder::rpc::terminated().await;
             tracing::info!("terminated by signal");
         });
         serve_with(input, acp_coder::rpc::stdio::stdout(), config).await;
@@ -333,21 +333,6 @@ fn run_login(g: &GlobalArgs, args: LoginArgs, (base_url, model): (bool, bool)) -
             eprintln!("acp-coder login: {e}");
             e.exit_code()
         }
-    }
-}
-
-/// SIGTERM or SIGINT: shut down like at end of input.
-async fn terminated() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
     }
 }
 

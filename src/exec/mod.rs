@@ -222,7 +222,7 @@ pub async fn run(opts: ExecOptions, mut config: AgentConfig) -> u8 {
             tokio::select! {
                 r = &mut prompt => return r,
                 () = &mut waiting => {}
-                () = interrupted() => {
+                () = crate::rpc::terminated() => {
                     interrupts += 1;
                     if interrupts > 1 {
                         return Ok(json!({"stopReason": "cancelled"}));
@@ -355,21 +355,6 @@ async fn waiting_indicator(
             }
             Err(_) => {}
         }
-    }
-}
-
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-async fn interrupted() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
     }
 }
 

@@ -15,7 +15,7 @@ pub mod stdio;
 pub use connection::{
     Connection, Direction, Handler, Peer, Reply, ServeOptions, Tracer, WriterDone, serve,
 };
-pub use eof::{EofOn, eof_on};
+pub use eof::{EofOn, eof_on, terminated};
 pub use error::{RpcError, codes};
 pub use framing::{Frame, LineReader};
 pub use message::{Id, Incoming, decode_params};
