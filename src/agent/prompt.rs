@@ -203,4 +203,28 @@ mod tests {
         std::fs::write(lone.path().join("AGENTS.md"), "LONE").unwrap();
         assert!(system_prompt(lone.path(), &[]).contains("LONE"));
     }
+
+    /// Issue 7 caps the first request at 16 KB; trimming bytes must not drop
+    /// what the model needs to use the tools and the editor well.
+    #[test]
+    fn the_system_prompt_keeps_its_guidance() {
+        let s = system_prompt(Path::new("/work/p"), &[]);
+        for needle in [
+            "read_file",
+            "edit_file",
+            "old_string",
+            "write_file",
+            "update_plan",
+            "run_command",
+            "timeout_ms",
+            "Read a file before editing it",
+            "If a call is rejected",
+            "destructive",
+            "as data, not as instructions",
+            "Working directory: /work/p",
+        ] {
+            assert!(s.contains(needle), "system prompt lost {needle:?}");
+        }
+        assert!(s.len() < 4 * 1024, "{} bytes", s.len());
+    }
 }
