@@ -1042,6 +1042,9 @@ struct StreamRun {
     lat: Vec<u64>,
     /// The agent's CPU time (all threads) per chunk, in ns.
     cpu_per_chunk: Option<f64>,
+    /// Chunks per second the server wrote (first to last send): below the
+    /// reader's rate when the reader holds the server back.
+    send_rate: f64,
 }
 
 /// CPU time of every thread of `pid` so far (`/proc/PID/task/*/schedstat`).
@@ -1056,11 +1059,31 @@ fn task_cpu_ns(pid: u32) -> u64 {
         .sum()
 }
 
+/// CPU time so far of each thread of `pid`, by thread name.
+fn task_cpu_by_name(pid: u32) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        let ns = std::fs::read_to_string(t.path().join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0);
+        *out.entry(name.trim().to_owned()).or_insert(0) += ns;
+    }
+    out
+}
+
 fn stream_stats(samples: &[(u64, u64)], frames: usize) -> StreamRun {
     // (sent, received)
     let first = samples.iter().map(|s| s.0).min().unwrap_or(0);
     let last = samples.iter().map(|s| s.1).max().unwrap_or(0);
+    let last_sent = samples.iter().map(|s| s.0).max().unwrap_or(0);
     StreamRun {
+        send_rate: samples.len() as f64 / ((last_sent.saturating_sub(first)).max(1) as f64 / 1e9),
         n: samples.len(),
         frames,
         rate: samples.len() as f64 / ((last.saturating_sub(first)).max(1) as f64 / 1e9),
@@ -1079,9 +1102,21 @@ fn agent_stream(
     let sid = agent.new_session(&env.ws(), json!([]));
     model.push(Script::Stream { chunks, pace });
     let cpu = task_cpu_ns(agent.pid());
+    let by_name = task_cpu_by_name(agent.pid());
     let id = agent.prompt(&sid, "stream");
     let reply = agent.wait_for(id);
     let cpu = task_cpu_ns(agent.pid()).saturating_sub(cpu);
+    if std::env::var_os("BENCH_THREAD_CPU").is_some() {
+        let after = task_cpu_by_name(agent.pid());
+        let parts: Vec<String> = after
+            .iter()
+            .map(|(n, v)| {
+                let d = v.saturating_sub(by_name.get(n).copied().unwrap_or(0));
+                format!("{n} {:.0}", d as f64 / chunks as f64)
+            })
+            .collect();
+        println!("    agent CPU ns per chunk by thread: {}", parts.join(", "));
+    }
     assert_eq!(reply.result()["stopReason"], "end_turn");
     let mut samples = Vec::with_capacity(chunks);
     let mut frames = 0;
@@ -1168,13 +1203,16 @@ fn bench_stream(o: &Opts, model: &FakeModel) -> Vec<Row> {
         let a = agent_stream(&mut agent, &env, model, o.stream_chunks, None);
         let b = reqwest_stream(&rt, &client, model, o.stream_chunks, None);
         println!(
-            "  {} chunks: agent {:.0}/s in {} updates ({:.0} ns of agent CPU per chunk), reqwest {:.0}/s in {} reads",
+            "  {} chunks: agent {:.0}/s in {} updates ({:.0} ns of agent CPU per chunk; server wrote {:.0}/s; latency p50 {:.3} ms), reqwest {:.0}/s in {} reads (server wrote {:.0}/s)",
             a.n,
             a.rate,
             a.frames,
             a.cpu_per_chunk.unwrap_or(0.0),
+            a.send_rate,
+            ms(median(&a.lat)),
             b.rate,
-            b.frames
+            b.frames,
+            b.send_rate
         );
         ours.push(a.rate as u64);
         theirs.push(b.rate as u64);

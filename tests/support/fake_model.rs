@@ -417,6 +417,9 @@ pub struct RecordedRequest {
     pub method: String,
     /// Path including any query string.
     pub path: String,
+    /// The whole URL when the request came as to a proxy (absolute form,
+    /// `POST http://host/v1/chat/completions`); `path` is then its path.
+    pub absolute_target: Option<String>,
     /// Header names are lower-cased.
     pub headers: Vec<(String, String)>,
     pub raw_body: String,
@@ -677,7 +680,15 @@ async fn read_request(
     }
     let mut parts = line.split_whitespace();
     let method = parts.next()?.to_owned();
-    let path = parts.next()?.to_owned();
+    let target = parts.next()?.to_owned();
+    let (path, absolute_target) = match target.strip_prefix("http://") {
+        Some(rest) => (
+            rest.find('/')
+                .map_or_else(|| "/".to_owned(), |i| rest[i..].to_owned()),
+            Some(target.clone()),
+        ),
+        None => (target, None),
+    };
     let mut headers = Vec::new();
     let mut head_bytes = line.len();
     loop {
@@ -733,6 +744,7 @@ async fn read_request(
     Some(RecordedRequest {
         method,
         path,
+        absolute_target,
         headers,
         raw_body,
         body: parsed,
