@@ -11,11 +11,6 @@
 //! agent's runtime through [`queue`], which merges text arriving while the
 //! turn is busy, so the turn wakes once per batch rather than per chunk.
 //!
-//! (Streams from plain `http://` servers now skip hyper altogether, see
-//! [`super::h1`]; the thread still keeps each connection, pooled or not,
-//! on the runtime that opened it, and keeps a stream's reads off the
-//! runtime that runs tools and writes to the editor.)
-//!
 //! The thread only does HTTP and decoding; every decision stays with the
 //! turn. Dropping a [`Receiver`] aborts the task feeding it, which drops the
 //! request (cancel).
@@ -66,27 +61,13 @@ fn start() -> Option<Handle> {
     // process exits; it holds no resource that needs an orderly shutdown.
     let started = std::thread::Builder::new()
         .name("model-io".into())
-        .spawn(move || {
-            fine_timer_slack();
-            rt.block_on(std::future::pending::<()>())
-        });
+        .spawn(move || rt.block_on(std::future::pending::<()>()));
     match started {
         Ok(_) => Some(handle),
         Err(e) => {
             tracing::warn!(error = %e, "no model I/O thread; streaming on the main runtime");
             None
         }
-    }
-}
-
-/// Lets this thread's short sleeps (the read coalescing in
-/// [`super::stream`]) end when asked: Linux adds 50 µs of "timer slack" to
-/// every sleep of a normal thread by default.
-fn fine_timer_slack() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: PR_SET_TIMERSLACK takes one integer and touches no memory.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong);
     }
 }
 

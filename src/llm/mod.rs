@@ -8,7 +8,6 @@
 //! so this module speaks HTTP with reqwest and decodes SSE itself, leniently.
 mod assemble;
 mod fastchunk;
-mod h1;
 mod io;
 mod openai;
 mod retry;

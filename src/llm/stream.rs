@@ -3,16 +3,10 @@
 //! reads from.
 use std::time::Duration;
 
-use std::future::poll_fn;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use bytes::Bytes;
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
 use super::assemble::{Assembler, Chunk, parse_chunk};
-use super::h1;
 use super::io::Sender;
 use super::sse::SseDecoder;
 use super::{Event, LlmError};
@@ -80,8 +74,6 @@ pub(super) struct Reply {
     events: Vec<Event>,
     /// The shape of the last text chunk, to read the next ones faster.
     template: super::fastchunk::Template,
-    /// Bytes of the body read so far.
-    fed: usize,
 }
 
 impl Reply {
@@ -93,7 +85,6 @@ impl Reply {
             out: Vec::new(),
             events: Vec::new(),
             template: super::fastchunk::Template::default(),
-            fed: 0,
         }
     }
 
@@ -161,7 +152,6 @@ impl Reply {
 
     /// Feeds one read of the body.
     fn feed(&mut self, bytes: &[u8]) {
-        self.fed += bytes.len();
         let mut decoder = std::mem::take(&mut self.decoder);
         decoder.feed_with(bytes, |data| self.payload(data));
         self.decoder = decoder;
@@ -225,9 +215,6 @@ impl Reply {
 /// second at most instead of once per chunk.
 const SIGNAL_GAP: Duration = Duration::from_micros(500);
 
-/// Data within this long of the last read means a burst (see [`COALESCE`]).
-const BURST_SPAN: Duration = Duration::from_micros(200);
-
 /// Returns `Pending` once after waking itself: the task goes to the back of
 /// the run queue, behind the tasks already woken, without the I/O driver
 /// poll that `tokio::task::yield_now` waits for on a current-thread runtime
@@ -250,153 +237,39 @@ impl std::future::Future for YieldOnce {
     }
 }
 
-/// A reply's body: through reqwest (hyper), or read directly ([`h1`]).
-pub(super) enum Body {
-    Hyper(Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>),
-    Direct(h1::Body),
-}
-
-impl Body {
-    pub(super) fn hyper(resp: reqwest::Response) -> Body {
-        Body::Hyper(Box::pin(resp.bytes_stream()))
-    }
-
-    /// Waits for the next read of the body and feeds it to `reply`:
-    /// `Ready(Some(Ok(())))` after a read, `Ready(None)` at the end.
-    fn poll_feed(
-        &mut self,
-        cx: &mut Context<'_>,
-        reply: &mut Reply,
-    ) -> Poll<Option<Result<(), String>>> {
-        match self {
-            Body::Hyper(s) => match s.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(bytes))) => {
-                    reply.feed(&bytes);
-                    Poll::Ready(Some(Ok(())))
-                }
-                Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.to_string()))),
-                Poll::Ready(None) => Poll::Ready(None),
-                Poll::Pending => Poll::Pending,
-            },
-            Body::Direct(b) => b.poll_feed(cx, &mut |bytes| reply.feed(bytes)),
-        }
-    }
-
-    /// Whether another task of the I/O runtime may hold the next read:
-    /// hyper's connection task decodes chunks for this one.
-    fn yield_first(&self) -> bool {
-        matches!(self, Body::Hyper(_))
-    }
-
-    fn coalesces(&self) -> bool {
-        matches!(self, Body::Direct(_))
-    }
-
-    /// The whole body, up to `limit` bytes.
-    pub(super) async fn read_to_end(self, limit: usize) -> Result<Vec<u8>, String> {
-        match self {
-            Body::Hyper(mut s) => {
-                let mut all = Vec::new();
-                while let Some(part) = s.next().await {
-                    let part = part.map_err(|e| e.to_string())?;
-                    all.extend_from_slice(&part[..part.len().min(limit - all.len())]);
-                    if all.len() >= limit {
-                        break;
-                    }
-                }
-                Ok(all)
-            }
-            Body::Direct(b) => b.read_to_end(limit).await,
-        }
-    }
-}
-
-/// When the turn is woken for what was read. A chunk after a quiet spell
-/// wakes it at once; while chunks keep coming, at most once per gap. The
-/// gap is [`SIGNAL_GAP`], or [`BURST_GAP`] while the stream is a burst
-/// (over [`BURST_BYTES`] since the last wake-up): no one reads text at
-/// 200 updates a second, and every update costs the editor a message to
-/// parse and render.
-struct Pacer {
-    signalled: tokio::time::Instant,
-    gap: Duration,
-    /// `Reply::fed` at the last wake-up.
-    fed: usize,
-}
-
-/// See [`Pacer`].
-const BURST_GAP: Duration = Duration::from_millis(4);
-const BURST_BYTES: usize = 16 * 1024;
-
-impl Pacer {
-    fn new(now: tokio::time::Instant) -> Pacer {
-        Pacer {
-            signalled: now.checked_sub(SIGNAL_GAP).unwrap_or(now),
-            gap: SIGNAL_GAP,
-            fed: 0,
-        }
-    }
-
-    fn due(&self, now: tokio::time::Instant) -> bool {
-        now.duration_since(self.signalled) >= self.gap
-    }
-
-    fn next(&self) -> tokio::time::Instant {
-        self.signalled + self.gap
-    }
-
-    /// The turn was woken at `now`, `fed` bytes into the body.
-    fn woke(&mut self, now: tokio::time::Instant, fed: usize) {
-        self.gap = if fed - self.fed > BURST_BYTES {
-            BURST_GAP
-        } else {
-            SIGNAL_GAP
-        };
-        self.signalled = now;
-        self.fed = fed;
-    }
-}
-
-/// How long a read that found nothing may wait for more during a burst
-/// before waiting on the socket: see [`read_body`].
-const COALESCE: Duration = Duration::from_micros(100);
-
 /// Reads a streamed reply's body to its end (or failure, or the idle limit)
 /// into `tx`. Dropping the future drops the request.
 ///
 /// When no read is ready, this task first lets the tasks already woken run
 /// (hyper's connection task, which decodes the next chunk it has buffered)
-/// and reads again; on a direct connection during a burst, it sleeps for
-/// [`COALESCE`] instead, so the next read takes many chunks at once
-/// (receive-side coalescing: each chunk is its own TCP segment, and a read
-/// per segment costs more in the kernel than decoding it). Only when
-/// nothing is at hand does it hand over what it has, and wakes the turn as
-/// [`Pacer`] says: waking a task on another thread costs more than decoding
-/// a chunk.
+/// and reads again. Only when nothing is at hand does it hand over what it
+/// has, and wakes the turn at most once per [`SIGNAL_GAP`]: waking a task
+/// on another thread costs more than decoding a chunk.
 pub(super) async fn read_body(
-    mut body: Body,
+    resp: reqwest::Response,
     mut reply: Reply,
     idle_limit: Duration,
     tx: Sender,
     redact: impl Fn(LlmError) -> LlmError,
 ) {
+    let mut body = resp.bytes_stream();
     let mut idle = IdleTimer::new(idle_limit);
-    let mut pacer = Pacer::new(idle.last);
+    let mut signalled = idle.last.checked_sub(SIGNAL_GAP).unwrap_or(idle.last);
     // Queued items the turn was not woken for, and the tick that will.
     let mut owed = false;
     let mut deferred = Box::pin(tokio::time::sleep_until(idle.last));
     while !reply.done() {
-        let mut read = poll_fn(|cx| body.poll_feed(cx, &mut reply)).now_or_never();
-        if read.is_none() && body.yield_first() {
+        let mut read = body.next().now_or_never();
+        if read.is_none() {
             YieldOnce(false).await;
-            read = poll_fn(|cx| body.poll_feed(cx, &mut reply)).now_or_never();
+            read = body.next().now_or_never();
         }
         let read = match read {
             Some(read) => {
-                if pacer.due(idle.last) && reply.flush(&tx, &redact) {
+                if idle.last.duration_since(signalled) >= SIGNAL_GAP && reply.flush(&tx, &redact) {
                     // A sustained backlog.
                     tx.signal();
-                    pacer.woke(idle.last, reply.fed);
+                    signalled = idle.last;
                     owed = false;
                 }
                 Some(read)
@@ -404,37 +277,26 @@ pub(super) async fn read_body(
             None => {
                 owed |= reply.flush(&tx, &redact);
                 let now = tokio::time::Instant::now();
-                if owed && pacer.due(now) {
+                if owed && now.duration_since(signalled) >= SIGNAL_GAP {
                     tx.signal();
-                    pacer.woke(now, reply.fed);
+                    signalled = now;
                     owed = false;
-                } else if owed && deferred.deadline() != pacer.next() {
+                } else if owed && deferred.deadline() != signalled + SIGNAL_GAP {
                     // (Re-arming the same deadline would cost a timer-wheel
                     // update per chunk.)
-                    deferred.as_mut().reset(pacer.next());
+                    deferred.as_mut().reset(signalled + SIGNAL_GAP);
                 }
-                let burst = now.duration_since(idle.last) < BURST_SPAN;
-                let early = if body.coalesces() && burst {
-                    // (A blocking sleep: tokio's timers tick in whole ms.)
-                    std::thread::sleep(COALESCE);
-                    poll_fn(|cx| body.poll_feed(cx, &mut reply)).now_or_never()
-                } else {
-                    None
-                };
-                match early {
-                    Some(read) => Some(read),
-                    None => loop {
-                        tokio::select! {
-                            biased;
-                            read = poll_fn(|cx| body.poll_feed(cx, &mut reply)) => break Some(read),
-                            () = idle.expired() => break None,
-                            () = deferred.as_mut(), if owed => {
-                                tx.signal();
-                                pacer.woke(tokio::time::Instant::now(), reply.fed);
-                                owed = false;
-                            }
+                loop {
+                    tokio::select! {
+                        biased;
+                        read = body.next() => break Some(read),
+                        () = idle.expired() => break None,
+                        () = deferred.as_mut(), if owed => {
+                            tx.signal();
+                            signalled = tokio::time::Instant::now();
+                            owed = false;
                         }
-                    },
+                    }
                 }
             }
         };
@@ -443,11 +305,14 @@ pub(super) async fn read_body(
                 url: reply.url.clone(),
                 after: idle_limit,
             }),
-            Some(Some(Ok(()))) => idle.touch(),
+            Some(Some(Ok(bytes))) => {
+                idle.touch();
+                reply.feed(&bytes);
+            }
             Some(None) => reply.end(),
-            Some(Some(Err(reason))) => reply.fail(LlmError::Interrupted {
+            Some(Some(Err(e))) => reply.fail(LlmError::Interrupted {
                 url: reply.url.clone(),
-                reason,
+                reason: e.to_string(),
             }),
         }
     }

@@ -1,11 +1,11 @@
-//! How chat requests reach the endpoint: directly over HTTP/1.1 for a plain
-//! `http://` server (src/llm/h1.rs), through reqwest when a proxy is set.
+//! How chat requests reach the endpoint: the headers on the wire, and a
+//! proxy from the environment honoured.
 
 use super::common::ready_with;
 use crate::support::{FakeModel, Reply, Workspace};
 
 #[tokio::test]
-async fn a_direct_request_carries_the_headers_reqwest_would_send() {
+async fn a_chat_request_carries_its_headers_and_length() {
     let model = FakeModel::start().await;
     model.push(Reply::text("hello"));
     let r = ready_with(&model, &[], Workspace::new()).await;
