@@ -170,9 +170,29 @@ How each figure is taken (see `benches/agent.rs` for the code):
   editor share the CPUs, and single rounds of either side vary by up to 2×;
   the median ratio of one run is not stable either: six runs of the same
   build on 2026-11-30 gave 0.74, 0.77, 0.79, 0.83, 0.91 and 1.11 (median
-  0.81), so one passing run is not evidence that the target is met.
+  0.81), and six more later that day (`BENCH_ONLY=stream`, same build) gave
+  0.79, 0.81, 0.86, 0.90, 0.91 and 0.91 (median 0.88), so one passing run is
+  not evidence that the target is met. Each round also prints the rate the
+  server itself wrote at: when it is well above the agent's, the agent lags
+  and the kernel buffers the burst; `BENCH_THREAD_CPU=1` splits the agent's
+  CPU per chunk by thread (typically `model-io` 600–750 ns, the main
+  runtime 100–300 ns including the end of the turn).
   Latency is measured on a paced stream (one chunk per millisecond) so that
-  it shows the relay's delay, not a queue.
+  it shows the relay's delay, not a queue. Its p99 in those six later runs:
+  0.51, 0.93, 1.27, 0.54, 0.77, 1.25 ms (two above the 1 ms limit, on a busy
+  machine: reqwest's own p99 was 0.20–0.25 ms).
+- **what did not help** (measured with interleaved A/B runs, 5 × 3 rounds
+  per variant, against the build above): reading plain-`http://` streams
+  with our own HTTP/1.1 chunked reader instead of hyper (kept-alive pool,
+  1 MiB receive buffer, reads coalesced by 20–1500 µs sleeps during a
+  burst), and waking the turn every 4 ms instead of 0.5 ms during a burst.
+  Each cut the agent's CPU per chunk a little (≈ 5–15 %) but relayed at
+  0.53–0.73 of reqwest against 0.95–1.06 for this build: an agent that
+  keeps up chunk by chunk slows the server it shares 2 cores with (it wrote
+  ~750k/s instead of 1.2–1.9M/s), while this one lets the burst queue in
+  the kernel and catches up in large reads. That work was reverted
+  (commit dc6ff94). Compare two builds this way with
+  `scripts/bench-ab.sh OLD_BINARY NEW_BINARY`.
 - **cancel**: full-auto mode; `session/cancel` is sent once the first text
   chunk (streaming) or the `in_progress` update of `run_command sleep 30`
   (command) has arrived; the time to the prompt's response. Afterwards the
