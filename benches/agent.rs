@@ -27,6 +27,7 @@
 //! | `BENCH_MCP_DELAY_MS` | 500 | 500 |
 //! | `BENCH_MCP_ROUNDS` | 5 | 1 |
 //! | `BENCH_ONLY` (comma list) | all | all |
+//! | `BENCH_THREAD_CPU=1` (stream rounds: agent CPU per chunk by thread) | off | off |
 //!
 //! Benchmarks: `startup`, `request`, `stream`, `cancel`, `mcp`, `load`,
 //! `soak`, `size`. With `--report FILE` the result rows are written there as
