@@ -1048,19 +1048,8 @@ struct StreamRun {
     send_rate: f64,
 }
 
-/// CPU time of every thread of `pid` so far (`/proc/PID/task/*/schedstat`).
-fn task_cpu_ns(pid: u32) -> u64 {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .into_iter()
-        .flatten();
-    tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
-}
-
-/// CPU time so far of each thread of `pid`, by thread name.
+/// CPU time so far of each thread of `pid` (`/proc/PID/task/*/schedstat`),
+/// summed by thread name.
 fn task_cpu_by_name(pid: u32) -> std::collections::BTreeMap<String, u64> {
     let mut out = std::collections::BTreeMap::new();
     for t in std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -1083,11 +1072,13 @@ fn stream_stats(samples: &[(u64, u64)], frames: usize) -> StreamRun {
     let first = samples.iter().map(|s| s.0).min().unwrap_or(0);
     let last = samples.iter().map(|s| s.1).max().unwrap_or(0);
     let last_sent = samples.iter().map(|s| s.0).max().unwrap_or(0);
+    let per_sec =
+        |until: u64| samples.len() as f64 / (until.saturating_sub(first).max(1) as f64 / 1e9);
     StreamRun {
-        send_rate: samples.len() as f64 / ((last_sent.saturating_sub(first)).max(1) as f64 / 1e9),
+        send_rate: per_sec(last_sent),
         n: samples.len(),
         frames,
-        rate: samples.len() as f64 / ((last.saturating_sub(first)).max(1) as f64 / 1e9),
+        rate: per_sec(last),
         lat: samples.iter().map(|(s, r)| r.saturating_sub(*s)).collect(),
         cpu_per_chunk: None,
     }
@@ -1102,19 +1093,21 @@ fn agent_stream(
 ) -> StreamRun {
     let sid = agent.new_session(&env.ws(), json!([]));
     model.push(Script::Stream { chunks, pace });
-    let cpu = task_cpu_ns(agent.pid());
-    let by_name = task_cpu_by_name(agent.pid());
+    let before = task_cpu_by_name(agent.pid());
     let id = agent.prompt(&sid, "stream");
     let reply = agent.wait_for(id);
-    let cpu = task_cpu_ns(agent.pid()).saturating_sub(cpu);
+    let spent: Vec<(String, u64)> = task_cpu_by_name(agent.pid())
+        .into_iter()
+        .map(|(n, v)| {
+            let d = v.saturating_sub(before.get(&n).copied().unwrap_or(0));
+            (n, d)
+        })
+        .collect();
+    let cpu: u64 = spent.iter().map(|(_, d)| d).sum();
     if std::env::var_os("BENCH_THREAD_CPU").is_some() {
-        let after = task_cpu_by_name(agent.pid());
-        let parts: Vec<String> = after
+        let parts: Vec<String> = spent
             .iter()
-            .map(|(n, v)| {
-                let d = v.saturating_sub(by_name.get(n).copied().unwrap_or(0));
-                format!("{n} {:.0}", d as f64 / chunks as f64)
-            })
+            .map(|(n, d)| format!("{n} {:.0}", *d as f64 / chunks as f64))
             .collect();
         println!("    agent CPU ns per chunk by thread: {}", parts.join(", "));
     }
