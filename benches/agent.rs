@@ -1241,6 +1241,17 @@ fn bench_stream(o: &Opts, model: &FakeModel) -> Vec<Row> {
         quantile(&a.lat, 1.0),
     );
     let (b50, b99) = (median(&b.lat), quantile(&b.lat, 0.99));
+    if std::env::var_os("BENCH_PACED_WORST").is_some() {
+        // Which chunks were late: the first ones (turn start-up) or any.
+        let mut worst: Vec<(usize, u64)> = a.lat.iter().copied().enumerate().collect();
+        worst.sort_by_key(|&(_, l)| std::cmp::Reverse(l));
+        let list: Vec<String> = worst
+            .iter()
+            .take(5)
+            .map(|(i, l)| format!("#{i} {:.3} ms", ms(*l)))
+            .collect();
+        println!("    slowest paced chunks: {}", list.join(", "));
+    }
     println!(
         "  paced ({} chunks, 1/ms): agent p50 {:.3} p99 {:.3} max {:.3} ms; reqwest p50 {:.3} p99 {:.3} ms",
         a.n,

@@ -11,6 +11,11 @@
 //! agent's runtime through [`queue`], which merges text arriving while the
 //! turn is busy, so the turn wakes once per batch rather than per chunk.
 //!
+//! (Streams from plain `http://` servers now skip hyper altogether, see
+//! [`super::h1`]; the thread still keeps each connection, pooled or not,
+//! on the runtime that opened it, and keeps a stream's reads off the
+//! runtime that runs tools and writes to the editor.)
+//!
 //! The thread only does HTTP and decoding; every decision stays with the
 //! turn. Dropping a [`Receiver`] aborts the task feeding it, which drops the
 //! request (cancel).

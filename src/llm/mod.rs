@@ -8,6 +8,7 @@
 //! so this module speaks HTTP with reqwest and decodes SSE itself, leniently.
 mod assemble;
 mod fastchunk;
+mod h1;
 mod io;
 mod openai;
 mod retry;

@@ -7,10 +7,10 @@ use reqwest::header::{
 };
 use serde_json::Value;
 
-use super::io;
 use super::retry::parse_retry_after;
-use super::stream::{Reply, read_body};
+use super::stream::{Body, Reply, read_body};
 use super::{ChatRequest, EventStream, LlmError, Model};
+use super::{h1, io};
 
 pub struct OpenAiModel {
     client: reqwest::Client,
@@ -19,6 +19,10 @@ pub struct OpenAiModel {
     /// The key and the config's header values: never in an error message.
     secrets: std::sync::Arc<Vec<String>>,
     idle_timeout: Duration,
+    connect_timeout: Duration,
+    /// The headers a direct exchange ([`h1`]) sends besides its own: what
+    /// reqwest would add (key, config headers, user agent, accept).
+    direct_headers: std::sync::Arc<Vec<(String, String)>>,
 }
 
 /// Installs the process-wide TLS crypto provider once (reqwest is built
@@ -58,12 +62,13 @@ impl OpenAiModel {
             .tls_backend_preconfigured(tls)
             .connect_timeout(connect_timeout)
             .default_headers(headers)
-            .user_agent(concat!("acp-coder/", env!("CARGO_PKG_VERSION")))
+            .user_agent(USER_AGENT)
             .build()
             .map_err(|e| LlmError::Connect {
                 url: base_url.to_owned(),
                 reason: format!("cannot build the HTTP client: {e}"),
             })?;
+        let direct_headers = direct_headers(api_key.as_deref(), extra_headers);
         let secrets = api_key
             .iter()
             .chain(extra_headers.iter().map(|(_, v)| v))
@@ -76,6 +81,8 @@ impl OpenAiModel {
             api_key,
             secrets: std::sync::Arc::new(secrets),
             idle_timeout,
+            connect_timeout,
+            direct_headers: std::sync::Arc::new(direct_headers),
         })
     }
 
@@ -90,6 +97,133 @@ impl OpenAiModel {
             None => req,
         }
     }
+}
+
+/// The most a non-streamed JSON reply may take.
+const MAX_JSON_REPLY: usize = 64 * 1024 * 1024;
+
+const USER_AGENT: &str = concat!("acp-coder/", env!("CARGO_PKG_VERSION"));
+
+/// The headers reqwest sends for a chat request, for a direct exchange: the
+/// request's own (`authorization`) win over the client's defaults (config
+/// headers, then the user agent set after them, then `accept`). Names and
+/// values were checked in [`OpenAiModel::new`].
+fn direct_headers(api_key: Option<&str>, extra: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let has = |out: &[(String, String)], name: &str| {
+        out.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    if let Some(key) = api_key {
+        let v = format!("Bearer {key}");
+        let v = if HeaderValue::from_str(&v).is_ok() {
+            v
+        } else {
+            String::new()
+        };
+        out.push(("authorization".into(), v));
+    }
+    for (name, value) in extra {
+        if !has(&out, name) && !name.eq_ignore_ascii_case("user-agent") {
+            out.push((name.clone(), value.clone()));
+        }
+    }
+    out.push(("user-agent".into(), USER_AGENT.into()));
+    if !has(&out, "accept") {
+        out.push(("accept".into(), "*/*".into()));
+    }
+    out
+}
+
+/// How one chat request goes out.
+enum Exchange {
+    Reqwest(reqwest::RequestBuilder),
+    Direct {
+        target: h1::Target,
+        headers: std::sync::Arc<Vec<(String, String)>>,
+        body: Vec<u8>,
+        connect_timeout: Duration,
+    },
+}
+
+/// A reply whose head arrived with a success status.
+struct Opened {
+    /// A whole JSON completion (a server that ignored `stream: true`).
+    is_json: bool,
+    body: Body,
+}
+
+fn is_json(content_type: Option<&str>) -> bool {
+    content_type.is_some_and(|ct| ct.contains("application/json"))
+}
+
+/// Sends a chat request and waits for the reply's head; a failure status
+/// becomes an error with the server's message.
+async fn open_chat(
+    exchange: Exchange,
+    url: &str,
+    idle: Duration,
+    secrets: &[String],
+) -> Result<Opened, LlmError> {
+    let (target, headers, body, connect_timeout) = match exchange {
+        Exchange::Reqwest(req) => {
+            let resp = open(req, url, idle, secrets).await?;
+            let ct = resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok());
+            return Ok(Opened {
+                is_json: is_json(ct),
+                body: Body::hyper(resp),
+            });
+        }
+        Exchange::Direct {
+            target,
+            headers,
+            body,
+            connect_timeout,
+        } => (target, headers, body, connect_timeout),
+    };
+    let sent = h1::post(&target, &headers, &body, connect_timeout);
+    let resp = match tokio::time::timeout(idle, sent).await {
+        Err(_) => {
+            return Err(LlmError::Timeout {
+                url: url.to_owned(),
+                after: idle,
+            });
+        }
+        Ok(Err(e)) => {
+            return Err(LlmError::Connect {
+                url: url.to_owned(),
+                reason: redact_all(&e.0, secrets),
+            });
+        }
+        Ok(Ok(resp)) => resp,
+    };
+    if !(200..300).contains(&resp.status) {
+        let status = resp.status;
+        let retry_after = resp.header("retry-after").and_then(parse_retry_after);
+        let body = Body::Direct(resp.body);
+        let message = redact_all(&error_message(&error_body(body).await), secrets);
+        return Err(LlmError::Status {
+            status,
+            url: url.to_owned(),
+            message,
+            retry_after,
+        });
+    }
+    Ok(Opened {
+        is_json: is_json(resp.header("content-type")),
+        body: Body::Direct(resp.body),
+    })
+}
+
+/// What an error reply says, read for at most 10 s and 64 KiB.
+async fn error_body(body: Body) -> Vec<u8> {
+    tokio::time::timeout(Duration::from_secs(10), body.read_to_end(64 * 1024))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default()
 }
 
 /// Sends the request and waits for the response head; a failure status
@@ -128,11 +262,7 @@ async fn error_from(url: &str, resp: reqwest::Response, secrets: &[String]) -> L
         .get(RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .and_then(parse_retry_after);
-    let body = tokio::time::timeout(Duration::from_secs(10), resp.bytes())
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .unwrap_or_default();
+    let body = error_body(Body::hyper(resp)).await;
     let message = redact_all(&error_message(&body), secrets);
     LlmError::Status {
         status,
@@ -242,10 +372,19 @@ pub fn redact_secrets(text: &str, key: Option<&str>) -> String {
 impl Model for OpenAiModel {
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
         let url = format!("{}/chat/completions", self.base_url);
-        let req = self
-            .auth(self.client.post(&url))
-            .header(CONTENT_TYPE, "application/json")
-            .body(request.to_body());
+        let exchange = match h1::Target::direct(&url) {
+            Some(target) => Exchange::Direct {
+                target,
+                headers: self.direct_headers.clone(),
+                body: request.to_body(),
+                connect_timeout: self.connect_timeout,
+            },
+            None => Exchange::Reqwest(
+                self.auth(self.client.post(&url))
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(request.to_body()),
+            ),
+        };
         let idle = self.idle_timeout;
         let secrets = self.secrets.clone();
         let (tx, rx) = io::queue();
@@ -253,8 +392,8 @@ impl Model for OpenAiModel {
         // The request and its body are read on the model I/O thread (see
         // `io`); dropping the stream returned here aborts that task.
         let task = io::spawn(async move {
-            let resp = match open(req, &url, idle, &secrets).await {
-                Ok(resp) => resp,
+            let opened = match open_chat(exchange, &url, idle, &secrets).await {
+                Ok(opened) => opened,
                 Err(e) => {
                     let _ = head_tx.send(Err(e));
                     return;
@@ -265,25 +404,17 @@ impl Model for OpenAiModel {
             }
             let redact = |e| redact_error(e, &secrets);
             let mut reply = Reply::new(url.clone());
-            let is_json = resp
-                .headers()
-                .get(CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|ct| ct.contains("application/json"));
-            if !is_json {
-                return read_body(resp, reply, idle, tx, redact).await;
+            if !opened.is_json {
+                return read_body(opened.body, reply, idle, tx, redact).await;
             }
             // A server that ignored `stream: true`: one JSON completion.
-            match resp.bytes().await {
+            match opened.body.read_to_end(MAX_JSON_REPLY).await {
                 Ok(body) => {
                     if !reply.payload(&String::from_utf8_lossy(&body)) {
                         reply.complete();
                     }
                 }
-                Err(e) => tx.send(Err(redact(LlmError::Interrupted {
-                    url,
-                    reason: e.to_string(),
-                }))),
+                Err(reason) => tx.send(Err(redact(LlmError::Interrupted { url, reason }))),
             }
             reply.flush(&tx, redact);
         });

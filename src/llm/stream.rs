@@ -3,10 +3,16 @@
 //! reads from.
 use std::time::Duration;
 
-use futures::{FutureExt, StreamExt};
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures::{FutureExt, Stream, StreamExt};
 use serde_json::Value;
 
 use super::assemble::{Assembler, Chunk, parse_chunk};
+use super::h1;
 use super::io::Sender;
 use super::sse::SseDecoder;
 use super::{Event, LlmError};
@@ -74,6 +80,8 @@ pub(super) struct Reply {
     events: Vec<Event>,
     /// The shape of the last text chunk, to read the next ones faster.
     template: super::fastchunk::Template,
+    /// Bytes of the body read so far.
+    fed: usize,
 }
 
 impl Reply {
@@ -85,6 +93,7 @@ impl Reply {
             out: Vec::new(),
             events: Vec::new(),
             template: super::fastchunk::Template::default(),
+            fed: 0,
         }
     }
 
@@ -152,6 +161,7 @@ impl Reply {
 
     /// Feeds one read of the body.
     fn feed(&mut self, bytes: &[u8]) {
+        self.fed += bytes.len();
         let mut decoder = std::mem::take(&mut self.decoder);
         decoder.feed_with(bytes, |data| self.payload(data));
         self.decoder = decoder;
@@ -215,6 +225,56 @@ impl Reply {
 /// second at most instead of once per chunk.
 const SIGNAL_GAP: Duration = Duration::from_micros(500);
 
+/// During a burst, how long a direct reader that found nothing to read
+/// sleeps before it waits on the socket (see [`read_body`]).
+///
+/// Why sleep at all: a model server writes each token as its own small TCP
+/// segment. A reader that keeps up takes them one by one, and on loopback
+/// each segment then costs the server the receiving side's work too (the
+/// reader's wake-up, the queueing, an ACK to process): on 2 cores a fast
+/// local server fell to about half its rate against such a reader (issue
+/// 7). A reader that sleeps lets the receive window fill; the server's
+/// writes then merely append to its send queue, which goes out in 64 KiB
+/// segments once the window opens, and one read takes thousands of chunks.
+/// Measured (interleaved A/B, 100k-chunk bursts): 100 µs and 500 µs sleeps
+/// did not fill the window of a 1 MiB receive buffer at 2 M chunks/s and
+/// left the server throttled (0.7–0.8 of a plain client's rate); 1 ms did
+/// (1.35–1.6), and cut the agent's CPU per chunk from ~790 ns to ~330 ns.
+const BURST_NAP: Duration = Duration::from_millis(1);
+
+/// A wait for data shorter than this means the server sends faster than
+/// the reader drains.
+const BURST_WAIT: Duration = Duration::from_micros(200);
+
+/// This much read without a wait also means a burst.
+const BURST_READ: usize = 16 * 1024;
+
+/// Tells a burst from a paced stream (a model's tokens, ≥ 1 ms apart, or a
+/// paced test), for [`BURST_NAP`]: only a burst naps, so a paced chunk is
+/// relayed the moment it arrives.
+#[derive(Default)]
+struct Burst {
+    /// The last wait for data was shorter than [`BURST_WAIT`].
+    short_wait: bool,
+    /// `Reply::fed` when the reader last found nothing to read.
+    fed_at_wait: usize,
+}
+
+impl Burst {
+    /// The reader found nothing to read, `fed` bytes into the body: whether
+    /// to nap before waiting.
+    fn nap(&mut self, fed: usize) -> bool {
+        let burst = self.short_wait || fed - self.fed_at_wait >= BURST_READ;
+        self.fed_at_wait = fed;
+        burst
+    }
+
+    /// Data came after a wait of `waited`.
+    fn waited(&mut self, waited: Duration) {
+        self.short_wait = waited < BURST_WAIT;
+    }
+}
+
 /// Returns `Pending` once after waking itself: the task goes to the back of
 /// the run queue, behind the tasks already woken, without the I/O driver
 /// poll that `tokio::task::yield_now` waits for on a current-thread runtime
@@ -237,39 +297,151 @@ impl std::future::Future for YieldOnce {
     }
 }
 
+/// A reply's body: through reqwest (hyper), or read directly ([`h1`]).
+pub(super) enum Body {
+    Hyper(Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>),
+    Direct(h1::Body),
+}
+
+impl Body {
+    pub(super) fn hyper(resp: reqwest::Response) -> Body {
+        Body::Hyper(Box::pin(resp.bytes_stream()))
+    }
+
+    /// Waits for the next read of the body and feeds it to `reply`:
+    /// `Ready(Some(Ok(())))` after a read, `Ready(None)` at the end.
+    fn poll_feed(
+        &mut self,
+        cx: &mut Context<'_>,
+        reply: &mut Reply,
+    ) -> Poll<Option<Result<(), String>>> {
+        match self {
+            Body::Hyper(s) => match s.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(bytes))) => {
+                    reply.feed(&bytes);
+                    Poll::Ready(Some(Ok(())))
+                }
+                Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.to_string()))),
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            },
+            Body::Direct(b) => b.poll_feed(cx, &mut |bytes| reply.feed(bytes)),
+        }
+    }
+
+    /// Whether another task of the I/O runtime may hold the next read:
+    /// hyper's connection task decodes chunks for this one.
+    fn yield_first(&self) -> bool {
+        matches!(self, Body::Hyper(_))
+    }
+
+    fn coalesces(&self) -> bool {
+        matches!(self, Body::Direct(_))
+    }
+
+    /// The whole body, up to `limit` bytes.
+    pub(super) async fn read_to_end(self, limit: usize) -> Result<Vec<u8>, String> {
+        match self {
+            Body::Hyper(mut s) => {
+                let mut all = Vec::new();
+                while let Some(part) = s.next().await {
+                    let part = part.map_err(|e| e.to_string())?;
+                    all.extend_from_slice(&part[..part.len().min(limit - all.len())]);
+                    if all.len() >= limit {
+                        break;
+                    }
+                }
+                Ok(all)
+            }
+            Body::Direct(b) => b.read_to_end(limit).await,
+        }
+    }
+}
+
+/// When the turn is woken for what was read. A chunk after a quiet spell
+/// wakes it at once; while chunks keep coming, at most once per gap. The
+/// gap is [`SIGNAL_GAP`], or [`BURST_GAP`] while the stream is a burst
+/// (over [`BURST_BYTES`] since the last wake-up): no one reads text at
+/// 200 updates a second, and every update costs the editor a message to
+/// parse and render.
+struct Pacer {
+    signalled: tokio::time::Instant,
+    gap: Duration,
+    /// `Reply::fed` at the last wake-up.
+    fed: usize,
+}
+
+/// See [`Pacer`].
+const BURST_GAP: Duration = Duration::from_millis(4);
+const BURST_BYTES: usize = 16 * 1024;
+
+impl Pacer {
+    fn new(now: tokio::time::Instant) -> Pacer {
+        Pacer {
+            signalled: now.checked_sub(SIGNAL_GAP).unwrap_or(now),
+            gap: SIGNAL_GAP,
+            fed: 0,
+        }
+    }
+
+    fn due(&self, now: tokio::time::Instant) -> bool {
+        now.duration_since(self.signalled) >= self.gap
+    }
+
+    fn next(&self) -> tokio::time::Instant {
+        self.signalled + self.gap
+    }
+
+    /// The turn was woken at `now`, `fed` bytes into the body.
+    fn woke(&mut self, now: tokio::time::Instant, fed: usize) {
+        self.gap = if fed - self.fed > BURST_BYTES {
+            BURST_GAP
+        } else {
+            SIGNAL_GAP
+        };
+        self.signalled = now;
+        self.fed = fed;
+    }
+}
+
 /// Reads a streamed reply's body to its end (or failure, or the idle limit)
 /// into `tx`. Dropping the future drops the request.
 ///
 /// When no read is ready, this task first lets the tasks already woken run
 /// (hyper's connection task, which decodes the next chunk it has buffered)
-/// and reads again. Only when nothing is at hand does it hand over what it
-/// has, and wakes the turn at most once per [`SIGNAL_GAP`]: waking a task
-/// on another thread costs more than decoding a chunk.
+/// and reads again; on a direct connection during a [`Burst`], it sleeps
+/// for [`BURST_NAP`] instead, so the next read takes many chunks at once.
+/// (A blocking sleep: it must not leave the thread in `epoll_wait`, where
+/// every segment reaching the socket would wake it; it holds up this
+/// runtime, which only runs model I/O, for at most 1 ms.) Only when
+/// nothing is at hand does it hand over what it has, and wakes the turn as
+/// [`Pacer`] says: waking a task on another thread costs more than decoding
+/// a chunk.
 pub(super) async fn read_body(
-    resp: reqwest::Response,
+    mut body: Body,
     mut reply: Reply,
     idle_limit: Duration,
     tx: Sender,
     redact: impl Fn(LlmError) -> LlmError,
 ) {
-    let mut body = resp.bytes_stream();
     let mut idle = IdleTimer::new(idle_limit);
-    let mut signalled = idle.last.checked_sub(SIGNAL_GAP).unwrap_or(idle.last);
+    let mut pacer = Pacer::new(idle.last);
     // Queued items the turn was not woken for, and the tick that will.
     let mut owed = false;
     let mut deferred = Box::pin(tokio::time::sleep_until(idle.last));
+    let mut burst = Burst::default();
     while !reply.done() {
-        let mut read = body.next().now_or_never();
-        if read.is_none() {
+        let mut read = poll_fn(|cx| body.poll_feed(cx, &mut reply)).now_or_never();
+        if read.is_none() && body.yield_first() {
             YieldOnce(false).await;
-            read = body.next().now_or_never();
+            read = poll_fn(|cx| body.poll_feed(cx, &mut reply)).now_or_never();
         }
         let read = match read {
             Some(read) => {
-                if idle.last.duration_since(signalled) >= SIGNAL_GAP && reply.flush(&tx, &redact) {
+                if pacer.due(idle.last) && reply.flush(&tx, &redact) {
                     // A sustained backlog.
                     tx.signal();
-                    signalled = idle.last;
+                    pacer.woke(idle.last, reply.fed);
                     owed = false;
                 }
                 Some(read)
@@ -277,27 +449,33 @@ pub(super) async fn read_body(
             None => {
                 owed |= reply.flush(&tx, &redact);
                 let now = tokio::time::Instant::now();
-                if owed && now.duration_since(signalled) >= SIGNAL_GAP {
+                if owed && pacer.due(now) {
                     tx.signal();
-                    signalled = now;
+                    pacer.woke(now, reply.fed);
                     owed = false;
-                } else if owed && deferred.deadline() != signalled + SIGNAL_GAP {
+                } else if owed && deferred.deadline() != pacer.next() {
                     // (Re-arming the same deadline would cost a timer-wheel
                     // update per chunk.)
-                    deferred.as_mut().reset(signalled + SIGNAL_GAP);
+                    deferred.as_mut().reset(pacer.next());
                 }
-                loop {
+                if body.coalesces() && burst.nap(reply.fed) {
+                    std::thread::sleep(BURST_NAP);
+                }
+                let waiting = std::time::Instant::now();
+                let read = loop {
                     tokio::select! {
                         biased;
-                        read = body.next() => break Some(read),
+                        read = poll_fn(|cx| body.poll_feed(cx, &mut reply)) => break Some(read),
                         () = idle.expired() => break None,
                         () = deferred.as_mut(), if owed => {
                             tx.signal();
-                            signalled = tokio::time::Instant::now();
+                            pacer.woke(tokio::time::Instant::now(), reply.fed);
                             owed = false;
                         }
                     }
-                }
+                };
+                burst.waited(waiting.elapsed());
+                read
             }
         };
         match read {
@@ -305,17 +483,51 @@ pub(super) async fn read_body(
                 url: reply.url.clone(),
                 after: idle_limit,
             }),
-            Some(Some(Ok(bytes))) => {
-                idle.touch();
-                reply.feed(&bytes);
-            }
+            Some(Some(Ok(()))) => idle.touch(),
             Some(None) => reply.end(),
-            Some(Some(Err(e))) => reply.fail(LlmError::Interrupted {
+            Some(Some(Err(reason))) => reply.fail(LlmError::Interrupted {
                 url: reply.url.clone(),
-                reason: e.to_string(),
+                reason,
             }),
         }
     }
     reply.flush(&tx, &redact);
     // Dropping `tx` wakes the receiver for the last items and the end.
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_paced_stream_never_naps() {
+        let mut b = Burst::default();
+        let mut fed = 0;
+        for _ in 0..100 {
+            // One ~250-byte chunk per read, each after a 1 ms wait.
+            fed += 250;
+            assert!(!b.nap(fed));
+            b.waited(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn back_to_back_data_naps_until_the_stream_pauses() {
+        let mut b = Burst::default();
+        assert!(!b.nap(250), "the first chunk goes out at once");
+        b.waited(Duration::from_micros(5));
+        assert!(b.nap(500), "data came almost at once: a burst");
+        b.waited(Duration::ZERO);
+        assert!(b.nap(80_000));
+        b.waited(Duration::from_millis(20));
+        assert!(!b.nap(80_250), "a pause ends the burst");
+    }
+
+    #[test]
+    fn a_large_read_without_a_wait_is_a_burst() {
+        let mut b = Burst::default();
+        assert!(b.nap(BURST_READ), "a backlog read in one go");
+        b.waited(Duration::from_millis(5));
+        assert!(!b.nap(BURST_READ + 250));
+    }
 }
