@@ -242,20 +242,26 @@ const SIGNAL_GAP: Duration = Duration::from_micros(500);
 /// (1.35–1.6), and cut the agent's CPU per chunk from ~790 ns to ~330 ns.
 const BURST_NAP: Duration = Duration::from_millis(1);
 
-/// A wait for data shorter than this means the server sends faster than
-/// the reader drains.
-const BURST_WAIT: Duration = Duration::from_micros(200);
+/// A wait for data shorter than this means the server sent the next chunk
+/// before the reader was ready for it...
+const BURST_WAIT: Duration = Duration::from_micros(50);
 
-/// This much read without a wait also means a burst.
+/// ...and this many such waits in a row make a burst. A paced stream (a
+/// model's tokens, or the bench's one per millisecond) waits far longer,
+/// and a single short wait after a stall proves nothing: with a looser test
+/// (one wait under 200 µs) a 1/ms stream fell into step with the 1 ms nap
+/// and its p99 latency went over 1 ms.
+const BURST_WAITS: u32 = 8;
+
+/// This much read without a wait also means a burst (a backlog).
 const BURST_READ: usize = 16 * 1024;
 
-/// Tells a burst from a paced stream (a model's tokens, ≥ 1 ms apart, or a
-/// paced test), for [`BURST_NAP`]: only a burst naps, so a paced chunk is
-/// relayed the moment it arrives.
+/// Tells a burst from a paced stream, for [`BURST_NAP`]: only a burst
+/// naps, so a paced chunk is relayed the moment it arrives.
 #[derive(Default)]
 struct Burst {
-    /// The last wait for data was shorter than [`BURST_WAIT`].
-    short_wait: bool,
+    /// Consecutive waits for data shorter than [`BURST_WAIT`].
+    short_waits: u32,
     /// `Reply::fed` when the reader last found nothing to read.
     fed_at_wait: usize,
 }
@@ -264,14 +270,18 @@ impl Burst {
     /// The reader found nothing to read, `fed` bytes into the body: whether
     /// to nap before waiting.
     fn nap(&mut self, fed: usize) -> bool {
-        let burst = self.short_wait || fed - self.fed_at_wait >= BURST_READ;
+        let backlog = fed - self.fed_at_wait >= BURST_READ;
         self.fed_at_wait = fed;
-        burst
+        backlog || self.short_waits >= BURST_WAITS
     }
 
     /// Data came after a wait of `waited`.
     fn waited(&mut self, waited: Duration) {
-        self.short_wait = waited < BURST_WAIT;
+        if waited < BURST_WAIT {
+            self.short_waits = self.short_waits.saturating_add(1);
+        } else {
+            self.short_waits = 0;
+        }
     }
 }
 
@@ -503,24 +513,37 @@ mod tests {
     fn a_paced_stream_never_naps() {
         let mut b = Burst::default();
         let mut fed = 0;
-        for _ in 0..100 {
-            // One ~250-byte chunk per read, each after a 1 ms wait.
+        for i in 0..1000 {
+            // One ~250-byte chunk per read, mostly 1 ms apart; now and then
+            // the reader was late and the next chunk came at once.
             fed += 250;
             assert!(!b.nap(fed));
-            b.waited(Duration::from_millis(1));
+            let late = i % 5 == 0;
+            b.waited(if late {
+                Duration::from_micros(10)
+            } else {
+                Duration::from_millis(1)
+            });
         }
     }
 
     #[test]
     fn back_to_back_data_naps_until_the_stream_pauses() {
         let mut b = Burst::default();
-        assert!(!b.nap(250), "the first chunk goes out at once");
-        b.waited(Duration::from_micros(5));
-        assert!(b.nap(500), "data came almost at once: a burst");
+        let mut fed = 0;
+        for _ in 0..BURST_WAITS {
+            fed += 250;
+            assert!(!b.nap(fed), "the first chunks go out at once");
+            b.waited(Duration::from_micros(2));
+        }
+        fed += 250;
+        assert!(b.nap(fed), "chunks keep coming back to back: a burst");
         b.waited(Duration::ZERO);
-        assert!(b.nap(80_000));
+        fed += 80_000;
+        assert!(b.nap(fed));
         b.waited(Duration::from_millis(20));
-        assert!(!b.nap(80_250), "a pause ends the burst");
+        fed += 250;
+        assert!(!b.nap(fed), "a pause ends the burst");
     }
 
     #[test]
