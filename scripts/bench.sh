@@ -166,33 +166,34 @@ How each figure is taken (see `benches/agent.rs` for the code):
   send → last receipt), median of rounds; the baseline is reqwest reading the
   same stream from the same server, interleaved with the agent's rounds.
   Each round also prints the agent's CPU time per chunk (all its threads,
-  `/proc/PID/task/*/schedstat`). On 2 cores the server, the reader and the
-  editor share the CPUs, and single rounds of either side vary by up to 2×;
-  the median ratio of one run is not stable either: six runs of the same
-  build on 2026-11-30 gave 0.74, 0.77, 0.79, 0.83, 0.91 and 1.11 (median
-  0.81), and six more later that day (`BENCH_ONLY=stream`, same build) gave
-  0.79, 0.81, 0.86, 0.90, 0.91 and 0.91 (median 0.88), so one passing run is
-  not evidence that the target is met. Each round also prints the rate the
-  server itself wrote at: when it is well above the agent's, the agent lags
-  and the kernel buffers the burst; `BENCH_THREAD_CPU=1` splits the agent's
-  CPU per chunk by thread (typically `model-io` 600–750 ns, the main
-  runtime 100–300 ns including the end of the turn).
+  `/proc/PID/task/*/schedstat`) and the rate the server itself wrote at.
+  Streams from plain `http://` servers are read by the agent's own HTTP/1.1
+  reader (`src/llm/h1`), which naps 1 ms during a burst (`src/llm/stream.rs`,
+  `Burst`): a reader that keeps up takes each token as its own TCP segment
+  and the loopback server pays the receiving side's work per write (it wrote
+  at ~0.9M chunks/s against such a reader, ~2M/s once the receive window
+  fills and its writes merely append to its send queue). Six stream-only
+  runs of commit 01c0853 on 2026-11-30 (`BENCH_ONLY=stream`): ratios 1.63,
+  1.37, 1.32, 1.18, 1.22, 1.17, agent CPU ~330–570 ns per chunk; the build
+  before it (hyper, no nap), interleaved with it in the same minutes,
+  0.99–1.24 at 790–1020 ns. A single run still varies (reqwest alone reads
+  0.8–1.7M chunks/s here from minute to minute), so compare builds with
+  `scripts/bench-ab.sh OLD_BINARY NEW_BINARY`, which interleaves them.
   Latency is measured on a paced stream (one chunk per millisecond) so that
-  it shows the relay's delay, not a queue. Its p99 in those six later runs:
-  0.51, 0.93, 1.27, 0.54, 0.77, 1.25 ms (two above the 1 ms limit, on a busy
-  machine: reqwest's own p99 was 0.20–0.25 ms).
-- **what did not help** (measured with interleaved A/B runs, 5 × 3 rounds
-  per variant, against the build above): reading plain-`http://` streams
-  with our own HTTP/1.1 chunked reader instead of hyper (kept-alive pool,
-  1 MiB receive buffer, reads coalesced by 20–1500 µs sleeps during a
-  burst), and waking the turn every 4 ms instead of 0.5 ms during a burst.
-  Each cut the agent's CPU per chunk a little (≈ 5–15 %) but relayed at
-  0.53–0.73 of reqwest against 0.95–1.06 for this build: an agent that
-  keeps up chunk by chunk slows the server it shares 2 cores with (it wrote
-  ~750k/s instead of 1.2–1.9M/s), while this one lets the burst queue in
-  the kernel and catches up in large reads. That work was reverted
-  (commit dc6ff94). Compare two builds this way with
-  `scripts/bench-ab.sh OLD_BINARY NEW_BINARY`.
+  it shows the relay's delay, not a queue; a paced stream never naps. Its
+  p50 is ~0.12 ms, but its p99 is at the 1 ms limit on this machine: in the
+  six runs above 1.11, 0.96, 1.15, 1.04, 0.61 and 0.51 ms, and the build
+  before the direct reader gave 0.86–2.10 ms interleaved with it
+  (`BENCH_PACED_WORST=1` prints the slowest chunks: stalls of 4–12 ms that
+  delay a few consecutive chunks, about once a second, in both builds;
+  reqwest's own p99 in the same runs was 0.20–0.30 ms).
+- **what did not help** (interleaved A/B runs): the same direct reader with
+  100 µs or 500 µs naps (the window never filled; the server stayed
+  throttled: 0.69–0.82 of reqwest), a nap on the hyper path (no change: that
+  path is CPU-bound at ~800 ns per chunk, so it never waits), a 64 KiB
+  receive buffer (fills sooner, but then caps what one nap can take: 1.18
+  with a 200 µs nap, 0.81 with 500 µs), and mimalloc (2 MiB huge-page faults
+  and +0.2 MB of binary).
 - **cancel**: full-auto mode; `session/cancel` is sent once the first text
   chunk (streaming) or the `in_progress` update of `run_command sleep 30`
   (command) has arrived; the time to the prompt's response. Afterwards the

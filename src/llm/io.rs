@@ -45,6 +45,14 @@ where
     }
 }
 
+/// Whether the caller runs on the model I/O thread (not on the fallback of
+/// the caller's runtime): only there may a reader block briefly.
+pub fn on_io_thread() -> bool {
+    std::thread::current().name() == Some(THREAD_NAME)
+}
+
+const THREAD_NAME: &str = "model-io";
+
 fn handle() -> Option<&'static Handle> {
     static HANDLE: OnceLock<Option<Handle>> = OnceLock::new();
     HANDLE.get_or_init(start).as_ref()
@@ -65,7 +73,7 @@ fn start() -> Option<Handle> {
     // The thread parks in `block_on` and runs what `spawn` hands it until the
     // process exits; it holds no resource that needs an orderly shutdown.
     let started = std::thread::Builder::new()
-        .name("model-io".into())
+        .name(THREAD_NAME.into())
         .spawn(move || rt.block_on(std::future::pending::<()>()));
     match started {
         Ok(_) => Some(handle),

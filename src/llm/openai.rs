@@ -122,9 +122,17 @@ fn direct_headers(api_key: Option<&str>, extra: &[(String, String)]) -> Vec<(Str
         };
         out.push(("authorization".into(), v));
     }
+    let own = out.len();
     for (name, value) in extra {
-        if !has(&out, name) && !name.eq_ignore_ascii_case("user-agent") {
-            out.push((name.clone(), value.clone()));
+        let same = |(n, _): &(String, String)| n.eq_ignore_ascii_case(name);
+        if name.eq_ignore_ascii_case("user-agent") || out[..own].iter().any(same) {
+            continue;
+        }
+        // A later value for the same name replaces an earlier one, as
+        // `HeaderMap::insert` does for reqwest.
+        match out.iter_mut().find(|h| same(h)) {
+            Some(h) => h.1.clone_from(value),
+            None => out.push((name.clone(), value.clone())),
         }
     }
     out.push(("user-agent".into(), USER_AGENT.into()));
@@ -515,6 +523,39 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn direct_headers_match_what_reqwest_sends() {
+        let h = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let got = direct_headers(
+            Some("sk-1"),
+            &h(&[
+                ("X-Team", "a"),
+                ("Authorization", "from config"),
+                ("x-team", "b"),
+                ("User-Agent", "mine"),
+            ]),
+        );
+        assert_eq!(
+            got,
+            h(&[
+                ("authorization", "Bearer sk-1"),
+                ("X-Team", "b"),
+                ("user-agent", USER_AGENT),
+                ("accept", "*/*"),
+            ])
+        );
+        let got = direct_headers(None, &h(&[("Accept", "text/event-stream")]));
+        assert_eq!(
+            got,
+            h(&[("Accept", "text/event-stream"), ("user-agent", USER_AGENT)])
+        );
+    }
 
     #[test]
     fn secrets_are_redacted() {

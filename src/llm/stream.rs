@@ -256,6 +256,35 @@ const BURST_WAITS: u32 = 8;
 /// This much read without a wait also means a burst (a backlog).
 const BURST_READ: usize = 16 * 1024;
 
+/// Replies being read. A nap holds up the whole model I/O thread, so a
+/// reader naps only while it is the only one: with two bursts at once their
+/// naps would add up (and the other streams would wait them out).
+static READING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts one reply in [`READING`] while it lives.
+struct Reading;
+
+impl Reading {
+    fn start() -> Reading {
+        READING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Reading
+    }
+
+    fn alone(&self) -> bool {
+        READING.load(std::sync::atomic::Ordering::Relaxed) == 1
+    }
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        READING.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// How long a complete reply's connection waits for the body's last bytes
+/// before it is closed instead of kept for the next request.
+const TAIL_WAIT: Duration = Duration::from_millis(100);
+
 /// Tells a burst from a paced stream, for [`BURST_NAP`]: only a burst
 /// naps, so a paced chunk is relayed the moment it arrives.
 #[derive(Default)]
@@ -422,8 +451,10 @@ impl Pacer {
 /// and reads again; on a direct connection during a [`Burst`], it sleeps
 /// for [`BURST_NAP`] instead, so the next read takes many chunks at once.
 /// (A blocking sleep: it must not leave the thread in `epoll_wait`, where
-/// every segment reaching the socket would wake it; it holds up this
-/// runtime, which only runs model I/O, for at most 1 ms.) Only when
+/// every segment reaching the socket would wake it. It holds up the model
+/// I/O thread for 1 ms, so it is taken only there, never on the fallback
+/// of the caller's runtime, and only while no other reply is being read:
+/// see [`READING`].) Only when
 /// nothing is at hand does it hand over what it has, and wakes the turn as
 /// [`Pacer`] says: waking a task on another thread costs more than decoding
 /// a chunk.
@@ -440,6 +471,8 @@ pub(super) async fn read_body(
     let mut owed = false;
     let mut deferred = Box::pin(tokio::time::sleep_until(idle.last));
     let mut burst = Burst::default();
+    let reading = Reading::start();
+    let may_nap = body.coalesces() && super::io::on_io_thread();
     while !reply.done() {
         let mut read = poll_fn(|cx| body.poll_feed(cx, &mut reply)).now_or_never();
         if read.is_none() && body.yield_first() {
@@ -468,7 +501,7 @@ pub(super) async fn read_body(
                     // update per chunk.)
                     deferred.as_mut().reset(pacer.next());
                 }
-                if body.coalesces() && burst.nap(reply.fed) {
+                if burst.nap(reply.fed) && may_nap && reading.alone() {
                     std::thread::sleep(BURST_NAP);
                 }
                 let waiting = std::time::Instant::now();
@@ -503,6 +536,15 @@ pub(super) async fn read_body(
     }
     reply.flush(&tx, &redact);
     // Dropping `tx` wakes the receiver for the last items and the end.
+    drop(tx);
+    drop(reading);
+    if let Body::Direct(b) = body
+        && !b.finished()
+    {
+        // On a task of its own: the turn drops this one (aborting it) as
+        // soon as it has the end.
+        tokio::spawn(b.finish(TAIL_WAIT));
+    }
 }
 
 #[cfg(test)]

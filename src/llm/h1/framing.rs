@@ -23,8 +23,11 @@ impl Framing {
                 .filter(move |(n, _)| n == name)
                 .map(|(_, v)| v.as_str())
         }
-        if let Some(enc) =
-            get(headers, "content-encoding").find(|v| !v.eq_ignore_ascii_case("identity"))
+        // (An error reply's body is only shown as text: its status and
+        // Retry-After matter more than a garbled message.)
+        if let Some(enc) = get(headers, "content-encoding")
+            .find(|v| !v.eq_ignore_ascii_case("identity"))
+            .filter(|_| (200..300).contains(&status))
         {
             return Err(SendError(format!(
                 "the server compressed its reply (content-encoding: {enc}) though no encoding was accepted"
@@ -45,12 +48,22 @@ impl Framing {
                 Framing::Close
             });
         }
-        if let Some(len) = get(headers, "content-length").next() {
-            let len = len.parse::<u64>().map_err(|_| {
-                SendError(format!(
-                    "the server sent an invalid content-length: {len:?}"
-                ))
-            })?;
+        let lengths: Vec<&str> = get(headers, "content-length")
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .collect();
+        if let Some(&first) = lengths.first() {
+            // §6.3: differing values make the framing unknowable.
+            let len = first
+                .parse::<u64>()
+                .ok()
+                .filter(|_| lengths.iter().all(|l| *l == first))
+                .ok_or_else(|| {
+                    SendError(format!(
+                        "the server sent an invalid content-length: {:?}",
+                        lengths.join(", ")
+                    ))
+                })?;
             return Ok(if len == 0 {
                 Framing::Done
             } else {
@@ -60,12 +73,14 @@ impl Framing {
         Ok(Framing::Close)
     }
 
-    /// Decodes one read of the body, handing its payload to `sink`.
+    /// Decodes one read of the body, handing its payload to `sink`; true if
+    /// `input` went past the body's end (the connection then carries
+    /// something no request asked for, and must not be reused).
     pub(super) fn decode(
         &mut self,
         input: &[u8],
         sink: &mut dyn FnMut(&[u8]),
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         match self {
             Framing::Length(left) => {
                 let n = input
@@ -78,20 +93,23 @@ impl Framing {
                 if *left == 0 {
                     *self = Framing::Done;
                 }
+                Ok(n < input.len())
             }
-            Framing::Chunked(c) => {
-                if c.decode(input, sink)? {
+            Framing::Chunked(c) => match c.decode(input, sink)? {
+                Some(extra) => {
                     *self = Framing::Done;
+                    Ok(extra > 0)
                 }
-            }
+                None => Ok(false),
+            },
             Framing::Close => {
                 if !input.is_empty() {
                     sink(input);
                 }
+                Ok(false)
             }
-            Framing::Done => {}
+            Framing::Done => Ok(!input.is_empty()),
         }
-        Ok(())
     }
 
     /// The connection closed: fine only for a body that ends that way.
@@ -137,12 +155,13 @@ impl Default for Chunked {
 }
 
 impl Chunked {
-    /// Consumes all of `input`; true once the body is complete.
+    /// Consumes `input` up to the body's end: once the body is complete,
+    /// `Some` of how many bytes of `input` were left after it.
     pub(super) fn decode(
         &mut self,
         mut input: &[u8],
         sink: &mut dyn FnMut(&[u8]),
-    ) -> Result<bool, String> {
+    ) -> Result<Option<usize>, String> {
         while let Some(&b) = input.first() {
             if let Chunked::Data(left) = self {
                 let n = input
@@ -191,17 +210,18 @@ impl Chunked {
                 Chunked::Trailer(line_start) => match b {
                     b'\n' if *line_start => {
                         *self = Chunked::Done;
-                        return Ok(true);
+                        return Ok(Some(input.len()));
                     }
                     b'\n' => *line_start = true,
                     b'\r' => {}
                     _ => *line_start = false,
                 },
-                Chunked::Done => return Ok(true),
+                // (The byte taken above was past the end.)
+                Chunked::Done => return Ok(Some(input.len() + 1)),
                 Chunked::Data(_) => unreachable!("handled above"),
             }
         }
-        Ok(matches!(self, Chunked::Done))
+        Ok(matches!(self, Chunked::Done).then_some(0))
     }
 }
 
@@ -214,7 +234,7 @@ mod tests {
         let mut out = Vec::new();
         let mut done = false;
         for p in parts {
-            done = c.decode(p, &mut |b| out.extend_from_slice(b))?;
+            done = c.decode(p, &mut |b| out.extend_from_slice(b))?.is_some();
         }
         Ok((out, done))
     }
@@ -291,5 +311,36 @@ mod tests {
             ),
             Ok(Framing::Length(2))
         ));
+        // An error reply keeps its status even when a proxy compressed it.
+        assert!(matches!(
+            framing(
+                503,
+                &[("content-encoding", "gzip"), ("content-length", "9")]
+            ),
+            Ok(Framing::Length(9))
+        ));
+        assert!(matches!(
+            framing(200, &[("content-length", "5, 5")]),
+            Ok(Framing::Length(5))
+        ));
+        let e = framing(200, &[("content-length", "5"), ("content-length", "6")])
+            .err()
+            .unwrap();
+        assert!(e.0.contains("\"5, 6\""), "{}", e.0);
+    }
+
+    #[test]
+    fn bytes_past_the_body_end_are_reported() {
+        let mut sink = |_: &[u8]| {};
+        let mut f = Framing::Chunked(Chunked::default());
+        assert!(!f.decode(b"3\r\nabc\r\n", &mut sink).unwrap());
+        assert!(f.decode(b"0\r\n\r\nHTTP/1.1 200", &mut sink).unwrap());
+        assert!(matches!(f, Framing::Done));
+        let mut f = Framing::Chunked(Chunked::default());
+        assert!(!f.decode(b"0\r\n\r\n", &mut sink).unwrap());
+        assert!(f.decode(b"x", &mut sink).unwrap(), "after the end");
+        let mut f = Framing::Length(3);
+        assert!(!f.decode(b"ab", &mut sink).unwrap());
+        assert!(f.decode(b"cd", &mut sink).unwrap());
     }
 }

@@ -114,9 +114,10 @@ impl Response {
     }
 }
 
-/// Headers the exchange itself owns: a caller's value for them is dropped.
-const OWN_HEADERS: [&str; 5] = [
-    "host",
+/// Headers the exchange itself owns: a caller's value for them is dropped
+/// (`host` is not among them: a config `Host` replaces the URL's, as with
+/// reqwest, for a virtual host behind a plain-http reverse proxy).
+const OWN_HEADERS: [&str; 4] = [
     "content-length",
     "transfer-encoding",
     "connection",
@@ -126,11 +127,19 @@ const OWN_HEADERS: [&str; 5] = [
 /// The request's bytes: `headers` are `(name, value)` pairs already checked
 /// to be valid header names and values (no line breaks).
 fn request_head(target: &Target, headers: &[(String, String)], body_len: usize) -> Vec<u8> {
+    let host = headers
+        .iter()
+        .rev()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map_or(target.authority.as_str(), |(_, v)| v.as_str());
     let mut head = format!(
-        "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n",
-        target.path, target.authority
+        "POST {} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n",
+        target.path
     );
     for (name, value) in headers {
+        if name.eq_ignore_ascii_case("host") {
+            continue;
+        }
         if OWN_HEADERS.iter().any(|o| name.eq_ignore_ascii_case(o)) {
             continue;
         }
@@ -155,10 +164,9 @@ struct Idle {
     since: std::time::Instant,
 }
 
-/// Connections whose last reply was read to its end. Reusing one skips the
-/// handshake and keeps the socket buffers the kernel has grown for a fast
-/// stream (a new connection starts with small ones and a stream of small
-/// chunks fills them).
+/// Connections whose last reply was read to its end (a stream's final
+/// chunk is waited for briefly after `[DONE]`, see `stream::read_body`).
+/// Reusing one skips the TCP handshake.
 static POOL: Mutex<Vec<Idle>> = Mutex::new(Vec::new());
 const POOL_MAX: usize = 4;
 /// Servers close idle connections after a few seconds to minutes; one
@@ -234,12 +242,15 @@ pub(super) async fn post(
     }
 }
 
-/// A socket receive buffer for streams. Each token arrives as a small
-/// segment that the kernel accounts at several times its size, so the
-/// default buffer (128 KiB, grown only as the reader keeps up) closes the
-/// window after ~100 chunks whenever the reader takes a breath: the server
-/// then stalls. With room for thousands of chunks, the reader can take
-/// what accumulated in one read.
+/// The socket's receive buffer. During a burst the reader naps and lets the
+/// window fill (see `stream::BURST_NAP`); each token arrives as a small
+/// segment that the kernel accounts at several times its size, and the
+/// buffer must hold what one nap lets accumulate: with 64 KiB a read took
+/// too little (0.81 of a plain client's rate with a 500 µs nap). The kernel
+/// caps the request at `net.core.rmem_max` (208 KiB on a default Linux,
+/// doubled for bookkeeping; 4 MiB on the bench machine) and no longer
+/// autotunes a buffer that was set; either way a 1 ms nap fills the window
+/// of a fast local stream.
 const RECV_BUFFER: u32 = 1 << 20;
 
 /// Connects to the first address of `host` that answers.
@@ -274,12 +285,12 @@ async fn exchange(
     request: &[u8],
     address: &str,
 ) -> Result<Response, Failed> {
-    if let Err(e) = stream.write_all(request).await {
-        return Err(Failed::Unanswered(SendError(format!(
-            "sending the request failed: {e}"
-        ))));
-    }
+    // A server may answer (401, 413) and close before it has read the whole
+    // request: its reply, if one came, says more than the failed write.
+    let write_failed = stream.write_all(request).await.err();
     let mut buf: Vec<u8> = Vec::with_capacity(8 * 1024);
+    // Whether any byte of a reply (even a 1xx) came back.
+    let mut answered = false;
     loop {
         // What earlier reads brought may already hold a whole head.
         if let Some(head) = parse_head(&buf).map_err(Failed::Other)? {
@@ -289,7 +300,8 @@ async fn exchange(
                 continue;
             }
             let framing = Framing::of(head.status, &head.headers).map_err(Failed::Other)?;
-            let reusable = head.keep_alive && !matches!(framing, Framing::Close);
+            let reusable =
+                write_failed.is_none() && head.keep_alive && !matches!(framing, Framing::Close);
             return Ok(Response {
                 status: head.status,
                 headers: head.headers,
@@ -309,19 +321,25 @@ async fn exchange(
             ))));
         }
         let read = stream.read_buf(&mut buf).await;
-        let unanswered = buf.is_empty();
-        let e = match read {
-            Ok(0) => SendError("the server closed the connection without replying".into()),
-            Ok(_) => continue,
-            Err(e) => SendError(format!("reading the reply failed: {e}")),
+        let e = match (read, &write_failed) {
+            (Ok(n), _) if n > 0 => {
+                answered = true;
+                continue;
+            }
+            (_, Some(w)) => SendError(format!("sending the request failed: {w}")),
+            (Ok(_), None) => SendError("the server closed the connection without replying".into()),
+            (Err(e), None) => SendError(format!("reading the reply failed: {e}")),
         };
-        return Err(if unanswered {
-            Failed::Unanswered(e)
-        } else {
+        return Err(if answered {
             Failed::Other(e)
+        } else {
+            Failed::Unanswered(e)
         });
     }
 }
+
+/// The most headers a reply may have.
+const MAX_HEADERS: usize = 96;
 
 struct Head {
     status: u16,
@@ -335,7 +353,7 @@ struct Head {
 
 /// A complete head at the start of `buf`, if there is one.
 fn parse_head(buf: &[u8]) -> Result<Option<Head>, SendError> {
-    let mut raw = [httparse::EMPTY_HEADER; 96];
+    let mut raw = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut raw);
     match resp.parse(buf) {
         Ok(httparse::Status::Partial) => Ok(None),
@@ -360,6 +378,9 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, SendError> {
                 used,
             }))
         }
+        Err(httparse::Error::TooManyHeaders) => Err(SendError(format!(
+            "the server's reply has more than {MAX_HEADERS} headers"
+        ))),
         Err(e) => Err(SendError(format!(
             "the server's reply is not HTTP/1.1: {e}"
         ))),
@@ -396,6 +417,20 @@ impl Drop for Body {
 }
 
 impl Body {
+    /// A read that went past the body's end leaves bytes no request asked
+    /// for on the connection: it is closed rather than reused.
+    fn past_end(&mut self, decoded: Result<bool, String>) -> Result<(), String> {
+        if decoded.as_ref().is_ok_and(|past| *past) {
+            self.reuse = None;
+        }
+        decoded.map(|_| ())
+    }
+
+    /// Whether the body was read to its end.
+    pub(super) fn finished(&self) -> bool {
+        matches!(self.framing, Framing::Done)
+    }
+
     /// Reads once (or takes what came with the head) and hands the payload
     /// to `sink`. `Ready(Some(Ok(())))` when something was read (which may
     /// be framing only), `Ready(None)` at the body's end.
@@ -410,7 +445,7 @@ impl Body {
         if !self.buf.is_empty() {
             let early = std::mem::take(&mut self.buf);
             let r = self.framing.decode(&early, sink);
-            return Poll::Ready(Some(r));
+            return Poll::Ready(Some(self.past_end(r)));
         }
         if self.buf.capacity() < READ_SIZE {
             self.buf.reserve_exact(READ_SIZE);
@@ -431,9 +466,22 @@ impl Body {
                         Err(e) => Poll::Ready(Some(Err(e))),
                     };
                 }
-                Poll::Ready(Some(self.framing.decode(read, sink)))
+                let r = self.framing.decode(read, sink);
+                Poll::Ready(Some(self.past_end(r)))
             }
         }
+    }
+
+    /// Reads what is left of a body whose reply is complete (servers often
+    /// write the chunked terminator after `[DONE]`), for at most `limit`, so
+    /// that the connection goes back to the pool; closes it otherwise.
+    pub(super) async fn finish(mut self, limit: Duration) {
+        let rest = async {
+            while let Some(Ok(())) =
+                std::future::poll_fn(|cx| self.poll_feed(cx, &mut |_| {})).await
+            {}
+        };
+        let _ = tokio::time::timeout(limit, rest).await;
     }
 
     /// The whole body, up to `limit` bytes (the rest is dropped).

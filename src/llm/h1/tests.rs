@@ -212,3 +212,82 @@ async fn an_unfinished_body_closes_its_connection() {
     assert_eq!(resp.body.read_to_end(1024).await.unwrap(), b"ok");
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn the_tail_of_a_complete_reply_is_awaited_so_the_connection_is_reused() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = listener.accept().await.unwrap();
+            count.fetch_add(1, Ordering::SeqCst);
+            // (Without it Nagle would hold the chunk until the terminator.)
+            s.set_nodelay(true).unwrap();
+            tokio::spawn(async move {
+                let mut pending = Vec::new();
+                while read_request(&mut s, &mut pending).await {
+                    // The terminator comes in a later write, as from
+                    // llama.cpp or Ollama after `[DONE]`.
+                    let head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n";
+                    s.write_all(head).await.unwrap();
+                    s.write_all(b"2\r\nok\r\n").await.unwrap();
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    s.write_all(b"0\r\n\r\n").await.unwrap();
+                }
+            });
+        }
+    });
+    let target = Target::parse(&format!("http://127.0.0.1:{port}/v1")).unwrap();
+    for _ in 0..2 {
+        let mut resp = post(&target, &[], b"{}", Duration::from_secs(5))
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            let mut sink = |b: &[u8]| got.extend_from_slice(b);
+            let read = std::future::poll_fn(|cx| resp.body.poll_feed(cx, &mut sink)).await;
+            assert!(matches!(read, Some(Ok(()))), "{read:?}");
+        }
+        assert_eq!(got, b"ok");
+        assert!(!resp.body.finished());
+        resp.body.finish(Duration::from_secs(5)).await;
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_reply_to_a_request_the_server_did_not_read_is_still_seen() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 4096];
+        let mut head = Vec::new();
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = s.read(&mut buf).await.unwrap();
+            head.extend_from_slice(&buf[..n]);
+        }
+        // Too large: answered at once, the body left unread (a reset).
+        let reply = b"HTTP/1.1 413 Payload Too Large\r\nconnection: close\r\ncontent-length: 8\r\n\r\ntoo big!";
+        s.write_all(reply).await.unwrap();
+    });
+    let target = Target::parse(&format!("http://127.0.0.1:{port}/v1")).unwrap();
+    let body = vec![b'x'; 32 << 20];
+    let resp = post(&target, &[], &body, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(resp.status, 413);
+    assert_eq!(resp.body.read_to_end(1024).await.unwrap(), b"too big!");
+}
+
+#[test]
+fn a_configured_host_header_replaces_the_urls() {
+    let t = Target::parse("http://10.0.0.5:8080/v1/chat/completions").unwrap();
+    let headers = vec![("Host".to_owned(), "models.internal".to_owned())];
+    let head = String::from_utf8(request_head(&t, &headers, 2)).unwrap();
+    assert!(head.contains("\r\nhost: models.internal\r\n"), "{head}");
+    assert_eq!(head.matches("ost: ").count(), 1, "{head}");
+}
