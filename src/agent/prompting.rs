@@ -30,7 +30,7 @@ impl Agent {
         let session = self.session(&req.session_id)?;
         let turn = turn.unwrap_or_else(|| session.register_turn());
         let settings = self.usable_settings()?;
-        self.set_title(&session, &req.prompt);
+        self.set_title(&session, &req.prompt).await;
         tracing::info!(session = %session.id, prompt = %super::prompt::summary(&req.prompt, 80), "turn start");
         session.registry.turn_started();
         let result = self
@@ -38,7 +38,7 @@ impl Agent {
             .await;
         session.registry.turn_ended();
         drop(turn);
-        session.touch();
+        session.touch().await;
         match &result {
             Ok(reason) => tracing::info!(session = %session.id, ?reason, "turn end"),
             Err(e) => tracing::warn!(session = %session.id, error = %e.message, "turn failed"),
@@ -135,7 +135,7 @@ impl Agent {
     }
 
     /// Gives a session its title from its first prompt (ACP `session_info_update`).
-    fn set_title(&self, session: &Session, prompt: &[ContentBlock]) {
+    async fn set_title(&self, session: &Arc<Session>, prompt: &[ContentBlock]) {
         let title = {
             let mut meta = session.meta.lock().unwrap_or_else(|e| e.into_inner());
             if meta.title.is_some() {
@@ -151,7 +151,7 @@ impl Agent {
         session.record(&Record::Title {
             title: title.clone(),
         });
-        session.touch();
+        session.touch().await;
         session
             .editor
             .update(&SessionUpdate::SessionInfoUpdate(SessionInfoUpdate {

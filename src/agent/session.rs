@@ -290,7 +290,21 @@ impl Session {
     }
 
     /// Ends a turn for persistence: stable storage and a fresh `updatedAt`.
-    pub fn touch(&self) {
+    ///
+    /// The disk work runs on the blocking pool: an fsync can take tens of
+    /// milliseconds, and on this runtime's worker it held up the tasks queued
+    /// behind the turn, among them the writer with the turn's last
+    /// `agent_message_chunk` (the bench's paced stream saw its last chunk
+    /// arrive 10–28 ms late). The caller still waits for it, so a turn is on
+    /// disk before its response is sent.
+    pub async fn touch(self: &Arc<Self>) {
+        let session = self.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || session.touch_now()).await {
+            tracing::warn!(error = %e, "session not synced");
+        }
+    }
+
+    fn touch_now(&self) {
         self.recorder.sync();
         let summary = {
             let mut meta = self.meta.lock().unwrap_or_else(|e| e.into_inner());
