@@ -186,7 +186,13 @@ How each figure is taken (see `benches/agent.rs` for the code):
   before the direct reader gave 0.86–2.10 ms interleaved with it
   (`BENCH_PACED_WORST=1` prints the slowest chunks: stalls of 4–12 ms that
   delay a few consecutive chunks, about once a second, in both builds;
-  reqwest's own p99 in the same runs was 0.20–0.30 ms).
+  reqwest's own p99 in the same runs was 0.20–0.30 ms). It also prints how
+  much CPU this sandbox's PID 1 (`process_api`, threads at nice -10, ~10 ms
+  of CPU about once a second) took around each of them: about half of the
+  stalls coincide with it running 4–9 ms; the rest show no cause inside the
+  VM. It also showed the last chunk of every paced stream arriving 10–28 ms
+  late: the turn's end synced the session log on the runtime worker, ahead
+  of the writer holding that chunk (fixed in commit 5dcdab7).
 - **what did not help** (interleaved A/B runs): the same direct reader with
   100 µs or 500 µs naps (the window never filled; the server stayed
   throttled: 0.69–0.82 of reqwest), a nap on the hyper path (no change: that
