@@ -192,21 +192,7 @@ async fn open_chat(
         } => (target, headers, body, connect_timeout),
     };
     let sent = h1::post(&target, &headers, &body, connect_timeout);
-    let resp = match tokio::time::timeout(idle, sent).await {
-        Err(_) => {
-            return Err(LlmError::Timeout {
-                url: url.to_owned(),
-                after: idle,
-            });
-        }
-        Ok(Err(e)) => {
-            return Err(LlmError::Connect {
-                url: url.to_owned(),
-                reason: redact_all(&e.0, secrets),
-            });
-        }
-        Ok(Ok(resp)) => resp,
-    };
+    let resp = head_within(idle, url, secrets, sent, |e: &h1::SendError| e.0.clone()).await?;
     if !(200..300).contains(&resp.status) {
         let status = resp.status;
         let retry_after = resp.header("retry-after").and_then(parse_retry_after);
@@ -242,25 +228,36 @@ async fn open(
     idle: Duration,
     secrets: &[String],
 ) -> Result<reqwest::Response, LlmError> {
-    let resp = match tokio::time::timeout(idle, req.send()).await {
-        Err(_) => {
-            return Err(LlmError::Timeout {
-                url: url.to_owned(),
-                after: idle,
-            });
-        }
-        Ok(Err(e)) => {
-            return Err(LlmError::Connect {
-                url: url.to_owned(),
-                reason: redact_all(&error_chain(&e), secrets),
-            });
-        }
-        Ok(Ok(resp)) => resp,
-    };
+    let resp = head_within(idle, url, secrets, req.send(), |e: &reqwest::Error| {
+        error_chain(e)
+    })
+    .await?;
     if !resp.status().is_success() {
         return Err(error_from(url, resp, secrets).await);
     }
     Ok(resp)
+}
+
+/// Waits up to `idle` for a request's reply head: a timeout, or a failure
+/// to connect or send, becomes the matching error, its text redacted.
+async fn head_within<T, E>(
+    idle: Duration,
+    url: &str,
+    secrets: &[String],
+    sent: impl std::future::Future<Output = Result<T, E>>,
+    reason: impl FnOnce(&E) -> String,
+) -> Result<T, LlmError> {
+    match tokio::time::timeout(idle, sent).await {
+        Err(_) => Err(LlmError::Timeout {
+            url: url.to_owned(),
+            after: idle,
+        }),
+        Ok(Err(e)) => Err(LlmError::Connect {
+            url: url.to_owned(),
+            reason: redact_all(&reason(&e), secrets),
+        }),
+        Ok(Ok(head)) => Ok(head),
+    }
 }
 
 async fn error_from(url: &str, resp: reqwest::Response, secrets: &[String]) -> LlmError {

@@ -39,6 +39,13 @@ fn the_request_head_keeps_framing_headers_its_own() {
     );
 }
 
+/// A POST of `{}` to `target`, which must get a reply head.
+async fn send(target: &Target) -> Response {
+    post(target, &[], b"{}", Duration::from_secs(5))
+        .await
+        .unwrap()
+}
+
 /// A loopback server that answers one request with `reply`, in pieces.
 async fn serve_once(pieces: Vec<Vec<u8>>) -> Target {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -69,9 +76,7 @@ async fn a_streamed_reply_is_read_whole_after_a_continue() {
         b"0\r\n\r\n".to_vec(),
     ])
     .await;
-    let resp = post(&target, &[], b"{}", Duration::from_secs(5))
-        .await
-        .unwrap();
+    let resp = send(&target).await;
     assert_eq!(resp.status, 200);
     assert_eq!(resp.header("content-type"), Some("text/event-stream"));
     assert_eq!(resp.body.read_to_end(1 << 20).await.unwrap(), b"data: hi\n");
@@ -83,9 +88,7 @@ async fn a_cut_body_is_an_error_and_a_refused_connection_names_the_address() {
         b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc".to_vec(),
     ])
     .await;
-    let resp = post(&target, &[], b"{}", Duration::from_secs(5))
-        .await
-        .unwrap();
+    let resp = send(&target).await;
     let err = resp.body.read_to_end(1 << 20).await.unwrap_err();
     assert!(err.contains("before the reply's end"), "{err}");
 
@@ -107,9 +110,7 @@ async fn an_error_body_is_read_up_to_its_limit() {
         b"\"slow down\"}".to_vec(),
     ])
     .await;
-    let resp = post(&target, &[], b"{}", Duration::from_secs(5))
-        .await
-        .unwrap();
+    let resp = send(&target).await;
     assert_eq!(resp.status, 429);
     assert_eq!(resp.header("retry-after"), Some("2"));
     assert_eq!(resp.body.read_to_end(5).await.unwrap(), b"{\"err");
@@ -138,11 +139,22 @@ async fn read_request(s: &mut TcpStream, pending: &mut Vec<u8>) -> bool {
     }
 }
 
-/// A server answering every request on a connection with "ok"; `replies`
-/// caps the replies per connection (then it closes without replying).
-/// Returns the target and the count of connections accepted.
+/// How a [`keep_alive_server`] answers.
+#[derive(Clone, Copy)]
+enum Answer {
+    /// "ok" with a content-length.
+    Ok,
+    /// "ok" chunked, the terminator 20 ms later, as llama.cpp or Ollama
+    /// write it after `[DONE]`.
+    OkThenEnd,
+}
+
+/// A server answering every request on a connection as `answer` says;
+/// `replies` caps the replies per connection (then it closes without
+/// replying). Returns the target and the count of connections accepted.
 async fn keep_alive_server(
     replies: usize,
+    answer: Answer,
 ) -> (Target, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -153,14 +165,27 @@ async fn keep_alive_server(
         loop {
             let (mut s, _) = listener.accept().await.unwrap();
             count.fetch_add(1, Ordering::SeqCst);
+            // (Without it Nagle would hold a chunk until the terminator.)
+            s.set_nodelay(true).unwrap();
             tokio::spawn(async move {
                 let mut pending = Vec::new();
                 for _ in 0..replies {
                     if !read_request(&mut s, &mut pending).await {
                         return;
                     }
-                    let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-                    s.write_all(reply).await.unwrap();
+                    match answer {
+                        Answer::Ok => {
+                            let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                            s.write_all(reply).await.unwrap();
+                        }
+                        Answer::OkThenEnd => {
+                            let head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n";
+                            s.write_all(head).await.unwrap();
+                            s.write_all(b"2\r\nok\r\n").await.unwrap();
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                            s.write_all(b"0\r\n\r\n").await.unwrap();
+                        }
+                    }
                 }
                 // Read the next request, then close without a reply.
                 read_request(&mut s, &mut pending).await;
@@ -171,80 +196,47 @@ async fn keep_alive_server(
     (target, accepted)
 }
 
+/// Sends `times` requests to a [`keep_alive_server`], each answered "ok".
+async fn post_ok(target: &Target, times: usize) {
+    for _ in 0..times {
+        let resp = send(target).await;
+        assert_eq!(resp.body.read_to_end(1024).await.unwrap(), b"ok");
+    }
+}
+
 #[tokio::test]
 async fn a_connection_read_to_its_end_carries_the_next_request() {
     use std::sync::atomic::Ordering;
-    let (target, accepted) = keep_alive_server(usize::MAX).await;
-    for _ in 0..3 {
-        let resp = post(&target, &[], b"{}", Duration::from_secs(5))
-            .await
-            .unwrap();
-        assert_eq!(resp.body.read_to_end(1024).await.unwrap(), b"ok");
-    }
+    let (target, accepted) = keep_alive_server(usize::MAX, Answer::Ok).await;
+    post_ok(&target, 3).await;
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
 async fn a_request_the_idle_connection_dropped_is_sent_again_on_a_new_one() {
     use std::sync::atomic::Ordering;
-    let (target, accepted) = keep_alive_server(1).await;
-    for _ in 0..2 {
-        let resp = post(&target, &[], b"{}", Duration::from_secs(5))
-            .await
-            .unwrap();
-        assert_eq!(resp.body.read_to_end(1024).await.unwrap(), b"ok");
-    }
+    let (target, accepted) = keep_alive_server(1, Answer::Ok).await;
+    post_ok(&target, 2).await;
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test]
 async fn an_unfinished_body_closes_its_connection() {
     use std::sync::atomic::Ordering;
-    let (target, accepted) = keep_alive_server(usize::MAX).await;
-    let resp = post(&target, &[], b"{}", Duration::from_secs(5))
-        .await
-        .unwrap();
+    let (target, accepted) = keep_alive_server(usize::MAX, Answer::Ok).await;
+    let resp = send(&target).await;
     // Dropped unread, as a cancelled turn drops its reply.
     drop(resp);
-    let resp = post(&target, &[], b"{}", Duration::from_secs(5))
-        .await
-        .unwrap();
-    assert_eq!(resp.body.read_to_end(1024).await.unwrap(), b"ok");
+    post_ok(&target, 1).await;
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test]
 async fn the_tail_of_a_complete_reply_is_awaited_so_the_connection_is_reused() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
-    let count = accepted.clone();
-    tokio::spawn(async move {
-        loop {
-            let (mut s, _) = listener.accept().await.unwrap();
-            count.fetch_add(1, Ordering::SeqCst);
-            // (Without it Nagle would hold the chunk until the terminator.)
-            s.set_nodelay(true).unwrap();
-            tokio::spawn(async move {
-                let mut pending = Vec::new();
-                while read_request(&mut s, &mut pending).await {
-                    // The terminator comes in a later write, as from
-                    // llama.cpp or Ollama after `[DONE]`.
-                    let head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n";
-                    s.write_all(head).await.unwrap();
-                    s.write_all(b"2\r\nok\r\n").await.unwrap();
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    s.write_all(b"0\r\n\r\n").await.unwrap();
-                }
-            });
-        }
-    });
-    let target = Target::parse(&format!("http://127.0.0.1:{port}/v1")).unwrap();
+    use std::sync::atomic::Ordering;
+    let (target, accepted) = keep_alive_server(usize::MAX, Answer::OkThenEnd).await;
     for _ in 0..2 {
-        let mut resp = post(&target, &[], b"{}", Duration::from_secs(5))
-            .await
-            .unwrap();
+        let mut resp = send(&target).await;
         let mut got = Vec::new();
         while got.len() < 2 {
             let mut sink = |b: &[u8]| got.extend_from_slice(b);
