@@ -194,16 +194,9 @@ async fn open_chat(
     let sent = h1::post(&target, &headers, &body, connect_timeout);
     let resp = head_within(idle, url, secrets, sent, |e: &h1::SendError| e.0.clone()).await?;
     if !(200..300).contains(&resp.status) {
-        let status = resp.status;
-        let retry_after = resp.header("retry-after").and_then(parse_retry_after);
-        let body = Body::Direct(resp.body);
-        let message = redact_all(&error_message(&error_body(body).await), secrets);
-        return Err(LlmError::Status {
-            status,
-            url: url.to_owned(),
-            message,
-            retry_after,
-        });
+        let retry_after = resp.header("retry-after").map(str::to_owned);
+        let (status, body) = (resp.status, Body::Direct(resp.body));
+        return Err(status_error(url, status, retry_after.as_deref(), body, secrets).await);
     }
     Ok(Opened {
         is_json: is_json(resp.header("content-type")),
@@ -266,14 +259,26 @@ async fn error_from(url: &str, resp: reqwest::Response, secrets: &[String]) -> L
         .headers()
         .get(RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
-        .and_then(parse_retry_after);
-    let body = error_body(Body::hyper(resp)).await;
-    let message = redact_all(&error_message(&body), secrets);
+        .map(str::to_owned);
+    let body = Body::hyper(resp);
+    status_error(url, status, retry_after.as_deref(), body, secrets).await
+}
+
+/// A failure status as an error: the server's message from its body (read
+/// as [`error_body`] does, redacted) and its `Retry-After`.
+async fn status_error(
+    url: &str,
+    status: u16,
+    retry_after: Option<&str>,
+    body: Body,
+    secrets: &[String],
+) -> LlmError {
+    let message = redact_all(&error_message(&error_body(body).await), secrets);
     LlmError::Status {
         status,
         url: url.to_owned(),
         message,
-        retry_after,
+        retry_after: retry_after.and_then(parse_retry_after),
     }
 }
 

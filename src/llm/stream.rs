@@ -253,9 +253,6 @@ const BURST_WAIT: Duration = Duration::from_micros(50);
 /// and its p99 latency went over 1 ms.
 const BURST_WAITS: u32 = 8;
 
-/// This much read without a wait also means a burst (a backlog).
-const BURST_READ: usize = 16 * 1024;
-
 /// Replies being read. A nap holds up the whole model I/O thread, so a
 /// reader naps only while it is the only one: with two bursts at once their
 /// naps would add up (and the other streams would wait them out).
@@ -299,7 +296,8 @@ impl Burst {
     /// The reader found nothing to read, `fed` bytes into the body: whether
     /// to nap before waiting.
     fn nap(&mut self, fed: usize) -> bool {
-        let backlog = fed - self.fed_at_wait >= BURST_READ;
+        // (A backlog: as much as makes the [`Pacer`] see a burst.)
+        let backlog = fed - self.fed_at_wait >= BURST_BYTES;
         self.fed_at_wait = fed;
         backlog || self.short_waits >= BURST_WAITS
     }
@@ -374,6 +372,8 @@ impl Body {
         matches!(self, Body::Hyper(_))
     }
 
+    /// Whether a [`Burst`] may nap: only a direct read gains from it (the
+    /// hyper path is CPU-bound during a burst, so it never waits).
     fn coalesces(&self) -> bool {
         matches!(self, Body::Direct(_))
     }
@@ -410,7 +410,8 @@ struct Pacer {
     fed: usize,
 }
 
-/// See [`Pacer`].
+/// See [`Pacer`]; [`Burst`] also takes this much read without a wait for
+/// a backlog.
 const BURST_GAP: Duration = Duration::from_millis(4);
 const BURST_BYTES: usize = 16 * 1024;
 
@@ -591,8 +592,8 @@ mod tests {
     #[test]
     fn a_large_read_without_a_wait_is_a_burst() {
         let mut b = Burst::default();
-        assert!(b.nap(BURST_READ), "a backlog read in one go");
+        assert!(b.nap(BURST_BYTES), "a backlog read in one go");
         b.waited(Duration::from_millis(5));
-        assert!(!b.nap(BURST_READ + 250));
+        assert!(!b.nap(BURST_BYTES + 250));
     }
 }
