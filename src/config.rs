@@ -57,6 +57,11 @@ pub struct FileConfig {
     pub stream_idle_timeout_secs: Option<u64>,
     /// Send `stream_options.include_usage` (some older servers reject it).
     pub stream_usage: Option<bool>,
+    /// Memory caps on one model reply (issue 14): one SSE event, the
+    /// reply's text and reasoning, its tool-call arguments. Default 8 MiB each.
+    pub max_sse_event_bytes: Option<usize>,
+    pub max_reply_text_bytes: Option<usize>,
+    pub max_tool_arguments_bytes: Option<usize>,
     /// Send the previous turns' reasoning back as `reasoning_content` (DeepSeek-style servers want it).
     pub send_reasoning: Option<bool>,
     /// Extra HTTP headers for the model endpoint (values never logged).
@@ -276,6 +281,8 @@ pub struct Settings {
     pub max_retries: u32,
     pub stream_idle_timeout: Duration,
     pub connect_timeout: Duration,
+    /// How much one model reply may hold (`max_*_bytes` in the file).
+    pub stream_limits: crate::llm::StreamLimits,
     pub stream_usage: bool,
     pub send_reasoning: bool,
     pub headers: Vec<(String, String)>,
@@ -329,6 +336,7 @@ impl Default for Settings {
             max_retries: 5,
             stream_idle_timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(15),
+            stream_limits: crate::llm::StreamLimits::default(),
             stream_usage: true,
             send_reasoning: false,
             headers: Vec::new(),
@@ -447,6 +455,19 @@ impl Settings {
         }
         if let Some(b) = file.stream_usage {
             s.stream_usage = b;
+        }
+        let limits = &mut s.stream_limits;
+        for (value, limit) in [
+            (file.max_sse_event_bytes, &mut limits.max_event_bytes),
+            (file.max_reply_text_bytes, &mut limits.max_text_bytes),
+            (
+                file.max_tool_arguments_bytes,
+                &mut limits.max_tool_arguments_bytes,
+            ),
+        ] {
+            if let Some(n) = value {
+                *limit = n.max(1024);
+            }
         }
         if let Some(b) = file.send_reasoning {
             s.send_reasoning = b;

@@ -80,7 +80,8 @@ fn default_factory() -> ModelFactory {
             &s.headers,
             s.connect_timeout,
             s.stream_idle_timeout,
-        )?;
+        )?
+        .with_limits(s.stream_limits);
         Ok(Arc::new(m) as Arc<dyn Model>)
     })
 }

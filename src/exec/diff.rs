@@ -1,152 +1,97 @@
-//! A small unified line diff for showing edits in the terminal.
-//!
-//! Common prefix and suffix are trimmed first; the middle is diffed with an LCS
-//! table when it is small enough, and shown as a whole replacement otherwise.
+//! Unified line diffs for showing edits in the terminal, computed by
+//! `similar` (DESIGN §2: a maintained crate, not a hand-written LCS): its
+//! Myers diff with a deadline, so a huge rewrite still answers quickly.
+use similar::{ChangeTag, TextDiff};
 
-/// One line of a diff.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Line<'a> {
-    Context(&'a str),
-    Removed(&'a str),
-    Added(&'a str),
+/// What one line of a hunk is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag {
+    Context,
+    Removed,
+    Added,
 }
 
-/// A hunk: 1-based start lines in the old and new text, and its lines.
+/// One line of a hunk, without its line ending.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hunk<'a> {
+pub struct Line {
+    pub tag: Tag,
+    pub text: String,
+    /// The last line of a text without a final newline: shown with
+    /// "\ No newline at end of file", as `diff -u` and git do.
+    pub missing_newline: bool,
+}
+
+/// A hunk: start lines in the old and new text as a unified diff writes
+/// them (1-based; for an empty side, the line before it), and its lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hunk {
     pub old_start: usize,
     pub old_len: usize,
     pub new_start: usize,
     pub new_len: usize,
-    pub lines: Vec<Line<'a>>,
+    pub lines: Vec<Line>,
 }
 
-/// Largest LCS table (cells) before falling back to a whole replacement.
-const MAX_CELLS: usize = 4_000_000;
+/// How long `similar` may search for the smallest diff before it settles
+/// for a larger correct one.
+const DEADLINE: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// The line-level edit script from `old` to `new`.
-pub fn diff_lines<'a>(old: &'a str, new: &'a str) -> Vec<Line<'a>> {
-    let a: Vec<&str> = old.lines().collect();
-    let b: Vec<&str> = new.lines().collect();
-    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let suffix = a[prefix..]
-        .iter()
-        .rev()
-        .zip(b[prefix..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
-    let (am, bm) = (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix]);
-    let mut out: Vec<Line<'a>> = a[..prefix].iter().map(|l| Line::Context(l)).collect();
-    if am.len().saturating_mul(bm.len()) > MAX_CELLS {
-        out.extend(am.iter().map(|l| Line::Removed(l)));
-        out.extend(bm.iter().map(|l| Line::Added(l)));
-    } else {
-        // lcs[i][j] = LCS length of am[i..] and bm[j..].
-        let w = bm.len() + 1;
-        let mut lcs = vec![0u32; (am.len() + 1) * w];
-        for i in (0..am.len()).rev() {
-            for j in (0..bm.len()).rev() {
-                lcs[i * w + j] = if am[i] == bm[j] {
-                    lcs[(i + 1) * w + j + 1] + 1
-                } else {
-                    lcs[(i + 1) * w + j].max(lcs[i * w + j + 1])
-                };
-            }
-        }
-        let (mut i, mut j) = (0, 0);
-        while i < am.len() || j < bm.len() {
-            if i < am.len() && j < bm.len() && am[i] == bm[j] {
-                out.push(Line::Context(am[i]));
-                i += 1;
-                j += 1;
-            } else if i < am.len() && (j == bm.len() || lcs[(i + 1) * w + j] >= lcs[i * w + j + 1])
-            {
-                out.push(Line::Removed(am[i]));
-                i += 1;
-            } else {
-                out.push(Line::Added(bm[j]));
-                j += 1;
-            }
-        }
+/// The hunks of a unified diff from `old` to `new`, with `context` lines
+/// around each change.
+pub fn hunks(old: &str, new: &str, context: usize) -> Vec<Hunk> {
+    let diff = TextDiff::configure().timeout(DEADLINE).diff_lines(old, new);
+    let mut out = Vec::new();
+    for group in diff.grouped_ops(context) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let old_range = first.old_range().start..last.old_range().end;
+        let new_range = first.new_range().start..last.new_range().end;
+        let lines = group
+            .iter()
+            .flat_map(|op| diff.iter_changes(op))
+            .map(|c| {
+                let value = c.value();
+                Line {
+                    tag: match c.tag() {
+                        ChangeTag::Equal => Tag::Context,
+                        ChangeTag::Delete => Tag::Removed,
+                        ChangeTag::Insert => Tag::Added,
+                    },
+                    text: value.trim_end_matches(['\n', '\r']).to_owned(),
+                    missing_newline: c.missing_newline(),
+                }
+            })
+            .collect();
+        let start = |r: &std::ops::Range<usize>| r.start + usize::from(!r.is_empty());
+        out.push(Hunk {
+            old_start: start(&old_range),
+            old_len: old_range.len(),
+            new_start: start(&new_range),
+            new_len: new_range.len(),
+            lines,
+        });
     }
-    out.extend(a[a.len() - suffix..].iter().map(|l| Line::Context(l)));
     out
-}
-
-/// Groups an edit script into hunks with `context` lines around changes.
-pub fn hunks<'a>(lines: &[Line<'a>], context: usize) -> Vec<Hunk<'a>> {
-    let changed: Vec<usize> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| !matches!(l, Line::Context(_)))
-        .map(|(i, _)| i)
-        .collect();
-    let mut ranges: Vec<(usize, usize)> = Vec::new();
-    for &i in &changed {
-        let start = i.saturating_sub(context);
-        let end = (i + context + 1).min(lines.len());
-        match ranges.last_mut() {
-            Some((_, e)) if start <= *e => *e = end.max(*e),
-            _ => ranges.push((start, end)),
-        }
-    }
-    // Line numbers at each index.
-    let mut old_no = Vec::with_capacity(lines.len());
-    let mut new_no = Vec::with_capacity(lines.len());
-    let (mut o, mut n) = (1, 1);
-    for l in lines {
-        old_no.push(o);
-        new_no.push(n);
-        match l {
-            Line::Context(_) => {
-                o += 1;
-                n += 1;
-            }
-            Line::Removed(_) => o += 1,
-            Line::Added(_) => n += 1,
-        }
-    }
-    ranges
-        .into_iter()
-        .map(|(s, e)| {
-            let slice = &lines[s..e];
-            let old_len = slice
-                .iter()
-                .filter(|l| !matches!(l, Line::Added(_)))
-                .count();
-            let new_len = slice
-                .iter()
-                .filter(|l| !matches!(l, Line::Removed(_)))
-                .count();
-            Hunk {
-                old_start: if old_len == 0 {
-                    old_no[s] - 1
-                } else {
-                    old_no[s]
-                },
-                old_len,
-                new_start: if new_len == 0 {
-                    new_no[s] - 1
-                } else {
-                    new_no[s]
-                },
-                new_len,
-                lines: slice.to_vec(),
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn line(tag: Tag, text: &str) -> Line {
+        Line {
+            tag,
+            text: text.to_owned(),
+            missing_newline: false,
+        }
+    }
+
     #[test]
     fn small_edit() {
         let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
         let new = "a\nb\nc\nD\ne\nf\ng\nh\ni\n";
-        let script = diff_lines(old, new);
-        let h = hunks(&script, 1);
+        let h = hunks(old, new, 1);
         assert_eq!(h.len(), 2);
         assert_eq!(
             (h[0].old_start, h[0].old_len, h[0].new_start, h[0].new_len),
@@ -155,22 +100,41 @@ mod tests {
         assert_eq!(
             h[0].lines,
             vec![
-                Line::Context("c"),
-                Line::Removed("d"),
-                Line::Added("D"),
-                Line::Context("e")
+                line(Tag::Context, "c"),
+                line(Tag::Removed, "d"),
+                line(Tag::Added, "D"),
+                line(Tag::Context, "e")
             ]
         );
-        assert_eq!(h[1].lines.last(), Some(&Line::Added("i")));
+        assert_eq!(h[1].lines.last(), Some(&line(Tag::Added, "i")));
     }
 
     #[test]
     fn new_file_and_no_change() {
-        let h = hunks(&diff_lines("", "x\ny\n"), 3);
+        let h = hunks("", "x\ny\n", 3);
         assert_eq!(
             (h[0].old_start, h[0].old_len, h[0].new_start, h[0].new_len),
             (0, 0, 1, 2)
         );
-        assert!(hunks(&diff_lines("same\n", "same\n"), 3).is_empty());
+        assert!(hunks("same\n", "same\n", 3).is_empty());
+    }
+
+    #[test]
+    fn a_missing_final_newline_is_marked() {
+        let h = hunks("a\nb", "a\nb\n", 3);
+        assert_eq!(h.len(), 1);
+        let removed: Vec<_> = h[0]
+            .lines
+            .iter()
+            .filter(|l| l.tag == Tag::Removed)
+            .collect();
+        assert_eq!(removed.len(), 1);
+        assert!(removed[0].missing_newline && removed[0].text == "b");
+        assert!(
+            h[0].lines
+                .iter()
+                .filter(|l| l.tag == Tag::Added)
+                .all(|l| !l.missing_newline)
+        );
     }
 }

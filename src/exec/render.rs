@@ -445,21 +445,24 @@ pub fn render_diff(path: &str, old: Option<&str>, new: &str, style: Style) -> St
     };
     s.push_str(&style.bold(&format!("--- {from}\n+++ {to}")));
     s.push('\n');
-    let script = diff::diff_lines(old.unwrap_or(""), new);
-    for h in diff::hunks(&script, 3) {
+    for h in diff::hunks(old.unwrap_or(""), new, 3) {
         s.push_str(&style.cyan(&format!(
             "@@ -{},{} +{},{} @@",
             h.old_start, h.old_len, h.new_start, h.new_len
         )));
         s.push('\n');
         for l in h.lines {
-            let line = match l {
-                diff::Line::Context(t) => format!(" {t}"),
-                diff::Line::Removed(t) => style.red(&format!("-{t}")),
-                diff::Line::Added(t) => style.green(&format!("+{t}")),
+            let t = &l.text;
+            let line = match l.tag {
+                diff::Tag::Context => format!(" {t}"),
+                diff::Tag::Removed => style.red(&format!("-{t}")),
+                diff::Tag::Added => style.green(&format!("+{t}")),
             };
             s.push_str(&line);
             s.push('\n');
+            if l.missing_newline {
+                s.push_str("\\ No newline at end of file\n");
+            }
         }
     }
     s
@@ -476,6 +479,11 @@ mod tests {
         assert_eq!(
             d,
             "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"
+        );
+        let d = render_diff("b.txt", Some("one"), "two", plain);
+        assert_eq!(
+            d,
+            "--- a/b.txt\n+++ b/b.txt\n@@ -1,1 +1,1 @@\n-one\n\\ No newline at end of file\n+two\n\\ No newline at end of file\n"
         );
         let d = render_diff("n.txt", None, "x\n", plain);
         assert_eq!(d, "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1,1 @@\n+x\n");

@@ -143,6 +143,8 @@ pub struct Assembler {
     finish: Option<FinishReason>,
     usage: Option<Usage>,
     generated_ids: u32,
+    /// Bytes of every call's arguments so far (the cap of issue 14).
+    arguments_len: usize,
 }
 
 impl Assembler {
@@ -168,38 +170,6 @@ impl Assembler {
             {
                 self.finish = Some(reason);
             }
-        }
-    }
-
-    /// Applies a chunk the fast path read; `emit(is_reasoning, text)` gets
-    /// its text, in the order [`Assembler::push`] would yield it.
-    pub(super) fn push_text_chunk(
-        &mut self,
-        c: &super::fastchunk::TextChunk<'_>,
-        mut emit: impl FnMut(bool, &str),
-    ) {
-        for t in [&c.reasoning_content, &c.reasoning].into_iter().flatten() {
-            if !t.is_empty() {
-                self.reasoning.push_str(t);
-                emit(true, t);
-            }
-        }
-        for t in [&c.content, &c.refusal].into_iter().flatten() {
-            if !t.is_empty() {
-                self.text.push_str(t);
-                emit(false, t);
-            }
-        }
-        if let Some(reason) = c.finish_reason.as_deref().and_then(FinishReason::parse) {
-            self.finish = Some(reason);
-        }
-    }
-
-    /// Applies a chunk whose only news is `content` (see `fastchunk::Template`).
-    pub(super) fn push_content(&mut self, text: &str, mut emit: impl FnMut(&str)) {
-        if !text.is_empty() {
-            self.text.push_str(text);
-            emit(text);
         }
     }
 
@@ -237,11 +207,13 @@ impl Assembler {
             {
                 call.name = name;
             }
+            let before = call.arguments.len();
             match f.arguments {
                 Some(Value::String(s)) => call.arguments.push_str(&s),
                 Some(Value::Null) | None => {}
                 Some(other) => call.arguments.push_str(&other.to_string()),
             }
+            self.arguments_len += call.arguments.len() - before;
         }
         if !call.announced && !call.name.is_empty() && !call.id.is_empty() {
             call.announced = true;
@@ -307,6 +279,16 @@ impl Assembler {
 
     pub fn saw_finish(&self) -> bool {
         self.finish.is_some()
+    }
+
+    /// Bytes of text (answer and reasoning) so far.
+    pub fn text_len(&self) -> usize {
+        self.text.len() + self.reasoning.len()
+    }
+
+    /// Bytes of tool-call arguments so far.
+    pub fn arguments_len(&self) -> usize {
+        self.arguments_len
     }
 }
 

@@ -1,24 +1,28 @@
-//! The model: an OpenAI-compatible chat-completions client with streaming.
+//! The model: an OpenAI-compatible chat-completions client with streaming,
+//! on async-openai (DESIGN §2).
 //!
-//! Why not async-openai's typed streams: many OpenAI-compatible servers send
-//! tool-call deltas without `index`, odd `finish_reason`s, chunks without
-//! `id`/`created`, `{"error": …}` as an SSE data line, and reasoning text in
-//! fields async-openai has no place for (NOTES). We need the HTTP status and
-//! `Retry-After` of failures for the retry policy and the idle timeout per chunk,
-//! so this module speaks HTTP with reqwest and decodes SSE itself, leniently.
+//! async-openai sends the request (through reqwest: proxies, `NO_PROXY`,
+//! redirects and TLS as reqwest does them) and decodes the SSE stream. Its
+//! typed chunks reject what many OpenAI-compatible servers send (tool-call
+//! deltas without `index`, odd `finish_reason`s, `{"error": …}` data lines,
+//! reasoning text in `reasoning_content`/`reasoning`), so it runs with
+//! `byot`: the request is our [`ChatRequest`], each payload is taken raw and
+//! read by our lenient types ([`assemble`]). Its `middleware` feature puts
+//! our layer ([`layer`]) under it, which keeps the status, `Retry-After` and
+//! odd error bodies of failures, bounds one SSE event, and replaces its
+//! retries with none: ours ([`RetryPolicy`]) show the user what happens.
 mod assemble;
-mod fastchunk;
-mod h1;
-mod io;
+mod layer;
 mod openai;
+mod redact;
 mod retry;
-mod sse;
 mod stream;
 mod tls;
 mod wire;
 
 pub use assemble::{Assembler, ToolCallRequest};
 pub use openai::OpenAiModel;
+pub use redact::{redact_all, redact_secrets};
 pub use retry::RetryPolicy;
 pub use wire::{ChatMessage, ChatRequest, ToolSpec, UserPart};
 
@@ -103,6 +107,43 @@ pub enum LlmError {
     Decode { url: String, reason: String },
     #[error("{url} reported an error in the stream: {message}")]
     Api { url: String, message: String },
+    /// A reply passed one of the [`StreamLimits`] (issue 14 item 5).
+    #[error(
+        "the reply from {url} passed {limit} {what}, so the turn stops here; \
+         if the endpoint really sends that much, raise `{key}` in the config file"
+    )]
+    Limit {
+        url: String,
+        what: &'static str,
+        limit: usize,
+        key: &'static str,
+    },
+}
+
+/// How much one reply may hold in memory (issue 14 item 5: a hostile or
+/// broken endpoint grew the agent without bound). Each is a config key of
+/// the same name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// One SSE event (its lines together), and a whole plain-JSON reply:
+    /// `max_sse_event_bytes`.
+    pub max_event_bytes: usize,
+    /// The reply's text and reasoning together: `max_reply_text_bytes`.
+    pub max_text_bytes: usize,
+    /// All tool-call arguments of the reply: `max_tool_arguments_bytes`.
+    pub max_tool_arguments_bytes: usize,
+}
+
+impl Default for StreamLimits {
+    /// 8 MiB each: about 2 M tokens, over ten times the longest output any
+    /// current model produces in one reply.
+    fn default() -> Self {
+        StreamLimits {
+            max_event_bytes: 8 << 20,
+            max_text_bytes: 8 << 20,
+            max_tool_arguments_bytes: 8 << 20,
+        }
+    }
 }
 
 impl LlmError {
@@ -122,7 +163,7 @@ impl LlmError {
                     || m.contains("timeout")
                     || m.contains("unavailable")
             }
-            LlmError::Decode { .. } => false,
+            LlmError::Decode { .. } | LlmError::Limit { .. } => false,
         }
     }
 
@@ -142,6 +183,7 @@ impl LlmError {
             LlmError::Interrupted { .. } => "connection dropped".into(),
             LlmError::Decode { .. } => "malformed reply".into(),
             LlmError::Api { .. } => "error in stream".into(),
+            LlmError::Limit { .. } => "reply too large".into(),
         }
     }
 }

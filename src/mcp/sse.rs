@@ -5,12 +5,13 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{Client, Url};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
+use sse_stream::{Sse, SseStream};
 use tokio::sync::mpsc;
 
 use super::McpError;
@@ -47,73 +48,39 @@ impl Drop for SseTransport {
     }
 }
 
-/// One server-sent event.
-#[derive(Debug, Default, PartialEq)]
-struct Event {
-    name: String,
-    data: String,
+/// The event stream of a `GET`, decoded by `sse-stream` (every SSE line
+/// ending, CR alone included). One event may take at most [`MAX_EVENT`]
+/// bytes: `sse-stream` buffers an unfinished line and event without a
+/// bound, so the bytes since the last decoded event are counted here.
+type Events = std::pin::Pin<Box<dyn futures::Stream<Item = Result<Sse, String>> + Send>>;
+
+fn events(resp: reqwest::Response) -> Events {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let since_event = Arc::new(AtomicUsize::new(0));
+    let counted = since_event.clone();
+    let bytes = resp.bytes_stream().map(move |chunk| {
+        let chunk = chunk?;
+        let n = counted.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
+        if n > MAX_EVENT {
+            return Err(TooLarge.into());
+        }
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(chunk)
+    });
+    let bytes = bytes.map_err(|e| std::io::Error::other(e.to_string()));
+    Box::pin(SseStream::from_bytes_stream(bytes).map(move |ev| {
+        since_event.store(0, Ordering::Relaxed);
+        ev.map_err(|e| e.to_string())
+    }))
 }
 
-/// Incremental SSE parser that keeps event names (HTML "server-sent events").
-#[derive(Default)]
-struct Decoder {
-    buf: Vec<u8>,
-    event: Option<String>,
-    data: Option<String>,
-}
+#[derive(Debug, thiserror::Error)]
+#[error("an event exceeds {MAX_EVENT} bytes")]
+struct TooLarge;
 
-impl Decoder {
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), String> {
-        self.buf.extend_from_slice(bytes);
-        let mut start = 0;
-        while let Some(pos) = self.buf[start..].iter().position(|&b| b == b'\n') {
-            let end = start + pos;
-            let mut line = &self.buf[start..end];
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
-            }
-            let line = String::from_utf8_lossy(line).into_owned();
-            start = end + 1;
-            self.line(&line, out);
-        }
-        self.buf.drain(..start);
-        let pending = self.buf.len() + self.data.as_ref().map_or(0, String::len);
-        if pending > MAX_EVENT {
-            return Err(format!("an event exceeds {MAX_EVENT} bytes"));
-        }
-        Ok(())
-    }
-
-    fn line(&mut self, line: &str, out: &mut Vec<Event>) {
-        if line.is_empty() {
-            if let Some(data) = self.data.take() {
-                out.push(Event {
-                    name: self.event.take().unwrap_or_else(|| "message".into()),
-                    data,
-                });
-            }
-            self.event = None;
-            return;
-        }
-        if line.starts_with(':') {
-            return;
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line, ""),
-        };
-        match field {
-            "event" => self.event = Some(value.to_owned()),
-            "data" => match &mut self.data {
-                Some(d) => {
-                    d.push('\n');
-                    d.push_str(value);
-                }
-                None => self.data = Some(value.to_owned()),
-            },
-            _ => {}
-        }
-    }
+/// The name of an event (`message` when it has none).
+fn name(ev: &Sse) -> &str {
+    ev.event.as_deref().unwrap_or("message")
 }
 
 fn same_origin(a: &Url, b: &Url) -> bool {
@@ -146,25 +113,20 @@ impl SseTransport {
                 body.chars().take(300).collect::<String>()
             )));
         }
-        let mut stream = resp.bytes_stream();
-        let mut decoder = Decoder::default();
-        let mut events = Vec::new();
+        let mut stream = events(resp);
         let (tx, rx) = mpsc::channel(64);
         // Wait for `endpoint`; messages before it are kept for the reader.
         let mut early = Vec::new();
         let endpoint = tokio::time::timeout(ENDPOINT_WAIT, async {
             loop {
-                let Some(chunk) = stream.next().await else {
+                let Some(ev) = stream.next().await else {
                     return Err("the event stream ended before the endpoint event".to_owned());
                 };
-                let chunk = chunk.map_err(|e| format!("reading the event stream: {e}"))?;
-                decoder.feed(&chunk, &mut events)?;
-                for ev in events.drain(..) {
-                    if ev.name == "endpoint" {
-                        return Ok(ev.data);
-                    }
-                    early.push(ev);
+                let ev = ev.map_err(|e| format!("reading the event stream: {e}"))?;
+                if name(&ev) == "endpoint" {
+                    return Ok(ev.data.unwrap_or_default());
                 }
+                early.push(ev);
             }
         })
         .await
@@ -192,10 +154,10 @@ impl SseTransport {
                 }
             }
             loop {
-                let chunk = match stream.next().await {
-                    Some(Ok(c)) => c,
+                let ev = match stream.next().await {
+                    Some(Ok(ev)) => ev,
                     Some(Err(e)) => {
-                        tracing::info!(%sse_url, error = %e, "SSE stream failed");
+                        tracing::warn!(%sse_url, error = %e, "SSE stream failed");
                         break;
                     }
                     None => {
@@ -203,15 +165,8 @@ impl SseTransport {
                         break;
                     }
                 };
-                let mut events = Vec::new();
-                if let Err(e) = decoder.feed(&chunk, &mut events) {
-                    tracing::warn!(%sse_url, error = %e, "SSE stream dropped");
-                    break;
-                }
-                for ev in events {
-                    if !forward(&tx, ev).await {
-                        return;
-                    }
+                if !forward(&tx, ev).await {
+                    return;
                 }
             }
             // Dropping `tx` ends `receive`: the service sees the server gone.
@@ -227,12 +182,15 @@ impl SseTransport {
 }
 
 /// Hands a `message` event to the service; false once nobody listens.
-async fn forward(tx: &mpsc::Sender<ServerJsonRpcMessage>, ev: Event) -> bool {
-    if ev.name != "message" {
-        tracing::debug!(event = %ev.name, "ignored SSE event");
+async fn forward(tx: &mpsc::Sender<ServerJsonRpcMessage>, ev: Sse) -> bool {
+    if name(&ev) != "message" {
+        tracing::debug!(event = %name(&ev), "ignored SSE event");
         return true;
     }
-    match serde_json::from_str::<ServerJsonRpcMessage>(&ev.data) {
+    let Some(data) = ev.data else {
+        return true;
+    };
+    match serde_json::from_str::<ServerJsonRpcMessage>(&data) {
         Ok(msg) => tx.send(msg).await.is_ok(),
         Err(e) => {
             tracing::warn!(error = %e, "undecodable message on the SSE stream");
@@ -297,28 +255,34 @@ impl Transport<RoleClient> for SseTransport {
 mod tests {
     use super::*;
 
-    #[test]
-    fn decoder_keeps_names_and_joins_data() {
-        let mut d = Decoder::default();
-        let mut out = Vec::new();
-        d.feed(
-            b"event: endpoint\r\ndata: /messages?session=1\r\n\r\n: ping\n\ndata: {\"a\":",
-            &mut out,
-        )
-        .unwrap();
-        d.feed(b"1}\ndata: x\n\nevent: other\n\n", &mut out)
-            .unwrap();
+    async fn decode(parts: &[&'static str]) -> Vec<Result<(String, String), String>> {
+        let body = futures::stream::iter(
+            parts
+                .iter()
+                .map(|p| Ok::<_, std::io::Error>(bytes::Bytes::from_static(p.as_bytes())))
+                .collect::<Vec<_>>(),
+        );
+        let resp = http::Response::new(reqwest::Body::wrap_stream(body));
+        events(reqwest::Response::from(resp))
+            .map(|ev| ev.map(|ev| (name(&ev).to_owned(), ev.data.unwrap_or_default())))
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn events_keep_names_join_data_and_read_every_line_ending() {
+        let got = decode(&[
+            "event: endpoint\r\ndata: /messages?session=1\r\n\r\n: ping\n\ndata: {\"a\":",
+            "1}\ndata: x\n\nevent: other\rdata: y\r\r",
+        ])
+        .await;
+        let got: Vec<_> = got.into_iter().map(Result::unwrap).collect();
         assert_eq!(
-            out,
+            got,
             [
-                Event {
-                    name: "endpoint".into(),
-                    data: "/messages?session=1".into()
-                },
-                Event {
-                    name: "message".into(),
-                    data: "{\"a\":1}\nx".into()
-                },
+                ("endpoint".into(), "/messages?session=1".into()),
+                ("message".into(), "{\"a\":1}\nx".into()),
+                ("other".into(), "y".into()),
             ]
         );
         let a = Url::parse("http://127.0.0.1:80/sse").unwrap();
@@ -328,5 +292,14 @@ mod tests {
             &a,
             &Url::parse("http://evil.example/m").unwrap()
         ));
+    }
+
+    #[tokio::test]
+    async fn an_event_that_never_ends_is_cut() {
+        let big: &'static str = Box::leak("x".repeat(1 << 20).into_boxed_str());
+        let mut parts = vec!["data: "];
+        parts.extend(std::iter::repeat_n(big, MAX_EVENT / (1 << 20) + 1));
+        let got = decode(&parts).await;
+        assert!(got.last().unwrap().is_err(), "{:?}", got.len());
     }
 }

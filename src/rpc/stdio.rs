@@ -2,11 +2,18 @@
 //!
 //! `tokio::io::stdin()`/`stdout()` run every read and write on the blocking
 //! thread pool: each frame costs two thread hand-offs, and the first read and
-//! write each start a thread. Editors give the agent pipes (or, from Node,
-//! Unix sockets), so those are put in non-blocking mode and driven by the
-//! reactor on the task that reads or writes. Anything else (a terminal, a
-//! regular file) keeps tokio's blocking versions, so a shell sharing a
-//! terminal never sees it turned non-blocking.
+//! write each start a thread. Editors mostly give the agent pipes, so a pipe
+//! is driven by the reactor on the task that reads or writes.
+//!
+//! The agent never changes the file status flags of a descriptor it
+//! inherited (issue 15): the open file description behind fd 0 and 1 is
+//! shared with whoever started the agent (a wrapper such as `npx`, a
+//! shell), and `O_NONBLOCK` set on it would make their reads and writes
+//! fail with `EAGAIN`. A pipe is therefore opened anew through
+//! `/proc/self/fd/N`, which gives a description of our own on the same pipe,
+//! and only that one is made non-blocking. Anything that cannot be reopened
+//! so (a Unix socket, as Node gives its children; a terminal; a file; no
+//! `/proc`) keeps tokio's blocking versions.
 //!
 //! Must be called inside the runtime (the reactor registers the descriptors).
 use std::io;
@@ -15,86 +22,56 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::UnixStream;
 use tokio::net::unix::pipe;
 
 /// The agent's input.
 pub enum Stdin {
     Pipe(pipe::Receiver),
-    Socket(UnixStream),
     Blocking(tokio::io::Stdin),
 }
 
 /// The agent's output.
 pub enum Stdout {
     Pipe(pipe::Sender),
-    Socket(UnixStream),
     Blocking(tokio::io::Stdout),
 }
 
-/// File descriptor 0, non-blocking when it is a pipe or a socket.
+/// File descriptor 0: a description of our own when it is a pipe.
 pub fn stdin() -> Stdin {
     let fd = std::io::stdin();
-    match open(fd.as_fd()) {
-        Some(Kind::Pipe(fd)) => match pipe::Receiver::from_owned_fd(fd) {
-            Ok(p) => Stdin::Pipe(p),
-            Err(_) => Stdin::Blocking(tokio::io::stdin()),
-        },
-        Some(Kind::Socket(s)) => Stdin::Socket(s),
-        None => Stdin::Blocking(tokio::io::stdin()),
+    match reopen(fd.as_fd(), false).map(pipe::Receiver::from_owned_fd) {
+        Some(Ok(p)) => Stdin::Pipe(p),
+        _ => Stdin::Blocking(tokio::io::stdin()),
     }
 }
 
-/// File descriptor 1, non-blocking when it is a pipe or a socket.
+/// File descriptor 1: a description of our own when it is a pipe.
 pub fn stdout() -> Stdout {
     let fd = std::io::stdout();
-    match open(fd.as_fd()) {
-        Some(Kind::Pipe(fd)) => match pipe::Sender::from_owned_fd(fd) {
-            Ok(p) => Stdout::Pipe(p),
-            Err(_) => Stdout::Blocking(tokio::io::stdout()),
-        },
-        Some(Kind::Socket(s)) => Stdout::Socket(s),
-        None => Stdout::Blocking(tokio::io::stdout()),
+    match reopen(fd.as_fd(), true).map(pipe::Sender::from_owned_fd) {
+        Some(Ok(p)) => Stdout::Pipe(p),
+        _ => Stdout::Blocking(tokio::io::stdout()),
     }
 }
 
-enum Kind {
-    Pipe(OwnedFd),
-    Socket(UnixStream),
-}
-
-/// A duplicate of `fd` if it is a pipe or a stream socket.
-fn open(fd: BorrowedFd<'_>) -> Option<Kind> {
-    use std::os::unix::fs::FileTypeExt;
-    let owned = fd.try_clone_to_owned().ok()?;
-    let file = std::fs::File::from(owned);
-    let kind = file.metadata().ok()?.file_type();
-    if kind.is_fifo() {
-        Some(Kind::Pipe(file.into()))
-    } else if kind.is_socket() && is_stream_socket(file.as_fd()) {
-        let s = std::os::unix::net::UnixStream::from(OwnedFd::from(file));
-        s.set_nonblocking(true).ok()?;
-        UnixStream::from_std(s).ok().map(Kind::Socket)
-    } else {
-        None
-    }
-}
-
-fn is_stream_socket(fd: BorrowedFd<'_>) -> bool {
+/// If `fd` is a pipe: the same pipe opened again through `/proc/self/fd`
+/// (a new open file description), non-blocking.
+fn reopen(fd: BorrowedFd<'_>, write: bool) -> Option<OwnedFd> {
     use std::os::fd::AsRawFd;
-    let mut ty: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: a valid descriptor and an out-parameter of the size given.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_TYPE,
-            (&mut ty as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    rc == 0 && ty == libc::SOCK_STREAM
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let kind = std::fs::metadata(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .ok()?
+        .file_type();
+    if !kind.is_fifo() {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .ok()?;
+    Some(file.into())
 }
 
 impl AsyncRead for Stdin {
@@ -105,7 +82,6 @@ impl AsyncRead for Stdin {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stdin::Pipe(p) => Pin::new(p).poll_read(cx, buf),
-            Stdin::Socket(s) => Pin::new(s).poll_read(cx, buf),
             Stdin::Blocking(b) => Pin::new(b).poll_read(cx, buf),
         }
     }
@@ -119,7 +95,6 @@ impl AsyncWrite for Stdout {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Stdout::Pipe(p) => Pin::new(p).poll_write(cx, buf),
-            Stdout::Socket(s) => Pin::new(s).poll_write(cx, buf),
             Stdout::Blocking(b) => Pin::new(b).poll_write(cx, buf),
         }
     }
@@ -127,7 +102,6 @@ impl AsyncWrite for Stdout {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stdout::Pipe(p) => Pin::new(p).poll_flush(cx),
-            Stdout::Socket(s) => Pin::new(s).poll_flush(cx),
             Stdout::Blocking(b) => Pin::new(b).poll_flush(cx),
         }
     }
@@ -135,8 +109,6 @@ impl AsyncWrite for Stdout {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stdout::Pipe(p) => Pin::new(p).poll_shutdown(cx),
-            // Never half-close the editor's socket: stdin may share it.
-            Stdout::Socket(_) => Poll::Ready(Ok(())),
             Stdout::Blocking(b) => Pin::new(b).poll_shutdown(cx),
         }
     }
@@ -147,23 +119,33 @@ mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    #[tokio::test]
-    async fn pipes_and_sockets_are_async_files_are_not() {
-        let (r, w) = std::io::pipe().unwrap();
-        assert!(matches!(open(r.as_fd()), Some(Kind::Pipe(_))));
-        assert!(matches!(open(w.as_fd()), Some(Kind::Pipe(_))));
-        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
-        assert!(matches!(open(a.as_fd()), Some(Kind::Socket(_))));
-        let f = tempfile::tempfile().unwrap();
-        assert!(open(f.as_fd()).is_none());
+    fn nonblocking(fd: BorrowedFd<'_>) -> bool {
+        use std::os::fd::AsRawFd;
+        // SAFETY: F_GETFL on a valid descriptor.
+        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        flags & libc::O_NONBLOCK != 0
+    }
 
-        // A pipe end round-trips bytes through the reactor.
-        let Some(Kind::Pipe(rfd)) = open(r.as_fd()) else {
-            unreachable!()
-        };
-        let Some(Kind::Pipe(wfd)) = open(w.as_fd()) else {
-            unreachable!()
-        };
+    #[tokio::test]
+    async fn pipes_are_reopened_and_the_inherited_description_keeps_its_flags() {
+        let (r, w) = std::io::pipe().unwrap();
+        let rfd = reopen(r.as_fd(), false).expect("a pipe's read end");
+        let wfd = reopen(w.as_fd(), true).expect("a pipe's write end");
+        assert!(nonblocking(rfd.as_fd()) && nonblocking(wfd.as_fd()));
+        assert!(
+            !nonblocking(r.as_fd()),
+            "the inherited description is untouched"
+        );
+        assert!(!nonblocking(w.as_fd()));
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert!(
+            reopen(a.as_fd(), false).is_none(),
+            "a socket stays blocking"
+        );
+        let f = tempfile::tempfile().unwrap();
+        assert!(reopen(f.as_fd(), false).is_none());
+
+        // The new ends round-trip bytes through the reactor.
         let mut rx = Stdin::Pipe(pipe::Receiver::from_owned_fd(rfd).unwrap());
         let mut tx = Stdout::Pipe(pipe::Sender::from_owned_fd(wfd).unwrap());
         tx.write_all(b"frame\n").await.unwrap();
@@ -171,5 +153,6 @@ mod tests {
         let mut buf = [0u8; 6];
         rx.read_exact(&mut buf).await.unwrap();
         assert_eq!(&buf, b"frame\n");
+        assert!(!nonblocking(r.as_fd()));
     }
 }

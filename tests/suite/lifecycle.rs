@@ -69,3 +69,22 @@ async fn eof_while_waiting_for_a_permission_exits_zero() {
     assert_eq!(status.code(), Some(0), "{}", r.editor.stderr());
     assert!(!r.ws.exists("new.txt"), "nothing was written");
 }
+
+/// The agent leaves the file status flags of its inherited stdin and stdout
+/// alone (issue 15): a wrapper such as `npx` shares their description.
+#[tokio::test]
+async fn inherited_stdio_stays_blocking() {
+    let model = crate::support::FakeModel::start().await;
+    let editor = super::common::spawn(&model, &[]);
+    editor.initialize(crate::support::full_capabilities()).await;
+    let pid = editor.pid().expect("pid");
+    for fd in [0, 1] {
+        let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).expect("fdinfo");
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            .expect("flags");
+        assert_eq!(flags & 0o4000, 0, "fd {fd} was made non-blocking: {info}");
+    }
+}

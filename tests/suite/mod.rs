@@ -16,6 +16,7 @@ mod in_process;
 mod lifecycle;
 mod mcp;
 mod model_errors;
+mod model_floods;
 mod model_http;
 mod modes;
 mod official_client;

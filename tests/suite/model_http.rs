@@ -1,8 +1,11 @@
-//! How chat requests reach the endpoint: the headers on the wire, and a
-//! proxy from the environment honoured.
+//! How chat requests reach the endpoint and replies come back: the headers
+//! on the wire, a proxy from the environment, redirects, SSE line endings,
+//! odd error bodies and servers that do not stream (issue 15).
 
-use super::common::ready_with;
-use crate::support::{FakeModel, Reply, Workspace};
+use serde_json::json;
+
+use super::common::{ready, ready_with};
+use crate::support::{FakeModel, Reply, Workspace, chunk};
 
 #[tokio::test]
 async fn a_chat_request_carries_its_headers_and_length() {
@@ -61,4 +64,115 @@ async fn a_proxy_in_the_environment_carries_the_stream() {
         Some("http://model.invalid/v1/chat/completions")
     );
     assert_eq!(req.header("authorization"), Some("Bearer test-key"));
+}
+
+#[tokio::test]
+async fn a_307_redirect_on_plain_http_is_followed_with_the_body() {
+    let model = FakeModel::start().await;
+    model.push(
+        Reply::raw_body(307, "text/plain", "moved").header("Location", "/v1/chat/completions"),
+    );
+    model.push(Reply::text("after the redirect"));
+    let r = ready(&model).await;
+    assert_eq!(
+        r.editor.prompt(&r.sid, "hi").await["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(r.editor.agent_text(&r.sid), "after the redirect");
+    let reqs = model.chat_requests();
+    assert_eq!(reqs.len(), 2, "the redirect was followed once");
+    assert_eq!(reqs[1].method, "POST", "307 keeps the method");
+    assert_eq!(reqs[1].raw_body, reqs[0].raw_body, "and the body");
+    assert_eq!(reqs[1].header("authorization"), Some("Bearer test-key"));
+}
+
+#[tokio::test]
+async fn cr_only_line_endings_are_read() {
+    let model = FakeModel::start().await;
+    let event = |v: serde_json::Value| format!("data: {v}\r\r");
+    let body = [
+        event(chunk::role()),
+        event(chunk::text("carriage ")),
+        ": a comment\r".to_owned(),
+        event(chunk::text("returns")),
+        event(chunk::finish("stop")),
+        "data: [DONE]\r\r".to_owned(),
+    ]
+    .concat();
+    model.push(Reply::raw_body(200, "text/event-stream", body));
+    let r = ready(&model).await;
+    assert_eq!(
+        r.editor.prompt(&r.sid, "hi").await["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(r.editor.agent_text(&r.sid), "carriage returns");
+}
+
+#[tokio::test]
+async fn error_bodies_that_are_not_openai_shaped_show_with_their_status() {
+    for (status, body, shown) in [
+        (
+            404,
+            json!({"detail": "Model gpt-9 not found"}),
+            "Model gpt-9 not found",
+        ),
+        (
+            400,
+            json!({"error": "context too long"}),
+            "context too long",
+        ),
+    ] {
+        let model = FakeModel::start().await;
+        model.push(Reply::status(status, body));
+        let r = ready(&model).await;
+        let err = r
+            .editor
+            .start_prompt(&r.sid, "hi")
+            .await
+            .response()
+            .await
+            .expect_err("an error status fails the prompt");
+        assert!(err.message.contains(shown), "{err}");
+        assert!(err.message.contains(&status.to_string()), "{err}");
+        assert_eq!(model.chat_requests().len(), 1, "4xx is not retried");
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_ignores_stream_options_still_works() {
+    let model = FakeModel::start().await;
+    // No usage chunk although the request asked for one.
+    model.push(Reply::text("no usage here"));
+    let r = ready(&model).await;
+    assert_eq!(
+        r.editor.prompt(&r.sid, "hi").await["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(r.editor.agent_text(&r.sid), "no usage here");
+    let req = &model.chat_requests()[0];
+    assert_eq!(req.body["stream_options"], json!({"include_usage": true}));
+}
+
+#[tokio::test]
+async fn a_plain_json_reply_to_a_streaming_request_is_read() {
+    let model = FakeModel::start().await;
+    model.push(Reply::completion("whole at once"));
+    let r = ready(&model).await;
+    assert_eq!(
+        r.editor.prompt(&r.sid, "hi").await["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(r.editor.agent_text(&r.sid), "whole at once");
+    // Pretty-printed JSON (raw newlines) too.
+    let pretty = serde_json::to_string_pretty(&json!({
+        "choices": [{"message": {"role": "assistant", "content": "pretty"}, "finish_reason": "stop"}]
+    }))
+    .unwrap();
+    model.push(Reply::raw_body(
+        200,
+        "application/json; charset=utf-8",
+        pretty,
+    ));
+    r.editor.prompt(&r.sid, "again").await;
+    assert!(r.editor.agent_text(&r.sid).ends_with("pretty"));
 }

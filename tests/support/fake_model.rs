@@ -191,6 +191,19 @@ enum Body {
         content_type: String,
         body: String,
     },
+    /// Writes without end (up to 1 GiB) until the client goes away.
+    Flood(Flood),
+}
+
+/// What a hostile or broken endpoint floods the agent with (issue 14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flood {
+    /// One `data:` line that never ends.
+    Line,
+    /// Text chunks that never stop.
+    Text,
+    /// One tool call whose arguments never end.
+    ToolArguments,
 }
 
 /// One scripted HTTP reply to `POST /v1/chat/completions`.
@@ -338,6 +351,11 @@ impl Reply {
         Self::error(429, "Rate limit reached").header("Retry-After", &retry_after_secs.to_string())
     }
 
+    /// A reply that never ends (see [`Flood`]).
+    pub fn flood(kind: Flood) -> Self {
+        Self::from_body(Body::Flood(kind))
+    }
+
     /// Appends a data chunk to a stream.
     pub fn chunk(mut self, chunk: Value) -> Self {
         self.events_mut().push(SseEvent::Data(chunk));
@@ -402,7 +420,7 @@ impl Reply {
     fn events_mut(&mut self) -> &mut Vec<SseEvent> {
         match &mut self.body {
             Body::Stream { events, .. } => events,
-            Body::Fixed { .. } => panic!("this Reply is not a stream"),
+            Body::Fixed { .. } | Body::Flood(_) => panic!("this Reply is not a stream"),
         }
     }
 }
@@ -884,6 +902,7 @@ async fn write_reply(
             let _ = wr.shutdown().await;
             Outcome::Other
         }
+        Body::Flood(kind) => write_flood(wr, *kind, gone).await,
         Body::Stream { events, done, end } => {
             let head = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n{extra}\r\n"
@@ -947,6 +966,47 @@ async fn write_reply(
             Outcome::StreamComplete
         }
     }
+}
+
+/// Writes a [`Flood`] in 64 KiB chunks until the client goes away (or 1 GiB).
+async fn write_flood(wr: &mut OwnedWriteHalf, kind: Flood, gone: watch::Receiver<bool>) -> Outcome {
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    let first = match kind {
+        Flood::Line => r#"data: {"choices":[{"delta":{"content":""#.to_owned(),
+        Flood::Text => String::new(),
+        Flood::ToolArguments => format!(
+            "data: {}\n\n",
+            chunk::tool_call_start(0, "call_flood", "write_file")
+        ),
+    };
+    let unit = match kind {
+        Flood::Line => "a".repeat(1024),
+        // 1 KiB per chunk: the caps are reached in seconds even in a debug build.
+        Flood::Text => format!("data: {}\n\n", chunk::text(&"flood ".repeat(170))),
+        Flood::ToolArguments => {
+            format!("data: {}\n\n", chunk::tool_call_args(0, &"a".repeat(1024)))
+        }
+    };
+    let mut block = String::with_capacity(70_000);
+    while block.len() < 64 * 1024 {
+        block.push_str(&unit);
+    }
+    let frame = |text: &str| format!("{:x}\r\n{text}\r\n", text.len());
+    if wr.write_all(head.as_bytes()).await.is_err() {
+        return Outcome::Disconnected;
+    }
+    if !first.is_empty() && wr.write_all(frame(&first).as_bytes()).await.is_err() {
+        return Outcome::Disconnected;
+    }
+    let block = frame(&block);
+    let mut sent = 0usize;
+    while sent < 1 << 30 {
+        if *gone.borrow() || wr.write_all(block.as_bytes()).await.is_err() {
+            return Outcome::Disconnected;
+        }
+        sent += block.len();
+    }
+    Outcome::Other
 }
 
 #[cfg(test)]

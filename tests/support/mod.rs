@@ -37,7 +37,7 @@ pub use editor::{
     FakeEditor, FileRead, FileWrite, PendingRequest, PermissionDecision, PermissionRecord,
     RpcError, SpawnOptions, TerminalCall, agent_command, full_capabilities, no_capabilities,
 };
-pub use fake_model::{FAKE_MODEL_ID, FakeModel, RecordedRequest, Reply, SseEvent, chunk};
+pub use fake_model::{FAKE_MODEL_ID, FakeModel, Flood, RecordedRequest, Reply, SseEvent, chunk};
 pub use schema::RpcId;
 
 use serde_json::Value;

@@ -1,0 +1,522 @@
+//! The HTTP layer under async-openai (its `middleware` feature): sends each
+//! request with our reqwest client and sees the raw response before
+//! async-openai does.
+//!
+//! Why a layer of our own (NOTES, async-openai): async-openai's own errors
+//! drop the status of an error body that is not OpenAI-shaped
+//! (`{"detail": …}`, `{"error": "string"}`) and never carry `Retry-After`,
+//! which our retry policy and the user's status line need; its built-in
+//! retries (which show the user nothing) are replaced by this layer, which
+//! has none. A server that answers a streaming request with a whole JSON
+//! completion is recognised here by content type and handed on as one SSE
+//! event. A streamed body goes through [`SseGuard`] (issue 14 item 5: one
+//! event may not grow without bound).
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use async_openai::error::OpenAIError;
+use async_openai::middleware::HttpRequestFactory;
+use bytes::{Bytes, BytesMut};
+use futures::{Stream, StreamExt};
+use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
+use serde_json::Value;
+
+use super::LlmError;
+use super::redact::redact_all;
+use super::retry::parse_retry_after;
+
+/// What one request's layer learnt about its reply, read by the stream
+/// reader ([`super::stream`]) once async-openai's stream ends or fails.
+#[derive(Debug, Default)]
+pub(super) struct ReplyState {
+    /// The body carried `data: [DONE]` (async-openai ends its stream there
+    /// without saying so).
+    pub saw_done: AtomicBool,
+    /// [`SseGuard`] stopped the body: one event passed the cap.
+    pub over_limit: AtomicBool,
+}
+
+/// The tower service async-openai sends every request through.
+#[derive(Clone)]
+pub(super) struct Layer {
+    pub client: reqwest::Client,
+    pub secrets: Arc<Vec<String>>,
+    /// The most one SSE event (or a plain-JSON reply) may take, in bytes.
+    pub max_event: usize,
+    pub state: Arc<ReplyState>,
+}
+
+/// Our error inside async-openai's, taken out again by [`unbox`].
+fn boxed(e: LlmError) -> OpenAIError {
+    OpenAIError::Boxed(Box::new(e))
+}
+
+/// The [`LlmError`] this layer put into an async-openai error, or `None`.
+pub(super) fn unbox(e: OpenAIError) -> Result<LlmError, OpenAIError> {
+    match e {
+        OpenAIError::Boxed(b) => match b.downcast::<LlmError>() {
+            Ok(e) => Ok(*e),
+            Err(b) => Err(OpenAIError::Boxed(b)),
+        },
+        other => Err(other),
+    }
+}
+
+impl tower::Service<HttpRequestFactory> for Layer {
+    type Response = reqwest::Response;
+    type Error = OpenAIError;
+    type Future = Pin<Box<dyn Future<Output = Result<reqwest::Response, OpenAIError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), OpenAIError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
+        let layer = self.clone();
+        Box::pin(async move {
+            let request = factory.build().await?;
+            let url = request.url().to_string();
+            let resp = layer.client.execute(request).await.map_err(|e| {
+                boxed(LlmError::Connect {
+                    url: url.clone(),
+                    reason: redact_all(&error_chain(&e), &layer.secrets),
+                })
+            })?;
+            if !resp.status().is_success() {
+                return Err(boxed(status_error(&url, resp, &layer.secrets).await));
+            }
+            let json = resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|ct| ct.contains("application/json"));
+            if json {
+                return layer.json_as_sse(&url, resp).await.map_err(boxed);
+            }
+            Ok(layer.guarded(resp))
+        })
+    }
+}
+
+impl Layer {
+    /// A server that ignored `stream: true` sent one JSON completion: it
+    /// goes on as one SSE event (`message` instead of `delta`, which the
+    /// assembler reads) followed by `[DONE]`. Lists (`GET /models`) go
+    /// through unchanged apart from the size cap.
+    async fn json_as_sse(
+        &self,
+        url: &str,
+        resp: reqwest::Response,
+    ) -> Result<reqwest::Response, LlmError> {
+        let status = resp.status();
+        let is_chat = url.ends_with("/chat/completions");
+        let body =
+            read_capped(resp, self.max_event)
+                .await
+                .map_err(|reason| LlmError::Interrupted {
+                    url: url.to_owned(),
+                    reason,
+                })?;
+        if body.len() > self.max_event {
+            self.state.over_limit.store(true, Ordering::Relaxed);
+            return Err(LlmError::Limit {
+                url: url.to_owned(),
+                what: "bytes in one SSE event",
+                limit: self.max_event,
+                key: "max_sse_event_bytes",
+            });
+        }
+        let body = if is_chat {
+            let value: Value = serde_json::from_slice(&body).map_err(|e| LlmError::Decode {
+                url: url.to_owned(),
+                reason: redact_all(&e.to_string(), &self.secrets),
+            })?;
+            // Compact JSON has no raw newline, so it is one `data:` line.
+            self.state.saw_done.store(true, Ordering::Relaxed);
+            Bytes::from(format!("data: {value}\n\ndata: [DONE]\n\n"))
+        } else {
+            body
+        };
+        let mut out = http::Response::new(reqwest::Body::from(body));
+        *out.status_mut() = status;
+        Ok(reqwest::Response::from(out))
+    }
+
+    /// The response with its body read through an [`SseGuard`].
+    fn guarded(&self, resp: reqwest::Response) -> reqwest::Response {
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let guard = SseGuard::new(resp.bytes_stream(), self.max_event, self.state.clone());
+        let mut out = http::Response::new(reqwest::Body::wrap_stream(guard));
+        *out.status_mut() = status;
+        *out.headers_mut() = headers;
+        reqwest::Response::from(out)
+    }
+}
+
+/// The body, reading at most `limit + 1` bytes (more means "over the limit").
+async fn read_capped(resp: reqwest::Response, limit: usize) -> Result<Bytes, String> {
+    let mut all = BytesMut::new();
+    let mut body = resp.bytes_stream();
+    while let Some(part) = body.next().await {
+        let part = part.map_err(|e| error_chain(&e))?;
+        let room = (limit + 1).saturating_sub(all.len());
+        all.extend_from_slice(&part[..part.len().min(room)]);
+        if all.len() > limit {
+            break;
+        }
+    }
+    Ok(all.freeze())
+}
+
+/// A failure status as an error: the server's message from its body (read
+/// for at most 10 s and 64 KiB, redacted) and its `Retry-After`.
+pub(super) async fn status_error(
+    url: &str,
+    resp: reqwest::Response,
+    secrets: &[String],
+) -> LlmError {
+    let status = resp.status().as_u16();
+    let retry_after = resp
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_retry_after);
+    let body = tokio::time::timeout(Duration::from_secs(10), read_capped(resp, 64 * 1024))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    LlmError::Status {
+        status,
+        url: url.to_owned(),
+        message: redact_all(&error_message(&body), secrets),
+        retry_after,
+    }
+}
+
+/// The human part of an error body: `error.message`, `error`, `message`, `detail` or the text.
+fn error_message(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let from_json = serde_json::from_str::<Value>(&text).ok().and_then(|v| {
+        let pick = |v: &Value| v.as_str().map(str::to_owned);
+        v.get("error")
+            .and_then(|e| e.get("message").and_then(pick).or_else(|| pick(e)))
+            .or_else(|| v.get("message").and_then(pick))
+            .or_else(|| v.get("detail").and_then(pick))
+    });
+    let msg = from_json.unwrap_or_else(|| text.trim().to_owned());
+    let msg = msg.replace(['\n', '\r'], " ");
+    if msg.is_empty() {
+        "(empty body)".into()
+    } else if msg.chars().count() > 300 {
+        msg.chars().take(300).collect::<String>() + "…"
+    } else {
+        msg
+    }
+}
+
+/// reqwest's Display hides the cause ("error sending request"); include it.
+pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let cs = c.to_string();
+        if !s.contains(&cs) {
+            s.push_str(": ");
+            s.push_str(&cs);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+/// How long a reply's connection waits for the body's last bytes after
+/// `[DONE]` (async-openai stops reading there) so that it can be reused.
+const TAIL_WAIT: Duration = Duration::from_millis(100);
+
+type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+/// Sits between reqwest's body and async-openai's SSE decoder
+/// (eventsource-stream) and:
+/// - caps one event (its lines up to the blank line that ends it) at
+///   `max_event` bytes: the decoder buffers an event whole, so a `data:`
+///   line that never ends grew the agent's memory without bound (issue 14);
+/// - turns every line ending into `\n`: the decoder holds a line ending in
+///   a lone `\r` until the next byte comes (it cannot yet tell `\r` from
+///   `\r\n`), so a server that ends lines with `\r` alone, as the SSE spec
+///   allows, had each event shown only when the next one began, and the
+///   last never (test `a_lone_cr_ends_lines`);
+/// - hands the decoder whole events, one per piece: it re-parses its whole
+///   buffer whenever bytes arrive and copies what follows each line it takes
+///   out, so an event arriving in many reads, or a read of many events,
+///   cost time quadratic in its size;
+/// - notes `data: [DONE]`, which async-openai's stream swallows.
+pub(super) struct SseGuard {
+    inner: Option<ByteStream>,
+    max_event: usize,
+    state: Arc<ReplyState>,
+    /// Normalised bytes not yet looked at.
+    pending: Bytes,
+    /// The start of an event whose end has not come yet.
+    held: BytesMut,
+    /// The last byte seen was `\r` (a `\n` right after it is dropped).
+    after_cr: bool,
+    /// Bytes of the current event so far (its finished lines and the current line).
+    event_len: usize,
+    /// Bytes of the current line so far, and its first bytes (for `[DONE]`).
+    line_len: usize,
+    line_head: Vec<u8>,
+    ended: bool,
+}
+
+impl SseGuard {
+    fn new(
+        inner: impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
+        max_event: usize,
+        state: Arc<ReplyState>,
+    ) -> SseGuard {
+        SseGuard {
+            inner: Some(Box::pin(inner)),
+            max_event,
+            state,
+            pending: Bytes::new(),
+            held: BytesMut::new(),
+            after_cr: false,
+            event_len: 0,
+            line_len: 0,
+            line_head: Vec::with_capacity(16),
+            ended: false,
+        }
+    }
+
+    /// `bytes` with `\r\n` and `\r` turned into `\n`; no copy without a `\r`.
+    fn normalise(&mut self, mut bytes: Bytes) -> Bytes {
+        if self.after_cr && bytes.first() == Some(&b'\n') {
+            bytes = bytes.slice(1..);
+        }
+        if bytes.is_empty() {
+            return bytes;
+        }
+        self.after_cr = false;
+        if memchr::memchr(b'\r', &bytes).is_none() {
+            return bytes;
+        }
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut after_cr = false;
+        for &b in bytes.iter() {
+            match b {
+                b'\r' => {
+                    out.push(b'\n');
+                    after_cr = true;
+                }
+                b'\n' if after_cr => after_cr = false,
+                b => {
+                    out.push(b);
+                    after_cr = false;
+                }
+            }
+        }
+        self.after_cr = after_cr;
+        Bytes::from(out)
+    }
+
+    /// The next whole event in `pending` (up to and including the blank
+    /// line that ends it), joined to what `held` has of it; `None` when
+    /// `pending` ends inside an event, which then moves to `held`. `Err`
+    /// once the event passes the cap.
+    fn next_event(&mut self) -> Result<Option<Bytes>, std::io::Error> {
+        let buf = self.pending.clone();
+        let mut at = 0;
+        let mut complete = false;
+        while at < buf.len() {
+            let Some(nl) = memchr::memchr(b'\n', &buf[at..]) else {
+                self.note_line_bytes(&buf[at..]);
+                at = buf.len();
+                break;
+            };
+            self.note_line_bytes(&buf[at..at + nl]);
+            at += nl + 1;
+            let blank = self.line_len == 0;
+            if self.line_head.starts_with(b"data:") && self.line_head[5..].trim_ascii() == b"[DONE]"
+            {
+                self.state.saw_done.store(true, Ordering::Relaxed);
+            }
+            self.line_len = 0;
+            self.line_head.clear();
+            if blank {
+                self.event_len = 0;
+                complete = true;
+                break;
+            }
+            self.event_len += 1;
+        }
+        if self.event_len > self.max_event {
+            self.state.over_limit.store(true, Ordering::Relaxed);
+            self.pending = Bytes::new();
+            self.held = BytesMut::new();
+            return Err(std::io::Error::other(format!(
+                "one SSE event passed {} bytes",
+                self.max_event
+            )));
+        }
+        let part = self.pending.split_to(at);
+        if !complete {
+            self.held.extend_from_slice(&part);
+            return Ok(None);
+        }
+        if self.held.is_empty() {
+            return Ok(Some(part));
+        }
+        self.held.extend_from_slice(&part);
+        Ok(Some(std::mem::take(&mut self.held).freeze()))
+    }
+
+    fn note_line_bytes(&mut self, part: &[u8]) {
+        self.line_len += part.len();
+        self.event_len += part.len();
+        let room = 16usize.saturating_sub(self.line_head.len());
+        self.line_head
+            .extend_from_slice(&part[..part.len().min(room)]);
+    }
+}
+
+impl Stream for SseGuard {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            while !self.pending.is_empty() {
+                match self.next_event() {
+                    Ok(Some(event)) => return Poll::Ready(Some(Ok(event))),
+                    Ok(None) => {}
+                    Err(e) => return Poll::Ready(Some(Err(e))),
+                }
+            }
+            if self.state.over_limit.load(Ordering::Relaxed) {
+                return Poll::Ready(None);
+            }
+            if self.ended {
+                // What is left of an event the body did not finish.
+                let rest = std::mem::take(&mut self.held);
+                return Poll::Ready((!rest.is_empty()).then(|| Ok(rest.freeze())));
+            }
+            let Some(inner) = self.inner.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match inner.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(bytes))) => self.pending = self.normalise(bytes),
+                Poll::Ready(Some(Err(e))) => {
+                    self.ended = true;
+                    self.held = BytesMut::new();
+                    return Poll::Ready(Some(Err(std::io::Error::other(error_chain(&e)))));
+                }
+                Poll::Ready(None) => self.ended = true,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+impl Drop for SseGuard {
+    /// After `[DONE]` async-openai drops the body unread; the few bytes
+    /// after it (the end of the chunked body) are read on a task of their
+    /// own so that reqwest can keep the connection for the next request.
+    fn drop(&mut self) {
+        if self.ended || !self.state.saw_done.load(Ordering::Relaxed) {
+            return;
+        }
+        let (Some(mut inner), Ok(rt)) = (self.inner.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        rt.spawn(async move {
+            let _ = tokio::time::timeout(TAIL_WAIT, async {
+                let mut read = 0usize;
+                while let Some(Ok(b)) = inner.next().await {
+                    read += b.len();
+                    if read > 64 * 1024 {
+                        break;
+                    }
+                }
+            })
+            .await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard_over(parts: &[&'static [u8]], max: usize) -> (SseGuard, Arc<ReplyState>) {
+        let state = Arc::new(ReplyState::default());
+        let parts: Vec<reqwest::Result<Bytes>> =
+            parts.iter().map(|p| Ok(Bytes::from_static(p))).collect();
+        (
+            SseGuard::new(futures::stream::iter(parts), max, state.clone()),
+            state,
+        )
+    }
+
+    async fn collect(g: SseGuard) -> (Vec<Vec<u8>>, bool) {
+        let items: Vec<_> = g.collect().await;
+        let failed = items.iter().any(Result::is_err);
+        (
+            items
+                .into_iter()
+                .filter_map(Result::ok)
+                .map(|b| b.to_vec())
+                .collect(),
+            failed,
+        )
+    }
+
+    #[tokio::test]
+    async fn a_lone_cr_ends_lines() {
+        let (g, state) = guard_over(
+            &[b"data: a\r\rdata: b\r", b"\n\r\nda", b"ta: [DONE]\r\r"],
+            1000,
+        );
+        let (pieces, failed) = collect(g).await;
+        assert!(!failed);
+        assert_eq!(
+            pieces,
+            [&b"data: a\n\n"[..], b"data: b\n\n", b"data: [DONE]\n\n"],
+            "one whole event per piece"
+        );
+        assert!(state.saw_done.load(Ordering::Relaxed));
+    }
+
+    #[tokio::test]
+    async fn one_event_may_not_pass_the_cap() {
+        let (g, state) = guard_over(&[b"data: 0123456789", b"0123456789", b"0123456789"], 25);
+        let (_, failed) = collect(g).await;
+        assert!(failed);
+        assert!(state.over_limit.load(Ordering::Relaxed));
+        // Many short lines without the blank line that ends an event count too.
+        let (g, _) = guard_over(&[b"data: 01234\ndata: 01234\ndata: 01234\n"], 25);
+        assert!(collect(g).await.1);
+        // Events under the cap pass however many there are.
+        let (g, state) = guard_over(&[&b"data: 0123456789\n\ndata: 0123456789\n\n"[..]; 50], 25);
+        let (pieces, failed) = collect(g).await;
+        assert!(!failed && pieces.len() == 100);
+        assert!(!state.saw_done.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn error_messages() {
+        assert_eq!(
+            error_message(br#"{"error":{"message":"bad model","type":"x"}}"#),
+            "bad model"
+        );
+        assert_eq!(error_message(br#"{"error":"nope"}"#), "nope");
+        assert_eq!(error_message(br#"{"detail":"Not Found"}"#), "Not Found");
+        assert_eq!(error_message(b"plain\ntext"), "plain text");
+        assert_eq!(error_message(b""), "(empty body)");
+    }
+}
