@@ -23,6 +23,7 @@ mod permissions;
 mod prompt_content;
 mod secrets;
 mod security;
+mod session_logs;
 mod sessions;
 mod soak;
 mod tools_command;
