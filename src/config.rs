@@ -320,6 +320,33 @@ impl std::fmt::Debug for Settings {
     }
 }
 
+impl Settings {
+    /// Every secret these settings hold, for the redactor (SECURITY.md §3):
+    /// the key, and the values of the endpoint's `[headers]` and of configured
+    /// MCP servers' `env` / `headers` that are secret by name or shape
+    /// ([`crate::secrets::is_secret_value`]).
+    pub fn secret_values(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.api_key.iter().cloned().collect();
+        let named = |pairs: &[(String, String)], out: &mut Vec<String>| {
+            for (k, v) in pairs {
+                if crate::secrets::is_secret_value(k, v) {
+                    out.push(v.clone());
+                }
+            }
+        };
+        named(&self.headers, &mut out);
+        for server in &self.mcp_servers {
+            match &server.transport {
+                McpTransportSpec::Stdio { env, .. } => named(env, &mut out),
+                McpTransportSpec::Http { headers, .. } | McpTransportSpec::Sse { headers, .. } => {
+                    named(headers, &mut out)
+                }
+            }
+        }
+        out
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Self {
@@ -359,7 +386,9 @@ pub const MODE_IDS: [&str; 4] = ["read-only", "ask", "accept-edits", "full-auto"
 impl Settings {
     /// Builds the settings from overrides, the process environment and the file.
     pub fn load(over: &Overrides) -> Result<Settings, ConfigError> {
-        Self::load_with(over, &|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        // Secret variables were taken out of the environment at start-up
+        // (`secrets::env::scrub`); their values are still known there.
+        Self::load_with(over, &crate::secrets::env::var)
     }
 
     /// Same as [`Settings::load`] with an explicit environment (tests).

@@ -153,6 +153,9 @@ fn main() -> ExitCode {
             .any(|m| m.value_source(id) == Some(ValueSource::CommandLine))
     };
     let login_flags = (from_flag("base_url"), from_flag("model"));
+    if matches!(cli.command, None | Some(Command::Exec(_))) {
+        protect_secrets(&cli.global);
+    }
     let stderr_level = match cli.command {
         // exec shows retries and failures itself (see the log file for details).
         Some(Command::Exec(_)) => tracing_subscriber::filter::LevelFilter::OFF,
@@ -181,6 +184,23 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Takes the secrets out of the process image before anything else runs
+/// (SECURITY.md §3, `acp_coder::secrets::env`): the secret variables (the key
+/// variable and the config's `api_key_env`) are overwritten and unset, their
+/// values kept in memory and learned by the redactor, and the process becomes
+/// non-dumpable. Here in `main`, before the log writer's thread or the
+/// runtime exist, because it writes the environment.
+fn protect_secrets(g: &GlobalArgs) {
+    let names = Settings::load(&overrides(g))
+        .map(|s| s.secret_env)
+        .unwrap_or_else(|_| vec![config::API_KEY_ENV.to_owned()]);
+    // SAFETY: single-threaded still: nothing has spawned a thread yet.
+    unsafe { acp_coder::secrets::env::scrub(&names) };
+    if let Err(e) = acp_coder::secrets::env::set_non_dumpable() {
+        eprintln!("acp-coder: cannot mark the process non-dumpable: {e}");
+    }
+}
+
 fn overrides(g: &GlobalArgs) -> Overrides {
     Overrides {
         config: g.config.clone(),
@@ -198,12 +218,11 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-/// Values that must never reach a trace file: the key, configured header
-/// values and the values of every secret environment variable.
+/// Values that must never reach a trace file: every configured header
+/// value on top of the agent's secrets (the trace is redacted by both).
 fn trace_secrets(s: &Settings) -> Vec<String> {
-    let mut v: Vec<String> = s.api_key.iter().cloned().collect();
+    let mut v = s.secret_values();
     v.extend(s.headers.iter().map(|(_, value)| value.clone()));
-    v.extend(s.secret_env.iter().filter_map(|k| std::env::var(k).ok()));
     v
 }
 
@@ -347,7 +366,7 @@ fn init_logging(
         )
     })?;
     let stderr_layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(|| acp_coder::secrets::Writer(std::io::stderr()))
         .with_ansi(acp_coder::term::Stream::Stderr.wants_color())
         .with_target(false)
         .with_filter(stderr_level);
@@ -422,9 +441,10 @@ fn log_writer<W: std::io::Write + Send + 'static>(
     tracing_appender::non_blocking::NonBlocking,
     tracing_appender::non_blocking::WorkerGuard,
 ) {
+    // Each line passes the one redactor on the writer thread (SECURITY.md §3).
     tracing_appender::non_blocking::NonBlockingBuilder::default()
         .buffered_lines_limit(4096)
-        .finish(w)
+        .finish(acp_coder::secrets::Writer(w))
 }
 
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};

@@ -28,8 +28,7 @@ use time::OffsetDateTime;
 
 use crate::rpc::{Direction, Tracer};
 
-/// The replacement for every secret.
-pub const REDACTED: &str = "[redacted]";
+pub use crate::secrets::{REDACTED, is_secret_name};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
@@ -159,6 +158,7 @@ impl Secrets {
         }
     }
 
+    /// The trace's own values, then the agent's one redactor ([`crate::secrets`]).
     fn replace(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for s in &self.values {
@@ -166,11 +166,12 @@ impl Secrets {
                 out = out.replace(s.as_str(), REDACTED);
             }
         }
-        out
+        crate::secrets::redact_string(out)
     }
 
     fn found_in(&self, text: &str) -> bool {
         self.values.iter().any(|s| text.contains(s.as_str()))
+            || crate::secrets::current().found_in(text)
     }
 }
 
@@ -205,21 +206,6 @@ pub fn rfc3339_millis(ts: OffsetDateTime) -> String {
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
     ))
     .unwrap_or_default()
-}
-
-/// Whether a header or variable name looks like it holds a secret.
-pub fn is_secret_name(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    [
-        "authorization",
-        "token",
-        "key",
-        "secret",
-        "password",
-        "cookie",
-    ]
-    .iter()
-    .any(|w| n.contains(w))
 }
 
 /// Redacts a frame in place (see the module docs for the rules): first by

@@ -89,6 +89,7 @@ impl Agent {
         if let Some(over) = &self.overrides {
             let fresh =
                 Settings::load(over).map_err(|e| RpcError::invalid_params(e.to_string()))?;
+            crate::secrets::learn(fresh.secret_values());
             *self.settings.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(fresh);
             *self.model.lock().unwrap_or_else(|e| e.into_inner()) = None;
             self.catalog.reset().await;

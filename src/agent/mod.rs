@@ -6,6 +6,7 @@
 mod call;
 mod commands;
 mod compact;
+mod lock;
 mod methods;
 pub mod modes;
 mod options;
@@ -102,6 +103,9 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let conn = Connection::new(config.serve.tracer.clone());
+    // Every frame to the editor passes the one redactor (SECURITY.md §3).
+    conn.set_filter(crate::secrets::redact_frame);
+    crate::secrets::learn(config.settings.secret_values());
     let store = store::Store::new(&config.settings.data_dir);
     let agent = Arc::new(Agent {
         peer: conn.peer.clone(),

@@ -13,12 +13,18 @@
 //! poll) per chunk. A batch is also sent when it reaches `MAX_BATCH` bytes,
 //! and when the relay is dropped, which the model call does before it
 //! returns (or is cancelled), so updates keep their order.
+//!
+//! Text passes a [`StreamRedactor`] per kind first: a secret the model repeats
+//! (say, a key a command printed) is replaced even when it arrives split over
+//! chunks; the few bytes that could start a secret wait for the next chunk or
+//! the end of the message (SECURITY.md §3).
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
 use crate::acp::SessionUpdate;
 use crate::editor::Editor;
+use crate::secrets::StreamRedactor;
 
 /// Largest batch, in bytes of text.
 const MAX_BATCH: usize = 4096;
@@ -34,6 +40,17 @@ struct Buffer {
     text: String,
     text_started: bool,
     thought_started: bool,
+    text_guard: StreamRedactor,
+    thought_guard: StreamRedactor,
+}
+
+impl Buffer {
+    fn guard(&mut self, kind: Kind) -> &mut StreamRedactor {
+        match kind {
+            Kind::Text => &mut self.text_guard,
+            Kind::Thought => &mut self.thought_guard,
+        }
+    }
 }
 
 struct Shared {
@@ -61,6 +78,8 @@ impl Relay {
                 text: String::new(),
                 text_started: false,
                 thought_started: false,
+                text_guard: StreamRedactor::default(),
+                thought_guard: StreamRedactor::default(),
             }),
             wake: Notify::new(),
         });
@@ -90,8 +109,12 @@ impl Relay {
         }
         let mut b = self.shared.lock();
         if b.kind != kind {
-            self.shared.send(&mut b);
+            self.shared.finish(&mut b);
             b.kind = kind;
+        }
+        let text = b.guard(kind).push(&text);
+        if text.is_empty() {
+            return;
         }
         let started = match kind {
             Kind::Text => std::mem::replace(&mut b.text_started, true),
@@ -116,7 +139,8 @@ impl Relay {
 impl Drop for Relay {
     fn drop(&mut self) {
         self.flusher.abort();
-        self.shared.flush();
+        let mut b = self.shared.lock();
+        self.shared.finish(&mut b);
     }
 }
 
@@ -128,6 +152,27 @@ impl Shared {
     fn flush(&self) {
         let mut b = self.lock();
         self.send(&mut b);
+    }
+
+    /// Sends the buffer and what the current kind's redactor still holds
+    /// (its message ended).
+    fn finish(&self, b: &mut Buffer) {
+        let kind = b.kind;
+        let tail = b.guard(kind).finish();
+        if tail.is_empty() {
+            self.send(b);
+            return;
+        }
+        let started = match kind {
+            Kind::Text => std::mem::replace(&mut b.text_started, true),
+            Kind::Thought => std::mem::replace(&mut b.thought_started, true),
+        };
+        if started {
+            b.text.push_str(&tail);
+            self.send(b);
+        } else {
+            self.update(kind, tail);
+        }
     }
 
     /// Sends the buffer; called with the lock held, so that sends keep the

@@ -96,39 +96,86 @@ pub fn restore(records: Vec<Record>) -> Restored {
             Record::Unknown => {}
         }
     }
-    repair_tool_results(&mut r.history);
+    r.history = well_formed(std::mem::take(&mut r.history));
     r
 }
 
-/// A crash between a model's tool calls and their results leaves calls without
-/// results, which endpoints reject; answer them as interrupted.
-fn repair_tool_results(history: &mut Vec<ChatMessage>) {
-    let mut i = 0;
-    while i < history.len() {
-        if let ChatMessage::Assistant { tool_calls, .. } = &history[i] {
-            let ids: Vec<String> = tool_calls.iter().map(|c| c.id.clone()).collect();
-            let mut j = i + 1;
-            let mut answered = HashSet::new();
-            while let Some(ChatMessage::Tool { tool_call_id, .. }) = history.get(j) {
-                answered.insert(tool_call_id.clone());
-                j += 1;
+/// The result given to a call whose result was never recorded.
+pub const INTERRUPTED: &str = "Error: interrupted; the agent stopped before this call finished.";
+
+/// A history every OpenAI-style endpoint accepts, whatever the log held
+/// (issue 14: a crash, a damaged line or a second writer): each `tool`
+/// message directly follows the assistant message that made the call, each
+/// call is answered once, in call order, and call ids are unique.
+///
+/// - a call without a result (the agent stopped, the line was lost) gets an
+///   [`INTERRUPTED`] result;
+/// - a result whose call is not in the assistant message just before it
+///   (that record was damaged, the result came first, or it repeats one) is
+///   dropped;
+/// - a call whose id is empty or was used before is dropped with its result;
+///   an assistant message left with nothing in it is dropped.
+fn well_formed(history: Vec<ChatMessage>) -> Vec<ChatMessage> {
+    let mut out = Vec::with_capacity(history.len());
+    let mut used = HashSet::new();
+    let mut dropped = 0usize;
+    let mut it = history.into_iter().peekable();
+    while let Some(message) = it.next() {
+        match message {
+            ChatMessage::Assistant {
+                text,
+                reasoning,
+                mut tool_calls,
+            } => {
+                let before = tool_calls.len();
+                tool_calls.retain(|c| !c.id.is_empty() && used.insert(c.id.clone()));
+                dropped += before - tool_calls.len();
+                let mut results = std::collections::HashMap::new();
+                while matches!(it.peek(), Some(ChatMessage::Tool { .. })) {
+                    if let Some(ChatMessage::Tool {
+                        tool_call_id,
+                        content,
+                    }) = it.next()
+                    {
+                        if tool_calls.iter().any(|c| c.id == tool_call_id)
+                            && !results.contains_key(&tool_call_id)
+                        {
+                            results.insert(tool_call_id, content);
+                        } else {
+                            dropped += 1;
+                        }
+                    }
+                }
+                if text.is_empty() && reasoning.is_empty() && tool_calls.is_empty() {
+                    continue;
+                }
+                let answers: Vec<ChatMessage> = tool_calls
+                    .iter()
+                    .map(|c| ChatMessage::Tool {
+                        tool_call_id: c.id.clone(),
+                        content: results
+                            .remove(&c.id)
+                            .unwrap_or_else(|| INTERRUPTED.to_owned()),
+                    })
+                    .collect();
+                out.push(ChatMessage::Assistant {
+                    text,
+                    reasoning,
+                    tool_calls,
+                });
+                out.extend(answers);
             }
-            let missing: Vec<ChatMessage> = ids
-                .into_iter()
-                .filter(|id| !answered.contains(id))
-                .map(|id| ChatMessage::Tool {
-                    tool_call_id: id,
-                    content: "Error: interrupted; the agent stopped before this call finished."
-                        .into(),
-                })
-                .collect();
-            let n = missing.len();
-            history.splice(j..j, missing);
-            i = j + n;
-        } else {
-            i += 1;
+            ChatMessage::Tool { .. } => dropped += 1,
+            other => out.push(other),
         }
     }
+    if dropped > 0 {
+        tracing::warn!(
+            dropped,
+            "the session log held tool calls or results out of place; they were left out of the history"
+        );
+    }
+    out
 }
 
 #[cfg(test)]

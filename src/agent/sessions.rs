@@ -52,7 +52,11 @@ impl Agent {
             created_at: meta.created_at.clone(),
             updated_at: meta.updated_at.clone(),
         };
-        let log = self.store.create(&summary);
+        // The new session's log has this process as its one writer.
+        let claim = self.store.claim(&id).map_err(|e| {
+            tracing::warn!(session = %id, error = %e, "cannot lock the new session's log");
+        });
+        let log = self.store.create(&summary).hold(claim.ok());
         let mode = Mode::parse(&settings.default_mode).unwrap_or(Mode::Ask);
         let editor = Editor::new(self.peer.clone(), self.client_caps(), &id);
         let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor).await;
@@ -127,6 +131,16 @@ impl Agent {
                 )));
             }
         };
+        // One writer per log: a session another process holds is refused
+        // (this process's own live copy shares the claim).
+        let claim = match self.store.claim(&req.session_id) {
+            Ok(c) => Some(c),
+            Err(e @ StoreError::Locked { .. }) => return Err(locked(&req.session_id, &e)),
+            Err(e) => {
+                tracing::warn!(session = %req.session_id, error = %e, "cannot lock the session's log; loading it unlocked");
+                None
+            }
+        };
         // A live copy (the editor reopened a thread) is replaced by the stored one.
         if let Some(old) = self
             .sessions
@@ -171,7 +185,7 @@ impl Agent {
             meta,
             history: restored.history.clone(),
             used_tool_ids: restored.tool_ids.clone(),
-            recorder: Recorder::new(Some(self.store.open(&id))),
+            recorder: Recorder::new(Some(self.store.open(&id).hold(claim))),
         });
         tracing::info!(session = %id, messages = restored.history.len(), "session restored");
         Ok((session, restored))
@@ -311,11 +325,12 @@ impl Agent {
         {
             s.cancel();
         }
-        self.store.delete(&req.session_id).map_err(|e| {
-            RpcError::internal(format!(
+        self.store.delete(&req.session_id).map_err(|e| match e {
+            StoreError::Locked { .. } => locked(&req.session_id, &e),
+            e => RpcError::internal(format!(
                 "could not delete session {:?}: {e}",
                 req.session_id
-            ))
+            )),
         })?;
         tracing::info!(session = %req.session_id, "session deleted");
         Ok(Empty::default())
@@ -330,6 +345,16 @@ async fn tools_for(
     cwd: &Path,
     editor: &Editor,
 ) -> Registry {
+    // The editor's MCP env values and headers are secrets from now on.
+    for server in servers {
+        let pairs = match server {
+            crate::acp::McpServer::Http(h) | crate::acp::McpServer::Sse(h) => &h.headers,
+            crate::acp::McpServer::Stdio(s) | crate::acp::McpServer::StdioUntagged(s) => &s.env,
+        };
+        for p in pairs {
+            crate::secrets::learn_named(&p.name, &p.value);
+        }
+    }
     let mut registry = Registry::builtin();
     crate::mcp::attach(&mut registry, servers, settings, cwd, editor).await;
     registry
@@ -340,6 +365,17 @@ pub(super) fn unknown_session(id: &str) -> RpcError {
         "unknown session {id:?}: create one with session/new first"
     ))
     .with_data(serde_json::json!({ "sessionId": id }))
+}
+
+/// A session held by another process (its log has one writer): the error
+/// names the session and the holder's pid.
+fn locked(id: &str, e: &StoreError) -> RpcError {
+    let pid = match e {
+        StoreError::Locked { pid, .. } => *pid,
+        _ => None,
+    };
+    RpcError::new(crate::rpc::codes::INTERNAL_ERROR, e.to_string())
+        .with_data(serde_json::json!({ "sessionId": id, "holderPid": pid }))
 }
 
 fn encode_cursor(offset: usize) -> String {

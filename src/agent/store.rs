@@ -24,6 +24,9 @@ pub enum StoreError {
     },
     #[error("session {0:?} is not stored")]
     Missing(String),
+    /// Another process holds the session open (its log has one writer).
+    #[error("session {id:?} is open in another acp-coder process{}; close it there (or end that process) first", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    Locked { id: String, pid: Option<u32> },
 }
 
 /// What `session/list` needs, kept beside the log.
@@ -231,6 +234,8 @@ pub struct Store {
 pub struct Log {
     path: PathBuf,
     file: Mutex<LogState>,
+    /// The session's lock, held as long as the log is open ([`super::lock`]).
+    _claim: Option<std::sync::Arc<super::lock::Claim>>,
 }
 
 #[derive(Default)]
@@ -332,7 +337,16 @@ impl Store {
         Log {
             path: self.log_path(id),
             file: Mutex::new(LogState::default()),
+            _claim: None,
         }
+    }
+
+    /// Takes the session's lock for this process ([`super::lock`]).
+    pub fn claim(&self, id: &str) -> Result<std::sync::Arc<super::lock::Claim>, StoreError> {
+        if !valid_id(id) {
+            return Err(StoreError::Missing(id.to_owned()));
+        }
+        super::lock::claim(&self.dir, id)
     }
 
     pub fn exists(&self, id: &str) -> bool {
@@ -461,12 +475,15 @@ impl Store {
         Some(summary)
     }
 
-    /// Removes a session's files; a missing session is not an error.
+    /// Removes a session's files; a missing session is not an error, one
+    /// open in another process is ([`StoreError::Locked`]).
     pub fn delete(&self, id: &str) -> Result<(), StoreError> {
-        if !valid_id(id) {
+        if !valid_id(id) || !self.dir.is_dir() {
             return Ok(());
         }
-        for path in [self.log_path(id), self.summary_path(id)] {
+        let claim = self.claim(id)?;
+        let lock = claim.path().to_owned();
+        for path in [self.log_path(id), self.summary_path(id), lock] {
             match std::fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -478,10 +495,19 @@ impl Store {
 }
 
 impl Log {
+    /// Keeps the session's lock for as long as this log is open.
+    pub fn hold(mut self, claim: Option<std::sync::Arc<super::lock::Claim>>) -> Log {
+        self._claim = claim;
+        self
+    }
+
     /// Appends one record as one line, after whatever earlier records could
     /// not be written yet. On error the unwritten bytes stay queued.
     pub fn append(&self, record: &Record) -> Result<(), StoreError> {
-        let mut line = serde_json::to_vec(record).unwrap_or_default();
+        // Every record passes the one redactor: tool calls' content, what the
+        // model said, errors (SECURITY.md §3).
+        let line = serde_json::to_string(record).unwrap_or_default();
+        let mut line = crate::secrets::redact_string(line).into_bytes();
         line.push(b'\n');
         let mut st = self.file.lock().unwrap_or_else(|e| e.into_inner());
         let io = |source| StoreError::Io {

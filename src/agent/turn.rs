@@ -11,9 +11,11 @@ use tokio_util::sync::CancellationToken;
 use crate::acp::{ContentBlock, Cost, SessionUpdate, StopReason, UsageUpdate};
 use crate::config::Settings;
 use crate::llm::{
-    ChatMessage, ChatRequest, Completion, Event, FinishReason, LlmError, Model, RetryPolicy, Usage,
+    ChatMessage, ChatRequest, Completion, Event, FinishReason, LlmError, Model, RetryPolicy,
+    ToolCallRequest, Usage,
 };
 use crate::rpc::RpcError;
+use crate::secrets::redact_string;
 
 use super::call;
 use super::compact;
@@ -93,7 +95,7 @@ pub async fn run(
             Ok(Outcome::Cancelled { partial }) => {
                 if !partial.is_empty() {
                     let msg = ChatMessage::Assistant {
-                        text: partial,
+                        text: redact_string(partial),
                         reasoning: String::new(),
                         tool_calls: Vec::new(),
                     };
@@ -106,10 +108,19 @@ pub async fn run(
         };
         account(env, session, &mut history, completion.usage);
         let calls = completion.tool_calls.clone();
+        // What the model said goes into history and the log as the editor saw
+        // it: a secret it repeated is redacted (SECURITY.md §3).
         let msg = ChatMessage::Assistant {
-            text: completion.text,
-            reasoning: completion.reasoning,
-            tool_calls: calls.clone(),
+            text: redact_string(completion.text),
+            reasoning: redact_string(completion.reasoning),
+            // Run as asked (below), remembered redacted, as the log keeps them.
+            tool_calls: calls
+                .iter()
+                .map(|c| ToolCallRequest {
+                    arguments: redact_string(c.arguments.clone()),
+                    ..c.clone()
+                })
+                .collect(),
         };
         session.record_message(&msg);
         history.messages.push(msg);
@@ -127,7 +138,9 @@ pub async fn run(
             } else {
                 let result = call::run(session, req, cancel, &env.settings.secret_env).await;
                 was_cancelled = result.cancelled || cancel.is_cancelled();
-                result.for_model
+                // The one choke point of every tool's (built-in or MCP)
+                // result: a secret it read never reaches the model or the log.
+                redact_string(result.for_model)
             };
             let msg = ChatMessage::Tool {
                 tool_call_id: req.id.clone(),

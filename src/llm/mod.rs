@@ -22,7 +22,7 @@ mod wire;
 
 pub use assemble::{Assembler, ToolCallRequest};
 pub use openai::OpenAiModel;
-pub use redact::{redact_all, redact_secrets};
+pub use redact::redact_all;
 pub use retry::RetryPolicy;
 pub use wire::{ChatMessage, ChatRequest, ToolSpec, UserPart};
 

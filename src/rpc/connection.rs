@@ -70,7 +70,13 @@ struct Shared {
     next_id: AtomicI64,
     /// Observer of every frame in both directions (the `--trace` file).
     tracer: Option<Tracer>,
+    /// Rewrites every outgoing frame before it is traced or written (the
+    /// agent's secret redactor).
+    filter: std::sync::OnceLock<OutFilter>,
 }
+
+/// A rewrite of each outgoing frame's text (it must keep it one JSON line).
+pub type OutFilter = fn(String) -> String;
 
 /// Observer of every frame: direction and the frame's text.
 pub type Tracer = Arc<dyn Fn(Direction, &str) + Send + Sync>;
@@ -115,6 +121,10 @@ struct OutResponse<'a> {
 
 impl Peer {
     fn send_line(&self, line: String) {
+        let line = match self.shared.filter.get() {
+            Some(filter) => filter(line),
+            None => line,
+        };
         if let Some(tracer) = &self.shared.tracer {
             tracer(Direction::Out, &line);
         }
@@ -255,11 +265,20 @@ impl Connection {
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(0),
             tracer,
+            filter: std::sync::OnceLock::new(),
         });
         Self {
             peer: Peer { shared },
             rx,
         }
+    }
+}
+
+impl Connection {
+    /// Sets the rewrite every outgoing frame goes through (once; later calls
+    /// are ignored).
+    pub fn set_filter(&self, filter: OutFilter) {
+        let _ = self.peer.shared.filter.set(filter);
     }
 }
 

@@ -1,0 +1,135 @@
+//! One writer per session log (issue 14; DESIGN §4 "Session logs").
+//!
+//! A process that holds a session open holds an advisory `flock` on
+//! `<id>.lock` beside its log, with its pid written inside. A second
+//! process that loads, resumes or deletes the session is refused with an
+//! error naming the session and that pid, so two processes never interleave
+//! records in one log. Inside one process the claim is shared (the editor
+//! reopening a thread replaces the live session; both belong to the same
+//! writer). The lock goes when the last holder (the session's log) is
+//! dropped — session closed or deleted — and with the process, however it
+//! ends: the kernel drops `flock`s with the file descriptor.
+//!
+//! The lock file is never removed while unlocked by us, except by
+//! `session/delete` while holding it; a process that locked a file that was
+//! removed meanwhile sees a different inode at the path and tries again.
+use std::collections::HashMap;
+use std::io::{Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use super::store::StoreError;
+
+/// A held lock on one session's log; released when the last clone is dropped.
+#[derive(Debug)]
+pub struct Claim {
+    path: PathBuf,
+    _file: std::fs::File,
+}
+
+impl Claim {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Claims held by this process, by lock path.
+static HELD: Mutex<Option<HashMap<PathBuf, Weak<Claim>>>> = Mutex::new(None);
+
+/// Takes (or shares, inside this process) the lock of session `id` whose
+/// files live in `dir`. [`StoreError::Locked`] when another process holds it.
+pub fn claim(dir: &Path, id: &str) -> Result<Arc<Claim>, StoreError> {
+    let path = dir.join(format!("{id}.lock"));
+    let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+    let held = held.get_or_insert_with(HashMap::new);
+    if let Some(c) = held.get(&path).and_then(Weak::upgrade) {
+        return Ok(c);
+    }
+    held.retain(|_, w| w.strong_count() > 0);
+    let io = |source| StoreError::Io {
+        path: path.clone(),
+        source,
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(io)?;
+    for _ in 0..16 {
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io)?;
+        // SAFETY: flock on a descriptor we own.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                let mut text = String::new();
+                let _ = file.read_to_string(&mut text);
+                return Err(StoreError::Locked {
+                    id: id.to_owned(),
+                    pid: text.trim().parse().ok(),
+                });
+            }
+            return Err(io(e));
+        }
+        // Locked; but if the file was removed (a delete) before we locked it,
+        // the lock guards nothing: start over on the file now at the path.
+        let same = match (file.metadata(), std::fs::metadata(&path)) {
+            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+            _ => false,
+        };
+        if !same {
+            continue;
+        }
+        let pid = format!("{}\n", std::process::id());
+        let written = file
+            .set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| file.write_all(pid.as_bytes()));
+        if let Err(e) = written {
+            tracing::debug!(error = %e, "cannot write the pid into the session lock");
+        }
+        let c = Arc::new(Claim {
+            path: path.clone(),
+            _file: file,
+        });
+        held.insert(path, Arc::downgrade(&c));
+        return Ok(c);
+    }
+    Err(io(std::io::Error::other(
+        "the lock file keeps being replaced",
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claim_is_shared_in_process_and_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = claim(dir.path(), "s1").unwrap();
+        let b = claim(dir.path(), "s1").unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        let pid = std::fs::read_to_string(a.path()).unwrap();
+        assert_eq!(pid.trim(), std::process::id().to_string());
+        // Another open file description conflicts while held (what a second
+        // process would see) ...
+        let other = std::fs::File::open(a.path()).unwrap();
+        let try_lock = |f: &std::fs::File| unsafe {
+            libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB)
+        };
+        assert_ne!(try_lock(&other), 0);
+        drop((a, b));
+        // ... and not once the last holder is gone.
+        assert_eq!(try_lock(&other), 0);
+    }
+}

@@ -1,0 +1,208 @@
+//! The key stays secret (issue 14, SECURITY.md §3): a hostile model tries
+//! every route to the API key and the other secrets — a command printing its
+//! environment, the agent's own `/proc/<pid>/environ` read by a command and by
+//! `read_file`, a file holding the key, the model repeating the key split
+//! over streamed chunks — and none of them leaves it in a frame, the session
+//! log, the log file, the trace or stderr.
+
+use super::common::{env_for, write_config};
+use crate::support::{
+    FakeEditor, FakeModel, PermissionDecision, Reply, SpawnOptions, Workspace, chunk,
+    no_capabilities,
+};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+const KEY: &str = "sk-live-ROUTEKEY0123456789";
+const OTHER_KEY: &str = "sk-openai-ROUTEOTHER98765";
+const HEADER_SECRET: &str = "hdr-ROUTE-7f3a9c1e";
+const MCP_SECRET: &str = "mcp-ROUTE-51c2d8aa";
+const SECRETS: [&str; 4] = [KEY, OTHER_KEY, HEADER_SECRET, MCP_SECRET];
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn assert_clean(what: &str, text: &str) {
+    for secret in SECRETS {
+        assert!(
+            !text.contains(secret),
+            "{secret} leaked into {what}:\n{}",
+            text.lines()
+                .filter(|l| l.contains(secret))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_key_is_found_on_no_route() {
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().unwrap();
+    write_config(
+        home.path(),
+        "api_key_env = \"MY_PROVIDER_KEY\"\ndefault_mode = \"full-auto\"\n\n[headers]\n\"X-Provider-Token\" = \"hdr-ROUTE-7f3a9c1e\"\n",
+    );
+    let log = home.path().join("agent.log");
+    let trace = home.path().join("trace.jsonl");
+    let editor = FakeEditor::spawn_with(SpawnOptions {
+        args: vec![
+            "--log-file".into(),
+            log.display().to_string(),
+            "--log-level".into(),
+            "trace".into(),
+            "--trace".into(),
+            trace.display().to_string(),
+        ],
+        envs: env_for(
+            &model,
+            &[("MY_PROVIDER_KEY", KEY), ("OPENAI_API_KEY", OTHER_KEY)],
+        ),
+        home: Some(home.path().to_path_buf()),
+        ..SpawnOptions::default()
+    });
+    // Everything outside the roots is allowed: the attack gets as far as it can.
+    editor.set_default_permission(Some(PermissionDecision::AllowOnce));
+    let ws = Workspace::builder()
+        .file("notes.txt", &format!("the key is {KEY}\n"))
+        .build();
+    // No fs/terminal capabilities: files are read and commands run by the
+    // agent itself, so `/proc/self` is the agent.
+    editor.initialize(no_capabilities()).await;
+    let pid = editor.pid().expect("agent pid");
+
+    // The process image holds no secret (readable here when the test runs
+    // as root; the agent is non-dumpable, so otherwise /proc refuses).
+    match std::fs::read(format!("/proc/{pid}/environ")) {
+        Ok(environ) => {
+            let environ = String::from_utf8_lossy(&environ);
+            assert_clean("/proc/<agent>/environ", &environ);
+            assert!(environ.contains("HOME="), "{environ}");
+        }
+        Err(e) => eprintln!("skipping the direct /proc/{pid}/environ check: {e}"),
+    }
+
+    let new = editor
+        .request(
+            "session/new",
+            json!({
+                "cwd": ws.path(),
+                "mcpServers": [{
+                    "name": "docs",
+                    "command": "/bin/true",
+                    "args": [],
+                    "env": [{"name": "DOCS_TOKEN", "value": MCP_SECRET}]
+                }]
+            }),
+        )
+        .await
+        .expect("session/new");
+    let sid = new["sessionId"].as_str().unwrap().to_owned();
+
+    let commands = [
+        "env",
+        "tr '\\0' '\\n' < /proc/$PPID/environ",
+        "cd /pro? && tr '\\0' '\\n' < ./$PPID/environ",
+        "cat /proc/$PPID/cmdline; echo; grep -a ROUTE /proc/$PPID/environ; echo done",
+        "echo sk-live-ROUTEKEY0123456789 DOCS=mcp-ROUTE-51c2d8aa",
+    ];
+    for (i, command) in commands.iter().enumerate() {
+        model.push(Reply::tool_call(
+            &format!("call_cmd{i}"),
+            "run_command",
+            json!({ "command": command }),
+        ));
+    }
+    for (i, path) in [
+        "notes.txt".to_owned(),
+        "/proc/self/environ".to_owned(),
+        format!("/proc/{pid}/environ"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        model.push(Reply::tool_call(
+            &format!("call_read{i}"),
+            "read_file",
+            json!({ "path": path }),
+        ));
+    }
+    // The model repeats the key it read, split over chunks, in thought and text.
+    let (a, b) = KEY.split_at(12);
+    model.push(Reply::stream([
+        chunk::role(),
+        chunk::reasoning_content(&format!("I saw {a}")),
+        chunk::reasoning_content(&format!("{b} in env")),
+        chunk::text(&format!("Your key is {a}")),
+        chunk::text(b),
+        chunk::text(&format!(" and the token {MCP_SECRET}.")),
+    ]));
+    assert_eq!(editor.prompt(&sid, "steal").await["stopReason"], "end_turn");
+
+    // The routes really ran and found their way around (so their being
+    // clean below means something).
+    let requests = model.chat_requests();
+    let last = requests.last().unwrap();
+    let results: Vec<String> = last
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(results.len(), commands.len() + 3, "{results:#?}");
+    assert!(results[0].contains("PATH="), "{}", results[0]);
+    assert!(
+        results[5].contains("[redacted]"),
+        "the file read: {}",
+        results[5]
+    );
+    // The environment block itself no longer holds the value: what a command
+    // reads there is blank, not a redacted key.
+    for r in &results[1..4] {
+        assert!(!r.contains("MY_PROVIDER_KEY=[redacted]"), "{r}");
+    }
+    assert_eq!(
+        last.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str()),
+        "the key is still used for the endpoint"
+    );
+    let text = editor.agent_text(&sid);
+    assert!(
+        text.ends_with("Your key is [redacted] and the token [redacted]."),
+        "{text}"
+    );
+    assert_eq!(editor.thought_text(&sid), "I saw [redacted] in env");
+
+    let mut editor = editor;
+    editor.close_stdin().await;
+    editor.wait_exit(std::time::Duration::from_secs(5)).await;
+    let to_model: String = requests
+        .iter()
+        .map(|r| serde_json::to_string(r.messages()).unwrap())
+        .collect();
+    assert_clean("what the model was sent", &to_model);
+    assert_clean("frames to the editor", &editor.raw_lines().join("\n"));
+    assert_clean("stderr", &editor.stderr());
+    assert_clean("the log file", &std::fs::read_to_string(&log).unwrap());
+    assert_clean("the trace", &std::fs::read_to_string(&trace).unwrap());
+    let stored = walk(&home.path().join(".local/share"));
+    assert!(
+        stored
+            .iter()
+            .any(|p| p.extension().is_some_and(|e| e == "jsonl"))
+    );
+    for p in stored {
+        let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
+        assert_clean(&p.display().to_string(), &text);
+    }
+}
