@@ -226,7 +226,9 @@ pub async fn call_model(
                 let mut stream = env.model.stream(request).await?;
                 // Batches what streams faster than it can be written; flushed when dropped.
                 let relay = visible.then(|| Relay::new(editor, &text_id, &thought_id));
-                while let Some(event) = stream.next().await {
+                // An editor that reads slowly slows the model's stream down
+                    // instead of growing the queue to it (rpc::Peer::writable).
+                while let Some(event) = { editor.writable().await; stream.next().await } {
                     match event? {
                         Event::Text(t) => {
                             partial.push_str(&t);
