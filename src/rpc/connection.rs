@@ -33,7 +33,7 @@ use super::{RpcError, decode_params};
 type Pending = oneshot::Sender<Result<Option<Box<RawValue>>, RpcError>>;
 
 /// Bytes of queued output above which [`Peer::writable`] waits.
-pub const OUTGOING_LIMIT: usize = 1 << 20;
+pub const OUTGOING_LIMIT: usize = 64 << 10;
 
 /// What the writer has not written yet; shared by the peers and the writer
 /// (not through [`Shared`], whose sender must close when the peers are gone).
