@@ -79,6 +79,10 @@ pub struct FileConfig {
     /// Per-model settings; their keys are also offered in the model picker.
     #[serde(default)]
     pub models: std::collections::BTreeMap<String, ModelConfig>,
+    /// More protected paths (globs relative to each session root) whose
+    /// writes ask in every mode, added to the built-in list (SECURITY.md §1).
+    #[serde(default)]
+    pub protected_paths: Vec<String>,
 }
 
 /// Settings of one model (`[models."gpt-4.1"]`).
@@ -304,6 +308,8 @@ pub struct Settings {
     pub mcp_startup_timeout: Duration,
     /// How long one MCP tool call may run.
     pub mcp_tool_timeout: Duration,
+    /// The config file's `protected_paths` (checked globs), added to the built-in list.
+    pub protected_paths: Vec<String>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -376,6 +382,7 @@ impl Default for Settings {
             mcp_servers: Vec::new(),
             mcp_startup_timeout: Duration::from_secs(10),
             mcp_tool_timeout: Duration::from_secs(300),
+            protected_paths: Vec::new(),
         }
     }
 }
@@ -515,6 +522,15 @@ impl Settings {
         if let Some(n) = file.mcp_tool_timeout_secs {
             s.mcp_tool_timeout = Duration::from_secs(n.max(1));
         }
+        for glob in &file.protected_paths {
+            if let Err(e) = globset::Glob::new(glob.trim_start_matches("./")) {
+                return Err(ConfigError::Invalid(format!(
+                    "protected_paths entry {glob:?} in {} is not a valid glob ({e}); use globs relative to the project such as \"deploy/*.sh\"",
+                    file_path.display()
+                )));
+            }
+        }
+        s.protected_paths = file.protected_paths;
         // Hidden knobs for tests and debugging; not part of the documented contract.
         if let Some(ms) = env("ACP_CODER_RETRY_BASE_MS").and_then(|v| v.parse().ok()) {
             s.retry_base_delay = Duration::from_millis(ms);

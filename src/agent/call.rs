@@ -129,13 +129,11 @@ pub async fn run(
 
     let decision = {
         let grants = session.grants.lock().unwrap_or_else(|e| e.into_inner());
-        permission::decide(
-            session.mode(),
-            &access,
-            tool.name(),
-            &session.roots,
-            &grants,
-        )
+        let bounds = permission::Bounds {
+            roots: &session.roots,
+            protected: &session.protected,
+        };
+        permission::decide(session.mode(), &access, tool.name(), &bounds, &grants)
     };
     match decision {
         Decision::Allow => {}

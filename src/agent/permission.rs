@@ -2,11 +2,19 @@
 //!
 //! Inside the session roots the mode decides; outside them (after resolving
 //! `..`, `~` and symlinks) reads ask in every mode and writes and commands ask
-//! in every mode and are refused in read-only. "Always" answers are remembered
-//! per session: per tool for edits, per command prefix for commands, per exact
-//! path outside the roots.
+//! in every mode and are refused in read-only. Writes to protected paths
+//! (`protected.rs`) ask in every mode too.
+//!
+//! "Always" answers are remembered per session as grants, each with an access
+//! kind and a scope, and a grant authorises only what its kind and scope say
+//! (issue 14: a read grant once let a later write through): reads of an exact
+//! path; writes of an exact path; edits inside the roots by one tool (never a
+//! protected path); a command prefix (`prefix.rs`) inside the roots, or that
+//! prefix on exact paths outside them; one MCP tool. A grant on a directory
+//! covers calls given that directory (listing, searching it), not calls given
+//! a path under it: each path is its own grant.
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::acp::{PermissionOption, PermissionOptionKind};
 use crate::tools::Access;
@@ -14,6 +22,8 @@ use crate::tools::paths::{is_inside, outside_paths_in_command};
 use crate::tools::sanitize_title;
 
 use super::modes::Mode;
+pub use super::prefix::{command_prefix, matches_prefix};
+use super::protected::Protected;
 
 /// What to do with a prepared call.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,66 +33,128 @@ pub enum Decision {
     Refuse(String),
 }
 
-/// What an "always" answer would cover.
+/// What an "always" answer would cover; its option names say exactly that.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Scope {
-    /// Edits inside the roots, or an MCP tool: remembered per tool name.
-    Tool(String),
-    /// A command: remembered per prefix (e.g. `cargo test`).
-    CommandPrefix(String),
-    /// Paths outside the roots: remembered per exact path.
-    Paths(Vec<PathBuf>),
-    /// A command whose prefix cannot be trusted (shell operators): no "always".
+    /// Edits inside the roots (protected paths excepted) by one built-in tool.
+    Edits(String),
+    /// One MCP tool.
+    External(String),
+    /// Reads of these exact paths.
+    Read(Vec<PathBuf>),
+    /// Writes of these exact paths (outside the roots, or protected).
+    Write(Vec<PathBuf>),
+    /// Commands with this prefix: inside the roots when `paths` is empty,
+    /// otherwise naming only these paths outside them.
+    Command { prefix: String, paths: Vec<PathBuf> },
+    /// Nothing to remember (a command whose prefix cannot be trusted).
     Once,
 }
 
-/// The session's remembered answers.
+/// One remembered answer: an access kind and what it applies to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Grant {
+    Edits(String),
+    External(String),
+    Read(PathBuf),
+    Write(PathBuf),
+    Command(String),
+    CommandOn(String, PathBuf),
+}
+
+impl Scope {
+    fn grants(&self) -> Vec<Grant> {
+        match self {
+            Scope::Edits(t) => vec![Grant::Edits(t.clone())],
+            Scope::External(t) => vec![Grant::External(t.clone())],
+            Scope::Read(paths) => paths.iter().cloned().map(Grant::Read).collect(),
+            Scope::Write(paths) => paths.iter().cloned().map(Grant::Write).collect(),
+            Scope::Command { prefix, paths } if paths.is_empty() => {
+                vec![Grant::Command(prefix.clone())]
+            }
+            Scope::Command { prefix, paths } => paths
+                .iter()
+                .map(|p| Grant::CommandOn(prefix.clone(), p.clone()))
+                .collect(),
+            Scope::Once => Vec::new(),
+        }
+    }
+
+    /// What "always" would cover, for the option names; `None` for `Once`.
+    fn describe(&self) -> Option<String> {
+        let list = |paths: &[PathBuf]| {
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Some(match self {
+            Scope::Edits(t) => {
+                format!("edits by {t} inside the project (protected files excepted)")
+            }
+            Scope::External(t) => format!("the tool {t}"),
+            Scope::Read(p) => format!("reading {}", list(p)),
+            Scope::Write(p) => format!("writing {}", list(p)),
+            Scope::Command { prefix, paths } if paths.is_empty() => {
+                format!("`{prefix} …` inside the project")
+            }
+            Scope::Command { prefix, paths } => format!("`{prefix} …` on {}", list(paths)),
+            Scope::Once => return None,
+        })
+    }
+}
+
+/// The session's remembered answers; never shared between sessions.
 #[derive(Debug, Default, Clone)]
 pub struct Grants {
-    allowed: HashSet<Scope>,
-    rejected: HashSet<Scope>,
-    allowed_paths: HashSet<PathBuf>,
-    rejected_paths: HashSet<PathBuf>,
+    allowed: HashSet<Grant>,
+    rejected: HashSet<Grant>,
 }
 
 impl Grants {
     pub fn remember(&mut self, scope: &Scope, allow: bool) {
-        match scope {
-            Scope::Once => {}
-            Scope::Paths(paths) => {
-                let set = if allow {
-                    &mut self.allowed_paths
-                } else {
-                    &mut self.rejected_paths
-                };
-                set.extend(paths.iter().cloned());
-            }
-            other => {
-                let set = if allow {
-                    &mut self.allowed
-                } else {
-                    &mut self.rejected
-                };
-                set.insert(other.clone());
-            }
-        }
+        let set = if allow {
+            &mut self.allowed
+        } else {
+            &mut self.rejected
+        };
+        set.extend(scope.grants());
     }
 
+    /// `Some(false)` when any part was rejected for good, `Some(true)` when
+    /// every part was allowed, `None` when the user has to be asked.
     fn check(&self, scope: &Scope) -> Option<bool> {
-        if let Scope::Paths(paths) = scope {
-            if paths.iter().any(|p| self.rejected_paths.contains(p)) {
-                return Some(false);
-            }
-            return (!paths.is_empty() && paths.iter().all(|p| self.allowed_paths.contains(p)))
-                .then_some(true);
-        }
-        if self.rejected.contains(scope) {
+        let grants = scope.grants();
+        if grants.iter().any(|g| self.rejected.contains(g)) {
             Some(false)
-        } else if self.allowed.contains(scope) {
+        } else if !grants.is_empty() && grants.iter().all(|g| self.allowed.contains(g)) {
             Some(true)
         } else {
             None
         }
+    }
+}
+
+/// Where the session may act without asking about the place.
+pub struct Bounds<'a> {
+    pub roots: &'a [PathBuf],
+    pub protected: &'a Protected,
+}
+
+impl Bounds<'_> {
+    fn outside(&self, paths: &[PathBuf]) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for p in paths {
+            if !is_inside(p, self.roots) && !out.contains(p) {
+                out.push(p.clone());
+            }
+        }
+        out
+    }
+
+    fn is_protected(&self, path: &Path) -> bool {
+        self.protected.covers(path, self.roots)
     }
 }
 
@@ -91,16 +163,9 @@ pub fn decide(
     mode: Mode,
     access: &Access,
     tool: &str,
-    roots: &[PathBuf],
+    bounds: &Bounds<'_>,
     grants: &Grants,
 ) -> Decision {
-    let outside = |paths: &[PathBuf]| -> Vec<PathBuf> {
-        paths
-            .iter()
-            .filter(|p| !is_inside(p, roots))
-            .cloned()
-            .collect()
-    };
     let remembered = |scope: Scope, mode_allows: bool| -> Decision {
         match grants.check(&scope) {
             Some(true) => Decision::Allow,
@@ -114,11 +179,11 @@ pub fn decide(
     match access {
         Access::None => Decision::Allow,
         Access::Read(paths) => {
-            let out = outside(paths);
+            let out = bounds.outside(paths);
             if out.is_empty() {
                 Decision::Allow
             } else {
-                remembered(Scope::Paths(out), false)
+                remembered(Scope::Read(out), false)
             }
         }
         Access::Write(paths) => {
@@ -128,12 +193,18 @@ pub fn decide(
                     mode.name()
                 ));
             }
-            let out = outside(paths);
-            if !out.is_empty() {
-                return remembered(Scope::Paths(out), false);
+            // Outside the roots or protected: asks in every mode, per path.
+            let mut special = bounds.outside(paths);
+            for p in paths {
+                if bounds.is_protected(p) && !special.contains(p) {
+                    special.push(p.clone());
+                }
+            }
+            if !special.is_empty() {
+                return remembered(Scope::Write(special), false);
             }
             remembered(
-                Scope::Tool(tool.to_owned()),
+                Scope::Edits(tool.to_owned()),
                 matches!(mode, Mode::AcceptEdits | Mode::FullAuto),
             )
         }
@@ -145,25 +216,22 @@ pub fn decide(
                 ));
             }
             // Outside the roots (the cwd, or paths the command line names):
-            // ask in every mode until each path is allowed; then the mode
-            // decides on the command itself.
-            let mut out = Vec::new();
-            if !is_inside(cwd, roots) {
-                out.push(cwd.clone());
-            }
-            for p in outside_paths_in_command(command, cwd, roots) {
-                if !out.contains(&p) {
-                    out.push(p);
+            // asks in every mode; an "always" covers this prefix on these
+            // paths, never the paths for other access or other commands.
+            let mut named = vec![cwd.clone()];
+            named.extend(outside_paths_in_command(command, cwd, bounds.roots));
+            let out = bounds.outside(&named);
+            let prefix = command_prefix(command);
+            match prefix {
+                None => remembered(Scope::Once, mode == Mode::FullAuto && out.is_empty()),
+                Some(prefix) => {
+                    let inside = out.is_empty();
+                    remembered(
+                        Scope::Command { prefix, paths: out },
+                        mode == Mode::FullAuto && inside,
+                    )
                 }
             }
-            if !out.is_empty() {
-                match remembered(Scope::Paths(out), false) {
-                    Decision::Allow => {}
-                    other => return other,
-                }
-            }
-            let scope = command_prefix(command).map_or(Scope::Once, Scope::CommandPrefix);
-            remembered(scope, mode == Mode::FullAuto)
         }
         Access::External { tool, read_only } => match mode {
             Mode::ReadOnly if *read_only => Decision::Allow,
@@ -171,38 +239,30 @@ pub fn decide(
                 "the session is in {} mode and {tool} is not marked read-only",
                 mode.name()
             )),
-            Mode::FullAuto => remembered(Scope::Tool(tool.clone()), true),
-            Mode::Ask | Mode::AcceptEdits => remembered(Scope::Tool(tool.clone()), false),
+            Mode::FullAuto => remembered(Scope::External(tool.clone()), true),
+            Mode::Ask | Mode::AcceptEdits => remembered(Scope::External(tool.clone()), false),
         },
     }
 }
 
-/// The options offered for a scope, with names a person understands.
+/// The options offered for a scope, named for exactly what they cover.
 pub fn options(scope: &Scope) -> Vec<PermissionOption> {
     // Names quote model-chosen text (command prefixes, paths): one clean line.
     let opt = |id: &str, name: String, kind| PermissionOption {
         option_id: id.into(),
-        name: sanitize_title(&name, 200),
+        name: sanitize_title(&name, 300),
         kind,
     };
+    let always = scope.describe();
     let mut v = vec![opt(
         "allow-once",
         "Allow once".into(),
         PermissionOptionKind::AllowOnce,
     )];
-    let always = match scope {
-        Scope::Tool(t) => Some(format!("Always allow {t} in this session")),
-        Scope::CommandPrefix(p) => Some(format!("Always allow `{p} …` commands in this session")),
-        Scope::Paths(p) if p.len() == 1 => {
-            Some(format!("Always allow {} in this session", p[0].display()))
-        }
-        Scope::Paths(_) => Some("Always allow these paths in this session".into()),
-        Scope::Once => None,
-    };
-    if let Some(name) = &always {
+    if let Some(what) = &always {
         v.push(opt(
             "allow-always",
-            name.clone(),
+            format!("Always allow {what} in this session"),
             PermissionOptionKind::AllowAlways,
         ));
     }
@@ -211,228 +271,16 @@ pub fn options(scope: &Scope) -> Vec<PermissionOption> {
         "Reject".into(),
         PermissionOptionKind::RejectOnce,
     ));
-    if always.is_some() {
+    if let Some(what) = &always {
         v.push(opt(
             "reject-always",
-            "Always reject".into(),
+            format!("Always reject {what} in this session"),
             PermissionOptionKind::RejectAlways,
         ));
     }
     v
 }
 
-/// The reusable prefix of a command (`cargo test --all` → `cargo test`), or
-/// `None` when the line chains or redirects commands, so that "always allow
-/// `cargo test`" can never approve `cargo test && rm -rf ~`.
-pub fn command_prefix(command: &str) -> Option<String> {
-    const OPERATORS: [&str; 10] = [";", "&", "|", "`", "$(", ">", "<", "\n", "\r", "\\"];
-    if OPERATORS.iter().any(|op| command.contains(op)) {
-        return None;
-    }
-    let mut words = command.split_whitespace();
-    let first = words.next()?;
-    if first.contains('=') {
-        return None; // `FOO=bar cmd`: environment changes are not a prefix.
-    }
-    match words.next() {
-        Some(second)
-            if !second.starts_with('-') && !second.contains('/') && !second.contains('.') =>
-        {
-            Some(format!("{first} {second}"))
-        }
-        _ => Some(first.to_owned()),
-    }
-}
-
-/// Whether the command line is covered by a remembered prefix.
-pub fn matches_prefix(command: &str, prefix: &str) -> bool {
-    command_prefix(command).is_some_and(|p| p == prefix)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn roots() -> Vec<PathBuf> {
-        vec![PathBuf::from("/proj")]
-    }
-
-    #[test]
-    fn mode_table() {
-        let g = Grants::default();
-        let read_in = Access::Read(vec!["/proj/a".into()]);
-        let write_in = Access::Write(vec!["/proj/a".into()]);
-        let exec = Access::Execute {
-            command: "cargo test".into(),
-            cwd: "/proj".into(),
-        };
-        let write_out = Access::Write(vec!["/etc/passwd".into()]);
-        let read_out = Access::Read(vec!["/etc/hosts".into()]);
-        for mode in Mode::ALL {
-            assert_eq!(
-                decide(mode, &read_in, "read_file", &roots(), &g),
-                Decision::Allow
-            );
-            assert!(matches!(
-                decide(mode, &read_out, "read_file", &roots(), &g),
-                Decision::Ask(_)
-            ));
-        }
-        assert!(matches!(
-            decide(Mode::ReadOnly, &write_in, "write_file", &roots(), &g),
-            Decision::Refuse(_)
-        ));
-        assert!(matches!(
-            decide(Mode::Ask, &write_in, "write_file", &roots(), &g),
-            Decision::Ask(Scope::Tool(_))
-        ));
-        assert_eq!(
-            decide(Mode::AcceptEdits, &write_in, "write_file", &roots(), &g),
-            Decision::Allow
-        );
-        assert_eq!(
-            decide(Mode::FullAuto, &write_in, "write_file", &roots(), &g),
-            Decision::Allow
-        );
-        assert!(matches!(
-            decide(Mode::ReadOnly, &exec, "run_command", &roots(), &g),
-            Decision::Refuse(_)
-        ));
-        assert!(matches!(
-            decide(Mode::Ask, &exec, "run_command", &roots(), &g),
-            Decision::Ask(_)
-        ));
-        assert!(matches!(
-            decide(Mode::AcceptEdits, &exec, "run_command", &roots(), &g),
-            Decision::Ask(_)
-        ));
-        assert_eq!(
-            decide(Mode::FullAuto, &exec, "run_command", &roots(), &g),
-            Decision::Allow
-        );
-        assert!(matches!(
-            decide(Mode::FullAuto, &write_out, "write_file", &roots(), &g),
-            Decision::Ask(Scope::Paths(_))
-        ));
-        assert!(matches!(
-            decide(Mode::ReadOnly, &write_out, "write_file", &roots(), &g),
-            Decision::Refuse(_)
-        ));
-    }
-
-    #[test]
-    fn always_answers_are_scoped() {
-        let mut g = Grants::default();
-        g.remember(&Scope::CommandPrefix("cargo test".into()), true);
-        let ok = Access::Execute {
-            command: "cargo test --all".into(),
-            cwd: "/proj".into(),
-        };
-        let chained = Access::Execute {
-            command: "cargo test && rm -rf target".into(),
-            cwd: "/proj".into(),
-        };
-        let other = Access::Execute {
-            command: "cargo build".into(),
-            cwd: "/proj".into(),
-        };
-        assert_eq!(
-            decide(Mode::Ask, &ok, "run_command", &roots(), &g),
-            Decision::Allow
-        );
-        assert_eq!(
-            decide(Mode::Ask, &chained, "run_command", &roots(), &g),
-            Decision::Ask(Scope::Once)
-        );
-        assert!(matches!(
-            decide(Mode::Ask, &other, "run_command", &roots(), &g),
-            Decision::Ask(_)
-        ));
-        g.remember(&Scope::Tool("edit_file".into()), false);
-        let w = Access::Write(vec!["/proj/x".into()]);
-        assert!(matches!(
-            decide(Mode::Ask, &w, "edit_file", &roots(), &g),
-            Decision::Refuse(_)
-        ));
-        g.remember(&Scope::Paths(vec!["/etc/hosts".into()]), true);
-        assert_eq!(
-            decide(
-                Mode::Ask,
-                &Access::Read(vec!["/etc/hosts".into()]),
-                "read_file",
-                &roots(),
-                &g
-            ),
-            Decision::Allow
-        );
-        assert!(matches!(
-            decide(
-                Mode::Ask,
-                &Access::Read(vec!["/etc/passwd".into()]),
-                "read_file",
-                &roots(),
-                &g
-            ),
-            Decision::Ask(_)
-        ));
-    }
-
-    #[test]
-    fn commands_reaching_outside_ask_even_in_full_auto() {
-        let g = Grants::default();
-        let cmd = |c: &str| Access::Execute {
-            command: c.into(),
-            cwd: "/proj".into(),
-        };
-        for c in ["rm -rf /etc/x", "cat ~/.ssh/id_rsa", "cp a ../b"] {
-            assert!(
-                matches!(
-                    decide(Mode::FullAuto, &cmd(c), "run_command", &roots(), &g),
-                    Decision::Ask(Scope::Paths(_))
-                ),
-                "{c}"
-            );
-        }
-        let mut g = Grants::default();
-        g.remember(&Scope::Paths(vec!["/etc/x".into()]), true);
-        assert_eq!(
-            decide(
-                Mode::FullAuto,
-                &cmd("rm -rf /etc/x"),
-                "run_command",
-                &roots(),
-                &g
-            ),
-            Decision::Allow
-        );
-        assert!(matches!(
-            decide(
-                Mode::Ask,
-                &cmd("rm -rf /etc/x"),
-                "run_command",
-                &roots(),
-                &g
-            ),
-            Decision::Ask(Scope::CommandPrefix(_))
-        ));
-        let options = options(&Scope::CommandPrefix("echo\x1b[2K\rhi".into()));
-        assert!(options.iter().all(|o| !o.name.contains(['\x1b', '\r'])));
-    }
-
-    #[test]
-    fn prefixes() {
-        assert_eq!(
-            command_prefix("cargo test --all").as_deref(),
-            Some("cargo test")
-        );
-        assert_eq!(command_prefix("ls -la").as_deref(), Some("ls"));
-        assert_eq!(
-            command_prefix("python3 script.py").as_deref(),
-            Some("python3")
-        );
-        assert_eq!(command_prefix("echo hi; rm x"), None);
-        assert_eq!(command_prefix("cat a > b"), None);
-        assert_eq!(command_prefix("FOO=1 make"), None);
-        assert!(matches_prefix("git status -s", "git status"));
-    }
-}
+#[path = "permission_tests.rs"]
+mod tests;

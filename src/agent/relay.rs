@@ -29,6 +29,14 @@ use crate::secrets::StreamRedactor;
 /// Largest batch, in bytes of text.
 const MAX_BATCH: usize = 4096;
 
+/// Largest piece of text relayed at once. The model client hands over
+/// everything it has read in one event (up to about a megabyte when the
+/// model outpaces us); relaying it in pieces, each after the queue to the
+/// editor has room (`Editor::writable`), keeps frames small and the queue
+/// bounded, so a response (e.g. to `session/cancel`) never waits behind a
+/// megabyte frame (issue 14, "bounded memory").
+const PIECE: usize = 16 * 1024;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Text,
@@ -95,12 +103,33 @@ impl Relay {
         Relay { shared, flusher }
     }
 
-    pub fn text(&self, text: String) {
-        self.push(Kind::Text, text);
+    pub async fn text(&self, text: String) {
+        self.paced(Kind::Text, text).await;
     }
 
-    pub fn thought(&self, text: String) {
-        self.push(Kind::Thought, text);
+    pub async fn thought(&self, text: String) {
+        self.paced(Kind::Thought, text).await;
+    }
+
+    /// Pushes `text` in pieces of at most [`PIECE`] bytes, each once the
+    /// editor's queue has room.
+    async fn paced(&self, kind: Kind, text: String) {
+        if text.len() <= PIECE {
+            self.shared.editor.writable().await;
+            self.push(kind, text);
+            return;
+        }
+        let mut rest = text.as_str();
+        while !rest.is_empty() {
+            let mut cut = rest.len().min(PIECE);
+            while !rest.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let (piece, tail) = rest.split_at(cut);
+            self.shared.editor.writable().await;
+            self.push(kind, piece.to_owned());
+            rest = tail;
+        }
     }
 
     fn push(&self, kind: Kind, text: String) {

@@ -16,6 +16,7 @@ use crate::tools::Registry;
 
 use super::modes::Mode;
 use super::permission::Grants;
+use super::protected::Protected;
 use super::store::{self, Log, Record, StoredMessage, Summary};
 
 /// The conversation, held for the whole of a turn (turns of one session run one at a time).
@@ -146,6 +147,8 @@ pub struct SessionInit {
     pub history: Vec<ChatMessage>,
     pub used_tool_ids: HashSet<String>,
     pub recorder: Arc<Recorder>,
+    /// Paths whose writes ask in every mode (the defaults and the config's).
+    pub protected: Protected,
 }
 
 pub struct Session {
@@ -163,6 +166,7 @@ pub struct Session {
     pub meta: Mutex<SessionMeta>,
     mode: Mutex<Mode>,
     pub grants: Mutex<Grants>,
+    pub protected: Protected,
     /// Running (or queued) turns: their numbers and tokens.
     turns: Mutex<Vec<(u64, CancellationToken)>>,
     turn_seq: AtomicU64,
@@ -199,6 +203,7 @@ impl Session {
             meta: Mutex::new(init.meta),
             mode: Mutex::new(init.mode),
             grants: Mutex::new(Grants::default()),
+            protected: init.protected,
             turns: Mutex::new(Vec::new()),
             turn_seq: AtomicU64::new(0),
             used_tool_ids: Mutex::new(init.used_tool_ids),

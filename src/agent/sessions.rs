@@ -72,6 +72,7 @@ impl Agent {
             history: Vec::new(),
             used_tool_ids: HashSet::new(),
             recorder: Recorder::new(Some(log)),
+            protected: protected_for(&settings),
         });
         tracing::info!(session = %id, "session created");
         let response = NewSessionResponse {
@@ -186,6 +187,7 @@ impl Agent {
             history: restored.history.clone(),
             used_tool_ids: restored.tool_ids.clone(),
             recorder: Recorder::new(Some(self.store.open(&id).hold(claim))),
+            protected: protected_for(&settings),
         });
         tracing::info!(session = %id, messages = restored.history.len(), "session restored");
         Ok((session, restored))
@@ -401,4 +403,13 @@ fn additional_dirs(dirs: &[String]) -> Result<Vec<PathBuf>, RpcError> {
         .enumerate()
         .map(|(i, d)| absolute_dir(&format!("params.additionalDirectories[{i}]"), d))
         .collect()
+}
+
+/// The protected paths of a new session: the built-in list plus the config's
+/// (checked when the config was loaded).
+fn protected_for(settings: &crate::config::Settings) -> super::protected::Protected {
+    super::protected::Protected::new(&settings.protected_paths).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "protected_paths: using the built-in list only");
+        super::protected::Protected::default()
+    })
 }

@@ -238,18 +238,20 @@ pub async fn call_model(
             r = async {
                 let mut stream = env.model.stream(request).await?;
                 // Batches what streams faster than it can be written; flushed when dropped.
+                // It waits while the editor is behind, which slows the stream down
+                // instead of growing the queue to the editor (rpc::Peer::writable).
                 let relay = visible.then(|| Relay::new(editor, &text_id, &thought_id));
                 while let Some(event) = stream.next().await {
                     match event? {
                         Event::Text(t) => {
                             partial.push_str(&t);
                             if let Some(relay) = &relay {
-                                relay.text(t);
+                                relay.text(t).await;
                             }
                         }
                         Event::Reasoning(t) => {
                             if let Some(relay) = &relay {
-                                relay.thought(t);
+                                relay.thought(t).await;
                             }
                         }
                         Event::ToolCallStarted { .. } => {}

@@ -91,6 +91,18 @@ impl Editor {
         );
     }
 
+    /// Waits while too much output to the editor is queued (back-pressure for
+    /// bulk producers such as a model's stream; see `rpc::Peer::writable`).
+    pub async fn writable(&self) {
+        self.peer.writable().await;
+    }
+
+    /// Whether output to the editor has room now; updates that the next one
+    /// replaces (a live preview) are skipped when it has not.
+    pub fn has_room(&self) -> bool {
+        self.peer.has_room()
+    }
+
     /// Reads a whole text file: the editor's view (unsaved changes included)
     /// when it offers `fs.readTextFile`, the disk otherwise.
     pub async fn read_text_file(&self, path: &Path) -> Result<String, FileError> {

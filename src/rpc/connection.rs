@@ -2,10 +2,21 @@
 //!
 //! Three tasks, two channels (NOTES habit 3): the reader classifies frames and
 //! spawns one task per incoming request; every outgoing frame goes through one
-//! unbounded channel to the single writer, so frames never interleave and the
-//! messages of one session leave in the order they were produced.
+//! channel to the single writer, so frames never interleave and the messages
+//! of one session leave in the order they were produced.
+//!
+//! The outgoing queue is bounded by back-pressure on its producers, not by
+//! the channel (issue 14, "bounded memory"): the bytes waiting to be written
+//! are counted, and the producers of bulk output (a model's streamed text, a
+//! command's live output) wait in [`Peer::writable`] while more than
+//! [`OUTGOING_LIMIT`] bytes wait. Everything else — responses, requests to
+//! the editor, and frames produced on the reader loop — is queued at once:
+//! the reader must never wait for the writer (the writer may be waiting for
+//! the editor, which may be waiting for us to read its answer), and a
+//! response queued behind a flood waits for at most the limit's worth of
+//! frames, so `session/cancel` during a flood is answered promptly.
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
@@ -13,13 +24,26 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::framing::{Frame, LineReader};
 use super::message::{Id, Incoming};
 use super::{RpcError, decode_params};
 
 type Pending = oneshot::Sender<Result<Option<Box<RawValue>>, RpcError>>;
+
+/// Bytes of queued output above which [`Peer::writable`] waits.
+pub const OUTGOING_LIMIT: usize = 64 << 10;
+
+/// What the writer has not written yet; shared by the peers and the writer
+/// (not through [`Shared`], whose sender must close when the peers are gone).
+#[derive(Default)]
+struct Backlog {
+    bytes: AtomicUsize,
+    drained: Notify,
+    /// The writer has stopped: nothing will drain any more, so nobody waits.
+    closed: AtomicBool,
+}
 
 /// A successful result, and optionally work to do once it has been queued for
 /// writing (so notifications it sends are guaranteed to follow the response,
@@ -66,6 +90,7 @@ pub trait Handler: Send + Sync + 'static {
 
 struct Shared {
     out: mpsc::UnboundedSender<String>,
+    backlog: Arc<Backlog>,
     pending: Mutex<HashMap<i64, Pending>>,
     next_id: AtomicI64,
     /// Observer of every frame in both directions (the `--trace` file).
@@ -128,8 +153,45 @@ impl Peer {
         if let Some(tracer) = &self.shared.tracer {
             tracer(Direction::Out, &line);
         }
+        let len = line.len() + 1;
+        // Counted before it is queued, so the writer never subtracts first.
+        let backlog = &self.shared.backlog;
+        backlog.bytes.fetch_add(len, Ordering::AcqRel);
         // A closed writer means the editor is gone; there is no one left to tell.
-        let _ = self.shared.out.send(line);
+        if self.shared.out.send(line).is_err() {
+            backlog.bytes.fetch_sub(len, Ordering::AcqRel);
+        }
+    }
+
+    /// Waits until the outgoing queue holds less than [`OUTGOING_LIMIT`]
+    /// bytes (or the writer has stopped). Producers of bulk output call it
+    /// before producing more, so an editor that reads slowly slows them down
+    /// instead of growing the queue.
+    pub async fn writable(&self) {
+        let backlog = &self.shared.backlog;
+        loop {
+            let drained = backlog.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            if self.has_room() {
+                return;
+            }
+            drained.await;
+        }
+    }
+
+    /// Whether the outgoing queue is below [`OUTGOING_LIMIT`] (or the writer
+    /// has stopped); for output that may be skipped, such as a live preview
+    /// that the next one replaces.
+    pub fn has_room(&self) -> bool {
+        let backlog = &self.shared.backlog;
+        backlog.closed.load(Ordering::Acquire)
+            || backlog.bytes.load(Ordering::Acquire) < OUTGOING_LIMIT
+    }
+
+    /// Bytes queued for the editor and not yet written.
+    pub fn backlog(&self) -> usize {
+        self.shared.backlog.bytes.load(Ordering::Acquire)
     }
 
     /// Sends a notification. Serialization of our own types cannot fail; if it
@@ -255,13 +317,16 @@ impl Default for ServeOptions {
 pub struct Connection {
     pub peer: Peer,
     rx: mpsc::UnboundedReceiver<String>,
+    backlog: Arc<Backlog>,
 }
 
 impl Connection {
     pub fn new(tracer: Option<Tracer>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
+        let backlog = Arc::new(Backlog::default());
         let shared = Arc::new(Shared {
             out: tx,
+            backlog: backlog.clone(),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(0),
             tracer,
@@ -270,6 +335,7 @@ impl Connection {
         Self {
             peer: Peer { shared },
             rx,
+            backlog,
         }
     }
 }
@@ -300,9 +366,9 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
     H: Handler,
 {
-    let Connection { peer, rx } = conn;
+    let Connection { peer, rx, backlog } = conn;
     let (done_tx, done_rx) = oneshot::channel();
-    tokio::spawn(write_loop(writer, rx, done_tx));
+    tokio::spawn(write_loop(writer, rx, backlog, done_tx));
     let tracer = opts.tracer.clone();
     let (seq_tx, mut seq_rx) = mpsc::unbounded_channel::<BoxFuture<'static, ()>>();
     tokio::spawn(async move {
@@ -408,7 +474,18 @@ where
                         Some(tx) => {
                             let _ = tx.send(result);
                         }
-                        None => tracing::debug!(%id, "response to no pending request"),
+                        // Responses are never answered (JSON-RPC 2.0 §5), also
+                        // `"id": null` errors a client sends about a frame it
+                        // could not read: logged, then dropped.
+                        None => match &result {
+                            Err(e) => tracing::warn!(
+                                %id,
+                                code = e.code,
+                                message = %e.message,
+                                "the editor reported an error not tied to a pending request"
+                            ),
+                            Ok(_) => tracing::debug!(%id, "response to no pending request"),
+                        },
                     }
                 }
             }
@@ -430,6 +507,7 @@ impl WriterDone {
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut rx: mpsc::UnboundedReceiver<String>,
+    backlog: Arc<Backlog>,
     done: oneshot::Sender<()>,
 ) {
     let mut buf = Vec::with_capacity(64 * 1024);
@@ -456,6 +534,14 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             tracing::warn!(error = %e, "writing to stdout failed; dropping further output");
             break;
         }
+        backlog.bytes.fetch_sub(buf.len(), Ordering::AcqRel);
+        backlog.drained.notify_waiters();
     }
+    backlog.closed.store(true, Ordering::Release);
+    backlog.drained.notify_waiters();
     let _ = done.send(());
 }
+
+#[cfg(test)]
+#[path = "connection_tests.rs"]
+mod tests;

@@ -38,6 +38,24 @@ impl Id {
     pub fn null() -> Self {
         Id::Other(RawJson("null".into()))
     }
+
+    /// Reads an id from its JSON text: an integer, a string, or anything else
+    /// kept verbatim (null, floats, huge numbers, objects), never an error, so
+    /// that even a frame with a strange id is classified (and a response with
+    /// one is dropped rather than answered).
+    pub fn from_raw(raw: &RawValue) -> Id {
+        if let Ok(n) = serde_json::from_str::<i64>(raw.get()) {
+            Id::Num(n)
+        } else if let Ok(s) = serde_json::from_str::<String>(raw.get()) {
+            Id::Str(s)
+        } else {
+            Id::Other(RawJson(raw.get().trim().to_owned()))
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Id::Other(raw) if raw.0 == "null")
+    }
 }
 
 impl std::fmt::Display for Id {
@@ -118,14 +136,26 @@ impl Incoming {
         }
         let env: Envelope = serde_json::from_str(value.get())
             .map_err(|e| (Id::null(), RpcError::invalid_request(e)))?;
-        let id = match env.id {
-            None => None,
-            Some(raw) => Some(
-                serde_json::from_str::<Id>(raw.get())
-                    .map_err(|e| (Id::null(), RpcError::invalid_request(format!("id: {e}"))))?,
-            ),
-        };
+        let id = env.id.as_deref().map(Id::from_raw);
         let reply_id = id.clone().unwrap_or_else(Id::null);
+        // A frame without a method that has an id, a result or an error is a
+        // response (JSON-RPC 2.0 §5; `"id": null` is how a peer reports an
+        // error it could not tie to a request). Responses are never answered,
+        // whatever is wrong with them: the connection logs and drops them.
+        if env.method.is_none() && (id.is_some() || env.result.is_some() || env.error.is_some()) {
+            let result = match env.error {
+                Some(err) => Err(
+                    serde_json::from_value::<RpcError>(err.clone()).unwrap_or_else(|_| {
+                        RpcError::internal(format!("malformed error object {err}"))
+                    }),
+                ),
+                None => Ok(env.result),
+            };
+            return Ok(Incoming::Response {
+                id: reply_id,
+                result,
+            });
+        }
         match &env.jsonrpc {
             None => {}
             Some(Value::String(v)) if v == "2.0" => {}
@@ -138,7 +168,7 @@ impl Incoming {
         }
         if matches!(&id, Some(Id::Other(raw)) if raw.0 != "null") && env.method.is_some() {
             return Err((
-                reply_id,
+                Id::null(),
                 RpcError::invalid_request("id must be a string, an integer or null"),
             ));
         }
@@ -156,17 +186,7 @@ impl Incoming {
                 reply_id,
                 RpcError::invalid_request("method must be a string"),
             )),
-            (None, Some(id)) => {
-                let result = match env.error {
-                    Some(err) => Err(serde_json::from_value::<RpcError>(err.clone())
-                        .unwrap_or_else(|_| {
-                            RpcError::internal(format!("malformed error object {err}"))
-                        })),
-                    None => Ok(env.result),
-                };
-                Ok(Incoming::Response { id, result })
-            }
-            (None, None) => Err((
+            (None, _) => Err((
                 Id::null(),
                 RpcError::invalid_request(
                     "a message needs a \"method\" (request) or an \"id\" (response)",
@@ -249,6 +269,34 @@ mod tests {
         );
         let (id, e) = Incoming::parse(br#"{"jsonrpc":"1.0","id":7,"method":"x"}"#).unwrap_err();
         assert_eq!((id, e.code), (Id::Num(7), -32600));
+    }
+
+    #[test]
+    fn responses_are_classified_whatever_their_id() {
+        // A client answering something with an error it cannot tie to a request.
+        let r = Incoming::parse(
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(r, Incoming::Response { ref id, result: Err(_) } if id.is_null()));
+        for frame in [
+            &br#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#[..],
+            br#"{"jsonrpc":"2.0","id":{"a":1},"result":{}}"#,
+            br#"{"jsonrpc":"2.0","result":{}}"#,
+            br#"{"jsonrpc":"1.0","id":3,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":4,"error":"not an object"}"#,
+        ] {
+            assert!(
+                matches!(Incoming::parse(frame), Ok(Incoming::Response { .. })),
+                "{}",
+                String::from_utf8_lossy(frame)
+            );
+        }
+        // A request with an unusable id is still answered, with a null id.
+        let (id, e) =
+            Incoming::parse(br#"{"jsonrpc":"2.0","id":{"a":1},"method":"x"}"#).unwrap_err();
+        assert!(id.is_null());
+        assert_eq!(e.code, -32600);
     }
 
     #[test]

@@ -13,7 +13,8 @@ mod message;
 pub mod stdio;
 
 pub use connection::{
-    Connection, Direction, Handler, Peer, Reply, ServeOptions, Tracer, WriterDone, serve,
+    Connection, Direction, Handler, OUTGOING_LIMIT, Peer, Reply, ServeOptions, Tracer, WriterDone,
+    serve,
 };
 pub use eof::{EofOn, eof_on, terminated};
 pub use error::{RpcError, codes};

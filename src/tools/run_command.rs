@@ -259,9 +259,14 @@ impl Run {
                 }
                 live.drain(..cut);
             }
-            editor.update(&SessionUpdate::ToolCallUpdate(
-                ToolCallUpdate::new(&call_id).content(vec![ToolCallContent::text(fenced(&live))]),
-            ));
+            // A preview the next one replaces: skipped while the editor is
+            // behind, so a flood of output cannot grow the queue to it.
+            if editor.has_room() {
+                editor.update(&SessionUpdate::ToolCallUpdate(
+                    ToolCallUpdate::new(&call_id)
+                        .content(vec![ToolCallContent::text(fenced(&live))]),
+                ));
+            }
         })
         .await
         .map_err(|e| ToolError::Failed(e.to_string()))?;

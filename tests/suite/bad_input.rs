@@ -285,3 +285,32 @@ async fn large_frames_up_to_16_mib_are_read_longer_ones_skipped() {
     let ws = Workspace::new();
     editor.new_session(ws.path()).await;
 }
+
+/// A response frame is never answered, also one with `"id": null` (a client
+/// reporting an error about a frame it could not read) or another odd id: it
+/// is logged and ignored (JSON-RPC 2.0 §5; issue 14).
+#[tokio::test]
+async fn responses_with_null_or_odd_ids_are_not_answered() {
+    let model = FakeModel::start().await;
+    let editor = spawn(&model, &[]);
+    still_answers(&editor).await;
+    for frame in [
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request"}}"#,
+        r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":{"x":1},"error":{"code":1,"message":"x"}}"#,
+        r#"{"jsonrpc":"2.0","id":424242,"result":null}"#,
+        r#"{"jsonrpc":"2.0","result":{}}"#,
+    ] {
+        let from = editor.message_count();
+        editor.send_raw(frame).await.expect("write");
+        still_answers(&editor).await;
+        assert_eq!(
+            editor.message_count(),
+            from + 1,
+            "{frame} was answered: {:?}",
+            &editor.messages()[from..]
+        );
+    }
+}

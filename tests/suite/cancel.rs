@@ -131,3 +131,49 @@ async fn cancel_while_idle_is_a_no_op() {
     );
     assert_eq!(model.chat_requests().len(), 2);
 }
+
+/// A model that floods text faster than the editor reads: the agent's queue
+/// to the editor stays bounded (the stream waits), so what is written between
+/// `session/cancel` and its answer is bounded too, instead of everything
+/// read from the model so far (issue 14: 7.4 s of queued output before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_during_a_text_flood_waits_behind_a_bounded_queue() {
+    let model = FakeModel::start().await;
+    let piece = "flood ".repeat(170); // ~1 KiB per chunk, 6 MiB in all
+    let chunks = std::iter::once(crate::support::chunk::role())
+        .chain((0..6_000).map(|_| crate::support::chunk::text(&piece)));
+    model.push(Reply::stream(chunks).hang_after(6_001));
+    let r = ready(&model).await;
+    let pending = r.editor.start_prompt(&r.sid, "flood me").await;
+    r.editor
+        .wait_for_update(&r.sid, |u| u["sessionUpdate"] == "agent_message_chunk")
+        .await;
+    // Let the flood build up behind the editor.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = r.editor.raw_lines().len();
+    let started = Instant::now();
+    r.editor.cancel(&r.sid).await;
+    let response = pending.response().await;
+    let latency = started.elapsed();
+    let result = response.unwrap_or_else(|e| r.editor.fail(&format!("prompt failed: {e}")));
+    assert_eq!(result, json!({"stopReason": "cancelled"}));
+    let lines = r.editor.raw_lines();
+    let answer = lines
+        .iter()
+        .rposition(|l| l.contains("\"stopReason\":\"cancelled\""))
+        .expect("the answer");
+    let behind: usize = lines[before..answer].iter().map(|l| l.len() + 1).sum();
+    let largest = lines.iter().map(String::len).max().unwrap_or(0);
+    eprintln!(
+        "cancel during a flood: answered after {latency:?}, behind {behind} bytes; largest frame {largest} bytes"
+    );
+    // The queue's limit (64 KiB), one relayed piece (16 KiB), the pipe's
+    // buffer (64 KiB on Linux) and slack; unbounded, it was everything read
+    // from the model so far (over 1 MiB here).
+    assert!(
+        behind <= 512 * 1024,
+        "{behind} bytes were queued before the answer"
+    );
+    assert!(largest < 64 * 1024, "a frame of {largest} bytes");
+    assert!(latency < Duration::from_secs(5), "cancel took {latency:?}");
+}

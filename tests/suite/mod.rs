@@ -11,6 +11,7 @@ mod conformance;
 mod editors;
 mod faults;
 mod fuzz_corpus;
+mod grants;
 mod handshake;
 mod in_process;
 mod lifecycle;

@@ -61,9 +61,9 @@ async fn allow_once_shows_the_diff_and_asks_every_time() {
         p["options"],
         json!([
             {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
-            {"optionId": "allow-always", "name": "Always allow write_file in this session", "kind": "allow_always"},
+            {"optionId": "allow-always", "name": "Always allow edits by write_file inside the project (protected files excepted) in this session", "kind": "allow_always"},
             {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
-            {"optionId": "reject-always", "name": "Always reject", "kind": "reject_always"}
+            {"optionId": "reject-always", "name": "Always reject edits by write_file inside the project (protected files excepted) in this session", "kind": "reject_always"}
         ])
     );
     // Order: tool_call → permission request → in_progress → completed.
@@ -509,7 +509,10 @@ async fn full_auto_asks_outside(via: Via) {
             .unwrap_or_else(|| panic!("{id}: no always option for the path"));
         // grep's root is `..`, the workspace root: outside the project too.
         let expected = if id == "g1" {
-            format!("Always allow {} in this session", h.ws.path().display())
+            format!(
+                "Always allow reading {} in this session",
+                h.ws.path().display()
+            )
         } else if id == "w4" {
             // `~` is the agent's HOME.
             let home = h.editor.home().unwrap().canonicalize().unwrap();

@@ -1,0 +1,158 @@
+//! Protected paths: files inside the project that make something run
+//! commands later (git's config and hooks, direnv, the editors' task, launch
+//! and language-server settings, the agent's own directory). Writing them
+//! asks in every mode, `full-auto` included (DESIGN §3 "Modes and
+//! permissions"; issue 14, where `accept-edits` let a model plant
+//! `core.fsmonitor` in `.git/config` and the next `git status` ran it).
+//!
+//! Globs are matched against a path relative to each session root, case
+//! insensitively (a `.GIT/config` on a case-insensitive disk is `.git/config`).
+//! The defaults apply at any depth (a nested repository's `.git/` too); the
+//! config file's `protected_paths` adds globs of the same form.
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// The built-in list; README.md ("Modes and permissions") and SECURITY.md §1
+/// repeat it.
+pub const DEFAULT_PROTECTED: &[&str] = &[
+    // git: config (core.fsmonitor, core.pager, aliases), hooks, and the rest.
+    "**/.git",
+    "**/.git/**",
+    // direnv runs .envrc on `cd`.
+    "**/.envrc",
+    // The agent's own settings and prompt templates.
+    "**/.acp-coder",
+    "**/.acp-coder/**",
+    // VS Code (and forks): tasks, launch configurations, settings, workspaces.
+    "**/.vscode/tasks.json",
+    "**/.vscode/launch.json",
+    "**/.vscode/settings.json",
+    "**/*.code-workspace",
+    // Dev containers run their lifecycle commands when opened.
+    "**/.devcontainer/**",
+    "**/.devcontainer.json",
+    // Zed.
+    "**/.zed/tasks.json",
+    "**/.zed/settings.json",
+    // JetBrains IDEs: run configurations (also shared ones under .run/).
+    "**/.idea/workspace.xml",
+    "**/.idea/runConfigurations/**",
+    "**/.run/*.run.xml",
+    // Vim and Neovim local configuration (exrc, lazy.nvim's local spec).
+    "**/.nvim.lua",
+    "**/.nvimrc",
+    "**/.exrc",
+    "**/.lazy.lua",
+    // Emacs directory-local variables (eval forms).
+    "**/.dir-locals.el",
+    "**/.dir-locals-2.el",
+    // Helix language-server commands.
+    "**/.helix/config.toml",
+    "**/.helix/languages.toml",
+];
+
+/// Compiled protected globs.
+#[derive(Debug, Clone)]
+pub struct Protected {
+    set: GlobSet,
+}
+
+impl Default for Protected {
+    fn default() -> Self {
+        Self::new(&[]).expect("the built-in globs are valid")
+    }
+}
+
+impl Protected {
+    /// The defaults plus `extra` (from the config file's `protected_paths`).
+    pub fn new(extra: &[String]) -> Result<Self, globset::Error> {
+        let mut builder = GlobSetBuilder::new();
+        for glob in DEFAULT_PROTECTED
+            .iter()
+            .copied()
+            .chain(extra.iter().map(String::as_str))
+        {
+            builder.add(compile(glob)?);
+        }
+        Ok(Self {
+            set: builder.build()?,
+        })
+    }
+
+    /// Whether `path` (absolute, resolved) is protected under one of `roots`.
+    pub fn covers(&self, path: &Path, roots: &[PathBuf]) -> bool {
+        roots.iter().any(|root| {
+            path.strip_prefix(root)
+                .is_ok_and(|rel| !rel.as_os_str().is_empty() && self.set.is_match(rel))
+        })
+    }
+}
+
+/// Checks one glob as the config file gives it (used when loading the config,
+/// so a bad glob is reported with the key's name).
+pub fn compile(glob: &str) -> Result<globset::Glob, globset::Error> {
+    let glob = glob.trim_start_matches("./");
+    GlobBuilder::new(glob)
+        .case_insensitive(true)
+        .literal_separator(true)
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_cover_command_planting_files_at_any_depth() {
+        let p = Protected::default();
+        let roots = vec![PathBuf::from("/proj"), PathBuf::from("/other")];
+        for path in [
+            "/proj/.git/config",
+            "/proj/.git/hooks/pre-commit",
+            "/proj/.git",
+            "/proj/.GIT/CONFIG",
+            "/proj/vendor/lib/.git/config",
+            "/proj/.envrc",
+            "/proj/sub/.envrc",
+            "/proj/.acp-coder/commands/x.md",
+            "/proj/.vscode/tasks.json",
+            "/proj/.vscode/settings.json",
+            "/proj/my.code-workspace",
+            "/proj/.devcontainer/devcontainer.json",
+            "/proj/.zed/tasks.json",
+            "/proj/.idea/workspace.xml",
+            "/proj/.idea/runConfigurations/Run.xml",
+            "/proj/.run/Server.run.xml",
+            "/proj/.nvim.lua",
+            "/proj/.exrc",
+            "/proj/.dir-locals.el",
+            "/proj/.helix/languages.toml",
+            "/other/.git/config",
+        ] {
+            assert!(p.covers(Path::new(path), &roots), "{path}");
+        }
+        for path in [
+            "/proj/src/main.rs",
+            "/proj/.gitignore",
+            "/proj/.github/workflows/ci.yml",
+            "/proj/.vscode/extensions.json",
+            "/proj/docs/git/config",
+            "/proj",
+            "/elsewhere/.git/config",
+        ] {
+            assert!(!p.covers(Path::new(path), &roots), "{path}");
+        }
+    }
+
+    #[test]
+    fn the_config_adds_globs_relative_to_each_root() {
+        let p = Protected::new(&["Makefile".into(), "./scripts/*.sh".into()]).unwrap();
+        let roots = vec![PathBuf::from("/proj")];
+        assert!(p.covers(Path::new("/proj/Makefile"), &roots));
+        assert!(p.covers(Path::new("/proj/scripts/release.sh"), &roots));
+        assert!(!p.covers(Path::new("/proj/sub/Makefile"), &roots));
+        assert!(!p.covers(Path::new("/proj/scripts/sub/x.sh"), &roots));
+        assert!(Protected::new(&["a[".into()]).is_err());
+    }
+}

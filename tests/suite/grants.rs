@@ -1,0 +1,364 @@
+//! Grants cover only what was granted (issue 14): an access kind and a scope,
+//! per session; command prefixes that include the script; protected paths
+//! that ask in every mode. Each finding of the issue is replayed here against
+//! the real binary.
+
+use super::tools_common::{Harness, Via};
+use crate::support::{PermissionDecision, Workspace, full_capabilities};
+use serde_json::{Value, json};
+
+/// `ws/proj` is the session cwd; `ws/outside` and `ws/victim` are not in it.
+fn workspace() -> Workspace {
+    Workspace::builder()
+        .file("proj/in.txt", "inside\n")
+        .file("proj/gen.sh", "touch generated\n")
+        .file("proj/.git/config", "[core]\n\tbare = false\n")
+        .file("proj/.git/hooks/README", "hooks\n")
+        .file("outside/notes.txt", "notes\n")
+        .file("victim/keep.txt", "keep\n")
+        .build()
+}
+
+async fn start(via: Via, mode: &str) -> Harness {
+    let h = Harness::start_with(via.capabilities(), workspace(), "proj", Vec::new()).await;
+    h.set_mode(mode).await;
+    h
+}
+
+fn asked(h: &Harness) -> Vec<String> {
+    h.editor
+        .permission_requests()
+        .iter()
+        .map(|p| {
+            p.params["toolCall"]["toolCallId"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// The name of option `kind` in the permission request of call `id`.
+fn option_name(h: &Harness, id: &str, kind: &str) -> String {
+    let p = h
+        .editor
+        .permission_requests()
+        .into_iter()
+        .find(|p| p.params["toolCall"]["toolCallId"] == id)
+        .unwrap_or_else(|| h.editor.fail(&format!("{id} did not ask")));
+    p.params["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == kind)
+        .and_then(|o| o["name"].as_str())
+        .unwrap_or_else(|| h.editor.fail(&format!("{id}: no {kind} option")))
+        .to_owned()
+}
+
+fn canonical(h: &Harness, rel: &str) -> String {
+    h.ws.join(rel).canonicalize().unwrap().display().to_string()
+}
+
+/// Finding 1a: in `ask` mode "Always allow" on reading a file outside the
+/// project let a later `write_file` to it through without asking.
+async fn a_read_grant_does_not_write(via: Via) {
+    let h = start(via, "ask").await;
+    h.editor.push_permission(PermissionDecision::AllowAlways);
+    h.editor
+        .set_default_permission(Some(PermissionDecision::RejectOnce));
+    h.run_calls(&[
+        ("r1", "read_file", json!({"path": "../outside/notes.txt"})),
+        ("r2", "read_file", json!({"path": "../outside/notes.txt"})),
+        (
+            "w1",
+            "write_file",
+            json!({"path": "../outside/notes.txt", "content": "overwritten\n"}),
+        ),
+        (
+            "c1",
+            "run_command",
+            json!({"command": "rm ../outside/notes.txt"}),
+        ),
+    ])
+    .await;
+    let notes = canonical(&h, "outside/notes.txt");
+    assert_eq!(
+        option_name(&h, "r1", "allow_always"),
+        format!("Always allow reading {notes} in this session")
+    );
+    assert_eq!(
+        asked(&h),
+        ["r1", "w1", "c1"],
+        "the read grant covers reads only"
+    );
+    assert_eq!(h.final_status("r2"), "completed");
+    assert_eq!(
+        option_name(&h, "w1", "allow_always"),
+        format!("Always allow writing {notes} in this session")
+    );
+    assert_eq!(
+        option_name(&h, "c1", "allow_always"),
+        format!("Always allow `rm …` on {notes} in this session")
+    );
+    assert_eq!(h.ws.read("outside/notes.txt"), "notes\n");
+}
+
+#[tokio::test]
+async fn a_read_grant_does_not_write_editor() {
+    a_read_grant_does_not_write(Via::Editor).await;
+}
+
+#[tokio::test]
+async fn a_read_grant_does_not_write_local() {
+    a_read_grant_does_not_write(Via::Local).await;
+}
+
+/// Finding 1b: in `full-auto` "Always allow" on `list_directory ../victim`
+/// let `rm -rf ../victim` run without asking.
+#[tokio::test]
+async fn a_listing_grant_does_not_run_rm_in_full_auto() {
+    let h = start(Via::Local, "full-auto").await;
+    h.editor.push_permission(PermissionDecision::AllowAlways);
+    h.editor
+        .set_default_permission(Some(PermissionDecision::RejectOnce));
+    h.run_calls(&[
+        ("l1", "list_directory", json!({"path": "../victim"})),
+        ("l2", "list_directory", json!({"path": "../victim"})),
+        ("c1", "run_command", json!({"command": "rm -rf ../victim"})),
+        (
+            "c2",
+            "run_command",
+            json!({"command": "rm -rf ../victim", "cwd": "../victim"}),
+        ),
+    ])
+    .await;
+    assert_eq!(asked(&h), ["l1", "c1", "c2"]);
+    assert_eq!(h.final_status("l2"), "completed");
+    assert_eq!(h.final_status("c1"), "failed");
+    assert!(h.ws.exists("victim/keep.txt"), "the directory was removed");
+    // A command grant on it covers that prefix there, in this session only.
+    h.editor.push_permission(PermissionDecision::AllowAlways);
+    h.run_calls(&[
+        ("c3", "run_command", json!({"command": "ls ../victim"})),
+        ("c4", "run_command", json!({"command": "ls -a ../victim"})),
+        ("c5", "run_command", json!({"command": "rm -rf ../victim"})),
+    ])
+    .await;
+    assert_eq!(asked(&h), ["l1", "c1", "c2", "c3", "c5"]);
+    assert_eq!(h.final_status("c4"), "completed");
+    assert!(h.ws.exists("victim/keep.txt"));
+}
+
+/// "Always" never crosses sessions, also in the same agent process.
+#[tokio::test]
+async fn grants_stay_in_their_session() {
+    let h = start(Via::Local, "ask").await;
+    h.editor.push_permission(PermissionDecision::AllowAlways);
+    h.editor.push_permission(PermissionDecision::AllowAlways);
+    h.run_calls(&[
+        ("r1", "read_file", json!({"path": "../outside/notes.txt"})),
+        ("c1", "run_command", json!({"command": "sh gen.sh"})),
+    ])
+    .await;
+    let other = h.editor.new_session(h.ws.join("proj")).await;
+    h.editor
+        .set_default_permission(Some(PermissionDecision::RejectOnce));
+    h.model.push(crate::support::Reply::tool_calls([
+        ("r2", "read_file", json!({"path": "../outside/notes.txt"})),
+        ("c2", "run_command", json!({"command": "sh gen.sh"})),
+    ]));
+    h.model.push(crate::support::Reply::text("done"));
+    let r = h.editor.prompt(&other, "again").await;
+    assert_eq!(r["stopReason"], "end_turn");
+    assert_eq!(asked(&h), ["r1", "c1", "r2", "c2"]);
+}
+
+/// Issue 16: "Always allow" for a script records the script, so inline code
+/// given to the same interpreter still asks.
+#[tokio::test]
+async fn a_script_grant_does_not_cover_inline_code() {
+    let h = start(Via::Local, "ask").await;
+    h.editor.push_permission(PermissionDecision::AllowAlways);
+    h.editor
+        .set_default_permission(Some(PermissionDecision::RejectOnce));
+    h.run_calls(&[
+        ("c1", "run_command", json!({"command": "sh gen.sh"})),
+        ("c2", "run_command", json!({"command": "sh gen.sh again"})),
+        (
+            "c3",
+            "run_command",
+            json!({"command": "sh -c 'touch pwned'"}),
+        ),
+        ("c4", "run_command", json!({"command": "sh other.sh"})),
+    ])
+    .await;
+    assert_eq!(
+        option_name(&h, "c1", "allow_always"),
+        "Always allow `sh gen.sh …` inside the project in this session"
+    );
+    assert_eq!(asked(&h), ["c1", "c3", "c4"]);
+    assert_eq!(h.final_status("c2"), "completed");
+    // Inline code offers no "always" at all.
+    let c3 = &h.editor.permission_requests()[1];
+    let kinds: Vec<&Value> = c3.params["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| &o["kind"])
+        .collect();
+    assert_eq!(kinds, [&json!("allow_once"), &json!("reject_once")]);
+    assert!(!h.ws.exists("proj/pwned"));
+}
+
+/// Finding 4: `accept-edits` (and `full-auto`) let the model write
+/// `core.fsmonitor` into `.git/config` without asking.
+async fn protected_paths_ask(via: Via) {
+    for mode in ["accept-edits", "full-auto"] {
+        let h = start(via, mode).await;
+        h.editor
+            .set_default_permission(Some(PermissionDecision::RejectOnce));
+        h.run_calls(&[
+            (
+                "w1",
+                "write_file",
+                json!({"path": ".git/config", "content": "[core]\n\tfsmonitor = \"touch /tmp/pwned\"\n"}),
+            ),
+            (
+                "e1",
+                "edit_file",
+                json!({"path": ".git/config", "old_string": "bare = false", "new_string": "fsmonitor = x"}),
+            ),
+            (
+                "w2",
+                "write_file",
+                json!({"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\ntouch pwned\n"}),
+            ),
+            ("w3", "write_file", json!({"path": ".envrc", "content": "touch pwned\n"})),
+            (
+                "w4",
+                "write_file",
+                json!({"path": ".vscode/tasks.json", "content": "{}\n"}),
+            ),
+            (
+                "w5",
+                "write_file",
+                json!({"path": "sub/../.acp-coder/commands/x.md", "content": "x\n"}),
+            ),
+            ("r1", "read_file", json!({"path": ".git/config"})),
+            ("w6", "write_file", json!({"path": "ok.txt", "content": "ok\n"})),
+        ])
+        .await;
+        assert_eq!(asked(&h), ["w1", "e1", "w2", "w3", "w4", "w5"], "{mode}");
+        assert_eq!(h.ws.read("proj/.git/config"), "[core]\n\tbare = false\n");
+        for f in [
+            ".git/hooks/pre-commit",
+            ".envrc",
+            ".vscode/tasks.json",
+            ".acp-coder",
+        ] {
+            assert!(!h.ws.join("proj").join(f).exists(), "{mode}: {f}");
+        }
+        assert_eq!(h.final_status("r1"), "completed");
+        assert_eq!(h.ws.read("proj/ok.txt"), "ok\n");
+        assert_eq!(
+            option_name(&h, "w1", "allow_always"),
+            format!(
+                "Always allow writing {} in this session",
+                canonical(&h, "proj/.git/config")
+            )
+        );
+    }
+}
+
+#[tokio::test]
+async fn protected_paths_ask_editor() {
+    protected_paths_ask(Via::Editor).await;
+}
+
+#[tokio::test]
+async fn protected_paths_ask_local() {
+    protected_paths_ask(Via::Local).await;
+}
+
+/// An "always" on a protected file covers that file and writes only; a
+/// symlink into `.git` is the file it points to.
+#[tokio::test]
+async fn a_protected_grant_is_exact() {
+    let h = start(Via::Local, "full-auto").await;
+    std::os::unix::fs::symlink(".git/hooks", h.ws.join("proj/hooks")).unwrap();
+    h.editor.push_permission(PermissionDecision::AllowAlways);
+    h.editor
+        .set_default_permission(Some(PermissionDecision::RejectOnce));
+    h.run_calls(&[
+        (
+            "w1",
+            "write_file",
+            json!({"path": ".git/config", "content": "[core]\n"}),
+        ),
+        (
+            "w2",
+            "write_file",
+            json!({"path": ".git/config", "content": "[core]\n\tbare = false\n"}),
+        ),
+        (
+            "w3",
+            "write_file",
+            json!({"path": ".git/description", "content": "x\n"}),
+        ),
+        (
+            "w4",
+            "write_file",
+            json!({"path": "hooks/post-checkout", "content": "#!/bin/sh\n"}),
+        ),
+    ])
+    .await;
+    assert_eq!(asked(&h), ["w1", "w3", "w4"]);
+    assert_eq!(h.final_status("w2"), "completed");
+    assert!(!h.ws.exists("proj/.git/hooks/post-checkout"));
+}
+
+/// `protected_paths` in the config file adds globs relative to each root.
+#[tokio::test]
+async fn the_config_file_extends_the_protected_list() {
+    let config = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(config.path().join("acp-coder")).unwrap();
+    std::fs::write(
+        config.path().join("acp-coder/config.toml"),
+        "protected_paths = [\"deploy/*.sh\", \"Makefile\"]\n",
+    )
+    .unwrap();
+    let env = vec![(
+        "XDG_CONFIG_HOME".to_owned(),
+        config.path().display().to_string(),
+    )];
+    let h = Harness::start_with(full_capabilities(), workspace(), "proj", env).await;
+    h.set_mode("full-auto").await;
+    h.editor
+        .set_default_permission(Some(PermissionDecision::RejectOnce));
+    h.run_calls(&[
+        (
+            "w1",
+            "write_file",
+            json!({"path": "deploy/prod.sh", "content": "x\n"}),
+        ),
+        (
+            "w2",
+            "write_file",
+            json!({"path": "Makefile", "content": "x\n"}),
+        ),
+        (
+            "w3",
+            "write_file",
+            json!({"path": ".git/config", "content": "x\n"}),
+        ),
+        (
+            "w4",
+            "write_file",
+            json!({"path": "deploy/readme.md", "content": "x\n"}),
+        ),
+    ])
+    .await;
+    assert_eq!(asked(&h), ["w1", "w2", "w3"]);
+    assert_eq!(h.final_status("w4"), "completed");
+}
