@@ -74,6 +74,8 @@ pub struct FileConfig {
     /// Per-model settings; their keys are also offered in the model picker.
     #[serde(default)]
     pub models: std::collections::BTreeMap<String, ModelConfig>,
+    /// Whether sandboxed commands may use the network (TCP). Default true.
+    pub sandbox_network: Option<bool>,
 }
 
 /// Settings of one model (`[models."gpt-4.1"]`).
@@ -297,6 +299,8 @@ pub struct Settings {
     pub mcp_startup_timeout: Duration,
     /// How long one MCP tool call may run.
     pub mcp_tool_timeout: Duration,
+    /// Whether sandboxed commands may use the network (`sandbox_network`).
+    pub sandbox_network: bool,
 }
 
 impl std::fmt::Debug for Settings {
@@ -341,6 +345,7 @@ impl Default for Settings {
             mcp_servers: Vec::new(),
             mcp_startup_timeout: Duration::from_secs(10),
             mcp_tool_timeout: Duration::from_secs(300),
+            sandbox_network: true,
         }
     }
 }
@@ -450,6 +455,9 @@ impl Settings {
         }
         if let Some(b) = file.send_reasoning {
             s.send_reasoning = b;
+        }
+        if let Some(b) = file.sandbox_network {
+            s.sandbox_network = b;
         }
         s.headers = file.headers.into_iter().collect();
         s.models = file.models.into_iter().collect();

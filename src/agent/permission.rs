@@ -151,7 +151,18 @@ pub fn decide(
             if !is_inside(cwd, roots) {
                 out.push(cwd.clone());
             }
-            for p in outside_paths_in_command(command, cwd, roots) {
+            // Issue 14: a command that will run without asking runs in the
+            // sandbox, which enforces what this parser of shell text only
+            // guessed at; the parser stays where there is no full sandbox.
+            let scope = command_prefix(command).map_or(Scope::Once, Scope::CommandPrefix);
+            let sandboxed = remembered(scope, mode == Mode::FullAuto) == Decision::Allow
+                && crate::tools::sandbox::level().replaces_path_check();
+            let named = if sandboxed {
+                Vec::new()
+            } else {
+                outside_paths_in_command(command, cwd, roots)
+            };
+            for p in named {
                 if !out.contains(&p) {
                     out.push(p);
                 }

@@ -125,7 +125,14 @@ pub async fn run(
             let content = if was_cancelled {
                 "Error: not run; the user cancelled the turn.".to_owned()
             } else {
-                let result = call::run(session, req, cancel, &env.settings.secret_env).await;
+                let result = call::run(
+                    session,
+                    req,
+                    cancel,
+                    &env.settings.secret_env,
+                    env.settings.sandbox_network,
+                )
+                .await;
                 was_cancelled = result.cancelled || cancel.is_cancelled();
                 result.for_model
             };

@@ -21,6 +21,7 @@ mod modes;
 mod official_client;
 mod permissions;
 mod prompt_content;
+mod sandbox;
 mod security;
 mod sessions;
 mod soak;
