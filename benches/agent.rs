@@ -29,7 +29,7 @@
 //! | `BENCH_ONLY` (comma list) | all | all |
 //! | `BENCH_THREAD_CPU=1` (stream rounds: agent CPU per chunk by thread) | off | off |
 //!
-//! Benchmarks: `startup`, `request`, `stream`, `cancel`, `mcp`, `load`,
+//! Benchmarks: `startup`, `sandbox`, `request`, `stream`, `cancel`, `mcp`, `load`,
 //! `soak`, `size`. With `--report FILE` the result rows are written there as
 //! Markdown table rows (`scripts/bench.sh` adds the search and build rows).
 #![allow(clippy::print_stdout)]
@@ -215,8 +215,9 @@ fn main() {
     let model = FakeModel::start();
     let mut rows = Vec::new();
     type Bench = fn(&Opts, &FakeModel) -> Vec<Row>;
-    let benches: [(&str, Bench); 8] = [
+    let benches: [(&str, Bench); 9] = [
         ("startup", bench_startup),
+        ("sandbox", bench_sandbox),
         ("request", bench_request_size),
         ("stream", bench_stream),
         ("cancel", bench_cancel),
@@ -980,6 +981,98 @@ fn bench_startup(o: &Opts, model: &FakeModel) -> Vec<Row> {
             format!("{:.2} ms", ms(n)),
             format!("`initialize` {:.2} ms", ms(a)),
             "—".into(),
+            "—",
+        ),
+    ]
+}
+
+// ------------------------------------------------------------------ sandbox
+
+/// The cost of the command sandbox (issue 14): `sh -c true` started directly
+/// vs through the agent's launcher (`sandbox-exec`: its own exec, the mount
+/// namespace with the read-only `.git` binds, Landlock, the supervisor).
+fn bench_sandbox(o: &Opts, _model: &FakeModel) -> Vec<Row> {
+    let ws = o.work.join("sandbox-ws");
+    std::fs::create_dir_all(ws.join(".git/hooks")).expect("sandbox ws");
+    std::fs::write(ws.join(".git/config"), "[core]\n").expect("config");
+    std::fs::write(ws.join(".git/HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    let tmp = std::env::temp_dir();
+    let probe = Command::new(&o.agent)
+        .args(["sandbox-exec", "--probe"])
+        .output()
+        .expect("run the launcher probe");
+    if !probe.status.success() {
+        let why = String::from_utf8_lossy(&probe.stderr).trim().to_owned();
+        println!("  no sandbox here: {why}");
+        return vec![Row::new(
+            "sandboxed `sh -c true` (median)",
+            format!("not measured: {why}"),
+            "—".into(),
+            "—".into(),
+            "≤ 5 ms added",
+        )];
+    }
+    let run = |launcher: Option<&[&str]>| -> u64 {
+        let mut c = match launcher {
+            Some(args) => {
+                let mut c = Command::new(&o.agent);
+                c.args(args).args(["--", "sh", "-c", "true"]);
+                c
+            }
+            None => {
+                let mut c = Command::new("sh");
+                c.args(["-c", "true"]);
+                c
+            }
+        };
+        c.current_dir(&ws).stdin(Stdio::null());
+        let t0 = now_ns();
+        let status = c.status().expect("run true");
+        assert!(status.success(), "{status}");
+        now_ns() - t0
+    };
+    let root = ws.display().to_string();
+    let tmp = tmp.display().to_string();
+    let parent = std::process::id().to_string();
+    let sandboxed: Vec<&str> = vec![
+        "sandbox-exec",
+        "--root",
+        &root,
+        "--writable",
+        &tmp,
+        "--parent",
+        &parent,
+    ];
+    let supervised: Vec<&str> = vec!["sandbox-exec", "--no-sandbox", "--parent", &parent];
+    let (mut direct, mut sup, mut sbx) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..o.runs * 4 {
+        direct.push(run(None));
+        sup.push(run(Some(&supervised)));
+        sbx.push(run(Some(&sandboxed)));
+    }
+    let (d, u, s) = (median(&direct), median(&sup), median(&sbx));
+    let added = ms(s.saturating_sub(d));
+    println!(
+        "  sh -c true: direct p50 {:.2} ms; launcher --no-sandbox p50 {:.2} ms; sandboxed p50 {:.2} ms p90 {:.2} ms",
+        ms(d),
+        ms(u),
+        ms(s),
+        ms(quantile(&sbx, 0.9))
+    );
+    vec![
+        Row::new(
+            "sandboxed `sh -c true` (launcher, mount namespace, Landlock; median)",
+            format!("{:.2} ms (+{added:.2} ms)", ms(s)),
+            format!("`sh -c true` {:.2} ms", ms(d)),
+            format!("{:.1}×", s as f64 / d.max(1) as f64),
+            "≤ 5 ms added",
+        )
+        .pass(added <= 5.0),
+        Row::new(
+            "unsandboxed command through the launcher (supervisor only; median)",
+            format!("{:.2} ms (+{:.2} ms)", ms(u), ms(u.saturating_sub(d))),
+            format!("`sh -c true` {:.2} ms", ms(d)),
+            format!("{:.1}×", u as f64 / d.max(1) as f64),
             "—",
         ),
     ]

@@ -83,6 +83,8 @@ pub struct FileConfig {
     /// writes ask in every mode, added to the built-in list (SECURITY.md §1).
     #[serde(default)]
     pub protected_paths: Vec<String>,
+    /// Whether sandboxed commands may use the network (TCP). Default true.
+    pub sandbox_network: Option<bool>,
 }
 
 /// Settings of one model (`[models."gpt-4.1"]`).
@@ -310,6 +312,8 @@ pub struct Settings {
     pub mcp_tool_timeout: Duration,
     /// The config file's `protected_paths` (checked globs), added to the built-in list.
     pub protected_paths: Vec<String>,
+    /// Whether sandboxed commands may use the network (`sandbox_network`).
+    pub sandbox_network: bool,
 }
 
 impl std::fmt::Debug for Settings {
@@ -383,6 +387,7 @@ impl Default for Settings {
             mcp_startup_timeout: Duration::from_secs(10),
             mcp_tool_timeout: Duration::from_secs(300),
             protected_paths: Vec::new(),
+            sandbox_network: true,
         }
     }
 }
@@ -507,6 +512,9 @@ impl Settings {
         }
         if let Some(b) = file.send_reasoning {
             s.send_reasoning = b;
+        }
+        if let Some(b) = file.sandbox_network {
+            s.sandbox_network = b;
         }
         s.headers = file.headers.into_iter().collect();
         s.models = file.models.into_iter().collect();

@@ -158,9 +158,32 @@ pub async fn checks(opts: &DoctorOptions) -> Vec<Check> {
         out.extend(mcp_checks(&path));
     }
 
+    // Command sandbox (issue 14).
+    out.push(sandbox_check(&settings));
+
     // Logs.
     out.push(log_check(opts.log_file.as_deref()));
     out
+}
+
+/// Which protection applies to commands on this machine (SECURITY.md §1).
+fn sandbox_check(s: &Settings) -> Check {
+    use crate::tools::sandbox::{self, Level as Sandbox};
+    let level = sandbox::level();
+    let network = if s.sandbox_network {
+        ""
+    } else {
+        "; network off for sandboxed commands (sandbox_network = false)"
+    };
+    let text = format!("{}{network}", level.describe());
+    match level {
+        Sandbox::Full { .. } => Check::new(Level::Ok, text),
+        Sandbox::LandlockOnly { .. } => Check::new(Level::Warn, text).fix(
+            "allow unprivileged user namespaces (e.g. sysctl kernel.apparmor_restrict_unprivileged_userns=0) to protect .git as well",
+        ),
+        Sandbox::Unavailable { .. } => Check::new(Level::Warn, text)
+            .fix("Linux 6.2 or newer with Landlock enabled (lsm=…,landlock) sandboxes commands"),
+    }
 }
 
 fn key_check(s: &Settings) -> Check {

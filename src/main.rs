@@ -139,6 +139,11 @@ struct LoginArgs {
 }
 
 fn main() -> ExitCode {
+    // The command sandbox's launcher (`sandbox-exec`, hidden): before clap,
+    // logging or anything that could start a thread (tools::sandbox::launcher).
+    if let Some(code) = acp_coder::tools::sandbox::launcher::dispatch() {
+        return ExitCode::from(code);
+    }
     let matches = Cli::command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
@@ -168,6 +173,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Commands go through this binary's launcher mode; probe the sandbox now.
+    if !matches!(cli.command, Some(Command::Login(_)))
+        && let Ok(exe) = std::env::current_exe()
+    {
+        acp_coder::tools::sandbox::init(exe);
+    }
     let code = match cli.command {
         None => match run_agent(&cli.global) {
             Ok(()) => 0,

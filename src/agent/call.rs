@@ -35,6 +35,7 @@ pub async fn run(
     req: &ToolCallRequest,
     cancel: &CancellationToken,
     secret_env: &[String],
+    sandbox_network: bool,
 ) -> CallResult {
     let id = session.claim_tool_id(&req.id);
     let editor = &session.editor;
@@ -90,7 +91,7 @@ pub async fn run(
         );
     }
 
-    let ctx = ToolContext {
+    let mut ctx = ToolContext {
         session_id: session.id.clone(),
         cwd: session.cwd.clone(),
         roots: session.roots.clone(),
@@ -98,6 +99,7 @@ pub async fn run(
         cancel: cancel.clone(),
         tool_call_id: id.clone(),
         secret_env: secret_env.to_vec(),
+        sandbox: None,
     };
     let invocation = tokio::select! {
         biased;
@@ -135,6 +137,9 @@ pub async fn run(
         };
         permission::decide(session.mode(), &access, tool.name(), &bounds, &grants)
     };
+    // Issue 14: a command that runs without the user allowing it (the mode, a
+    // remembered grant) is confined; one the user just allowed runs as allowed.
+    let unasked = decision == Decision::Allow;
     match decision {
         Decision::Allow => {}
         Decision::Refuse(reason) => {
@@ -183,6 +188,13 @@ pub async fn run(
         }
     }
 
+    if let (true, crate::tools::Access::Execute { cwd, .. }) = (unasked, &access) {
+        ctx.sandbox = Some(crate::tools::sandbox::policy_for(
+            &session.roots,
+            cwd,
+            sandbox_network,
+        ));
+    }
     editor.update(&SessionUpdate::ToolCallUpdate(
         ToolCallUpdate::new(&id).status(ToolCallStatus::InProgress),
     ));

@@ -218,10 +218,24 @@ pub fn decide(
             // Outside the roots (the cwd, or paths the command line names):
             // asks in every mode; an "always" covers this prefix on these
             // paths, never the paths for other access or other commands.
-            let mut named = vec![cwd.clone()];
-            named.extend(outside_paths_in_command(command, cwd, bounds.roots));
-            let out = bounds.outside(&named);
             let prefix = command_prefix(command);
+            // Issue 14: a command that will run without asking (full-auto, or
+            // a remembered prefix) runs in the sandbox, which enforces what
+            // the parser of shell text only guessed at; the parser stays where
+            // there is no full sandbox. A cwd outside the roots always asks.
+            let unasked = mode == Mode::FullAuto
+                || prefix.as_ref().is_some_and(|p| {
+                    grants.check(&Scope::Command {
+                        prefix: p.clone(),
+                        paths: Vec::new(),
+                    }) == Some(true)
+                });
+            let sandboxed = unasked && crate::tools::sandbox::level().replaces_path_check();
+            let mut named = vec![cwd.clone()];
+            if !sandboxed {
+                named.extend(outside_paths_in_command(command, cwd, bounds.roots));
+            }
+            let out = bounds.outside(&named);
             match prefix {
                 None => remembered(Scope::Once, mode == Mode::FullAuto && out.is_empty()),
                 Some(prefix) => {

@@ -136,7 +136,14 @@ pub async fn run(
             let content = if was_cancelled {
                 "Error: not run; the user cancelled the turn.".to_owned()
             } else {
-                let result = call::run(session, req, cancel, &env.settings.secret_env).await;
+                let result = call::run(
+                    session,
+                    req,
+                    cancel,
+                    &env.settings.secret_env,
+                    env.settings.sandbox_network,
+                )
+                .await;
                 was_cancelled = result.cancelled || cancel.is_cancelled();
                 // The one choke point of every tool's (built-in or MCP)
                 // result: a secret it read never reaches the model or the log.

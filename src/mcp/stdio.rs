@@ -48,9 +48,27 @@ pub fn spawn(
     cwd: &Path,
     secret_env: &[String],
 ) -> Result<(StdioChild, ChildStdout, ChildStdin), McpError> {
-    let mut cmd = Command::new(command);
-    cmd.args(args)
-        .current_dir(cwd)
+    // Through the agent's launcher (unconfined, `--no-sandbox`) when there
+    // is one: it kills the server's group if the agent dies, even by SIGKILL.
+    let mut cmd = match launched(command, args, env, cwd) {
+        Some(Ok((exe, argv))) => {
+            let mut c = Command::new(exe);
+            c.args(argv);
+            c
+        }
+        Some(Err(e)) => {
+            return Err(McpError::Spawn {
+                command: command.to_owned(),
+                source: e,
+            });
+        }
+        None => {
+            let mut c = Command::new(command);
+            c.args(args);
+            c
+        }
+    };
+    cmd.current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -108,6 +126,36 @@ pub fn spawn(
         stdout,
         stdin,
     ))
+}
+
+/// The launcher's command line for `command args`, after checking that
+/// `command` can be found as `execvp` would (so a missing server is still
+/// reported as "cannot start" rather than as a launcher that exits 127).
+fn launched(
+    command: &str,
+    args: &[String],
+    env: &[(String, String)],
+    cwd: &Path,
+) -> Option<std::io::Result<(std::path::PathBuf, Vec<std::ffi::OsString>)>> {
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let wrapped = crate::tools::sandbox::wrap(command, &argv, None, Some(std::process::id()))?;
+    let found = if command.contains('/') {
+        cwd.join(command).is_file()
+    } else {
+        let path = env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| std::ffi::OsString::from(v))
+            .or_else(|| std::env::var_os("PATH"))
+            .unwrap_or_default();
+        std::env::split_paths(&path).any(|d| cwd.join(d).join(command).is_file())
+    };
+    Some(if found {
+        Ok(wrapped)
+    } else {
+        Err(std::io::Error::from_raw_os_error(libc::ENOENT))
+    })
 }
 
 /// Whether the group leader has exited (left as a zombie: `WNOWAIT`), so its

@@ -12,6 +12,7 @@ mod plan;
 pub mod process;
 mod read_file;
 mod run_command;
+pub mod sandbox;
 pub mod search;
 mod text;
 mod write_file;
@@ -47,6 +48,10 @@ pub struct ToolContext {
     pub tool_call_id: String,
     /// Environment variables never passed to child processes.
     pub secret_env: Vec<String>,
+    /// How a command of this call is confined (issue 14): set by the agent
+    /// once the permission decision is made; `None` runs it unconfined (the
+    /// user allowed this very command, or there is no sandbox).
+    pub sandbox: Option<sandbox::Policy>,
 }
 
 /// What a call touches; the permission policy decides from this.

@@ -11,11 +11,15 @@ use serde_json::{Value, json};
 
 use super::paths::display;
 use super::process::{CommandSpec, run_local};
+use super::sandbox;
 use super::{
     Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, parse_args, resolve_arg,
     sanitize_title,
 };
-use crate::acp::{SessionUpdate, ToolCallContent, ToolCallUpdate, ToolKind};
+use crate::acp::{
+    PermissionOption, PermissionOptionKind, PermissionOutcome, SessionUpdate, ToolCallContent,
+    ToolCallUpdate, ToolKind,
+};
 use crate::editor::Editor;
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -139,12 +143,37 @@ struct Run {
 #[async_trait::async_trait]
 impl Action for Run {
     async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        if ctx.editor.has_terminal() {
-            self.in_terminal(ctx).await
-        } else {
-            self.locally(ctx).await
+        let policy = ctx.sandbox.as_ref().filter(|_| sandbox::level().confines());
+        let first = self.once(ctx, policy).await?;
+        let Some(policy) = policy else {
+            return Ok(first);
+        };
+        if !failed(&first) || !sandbox::looks_denied(&first.for_model) {
+            return Ok(first);
         }
+        // Issue 14: the sandbox probably stopped a write (or the network);
+        // the user may let this one command run again without it.
+        if self.ask_unsandboxed(ctx, policy, &first).await? {
+            let mut second = self.once(ctx, None).await?;
+            second.for_model = format!(
+                "The first run, in the sandbox, failed on a denied write or connection; the user allowed running the command once more without the sandbox. This second run:\n{}",
+                second.for_model
+            );
+            return Ok(second);
+        }
+        let mut first = first;
+        first.for_model.push_str(
+            "\n\n[The command ran in the sandbox: it may write only inside the project and the temp directory (.git/config and .git/hooks are read-only), and the failure looks like a denied write or connection. The user declined to run it without the sandbox: do not retry it in another form; work inside the project or ask the user.]",
+        );
+        Ok(first)
     }
+}
+
+/// Whether a command's result is a failure (non-zero exit, signal, timeout).
+fn failed(out: &ToolOutput) -> bool {
+    out.raw_output.as_ref().is_some_and(|r| {
+        r["exitCode"].as_i64() != Some(0) || !r["signal"].is_null() || r["timedOut"] == true
+    })
 }
 
 /// Releases an editor terminal even when the call is dropped mid-way (cancel):
@@ -169,16 +198,91 @@ impl Drop for TerminalGuard {
 }
 
 impl Run {
-    async fn in_terminal(self, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn once(
+        &self,
+        ctx: &ToolContext,
+        policy: Option<&sandbox::Policy>,
+    ) -> Result<ToolOutput, ToolError> {
+        if ctx.editor.has_terminal() {
+            self.in_terminal(ctx, policy).await
+        } else {
+            self.locally(ctx, policy).await
+        }
+    }
+
+    /// Asks whether to run the command again without the sandbox (refused
+    /// by `exec` without a terminal, like any other question).
+    async fn ask_unsandboxed(
+        &self,
+        ctx: &ToolContext,
+        policy: &sandbox::Policy,
+        first: &ToolOutput,
+    ) -> Result<bool, ToolError> {
+        let roots: Vec<String> = policy
+            .roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect();
+        let mut dropped = 0;
+        let text = format!(
+            "The sandbox stopped this command: it may write only in {} and the temp directory (.git/config and .git/hooks are read-only){}. Its output ends with:\n{}\n\nRun it once more, **without the sandbox**, with your permissions?\n```sh\n{}\n```",
+            roots.join(", "),
+            if policy.network {
+                ""
+            } else {
+                ", without network"
+            },
+            fenced(&tail(&first.for_model, 2048, &mut dropped)),
+            self.command.replace("```", "`\u{200b}``"),
+        );
+        let request =
+            ToolCallUpdate::new(&ctx.tool_call_id).content(vec![ToolCallContent::text(text)]);
+        let options = vec![
+            PermissionOption {
+                option_id: "run-unsandboxed".into(),
+                name: "Run once without the sandbox".into(),
+                kind: PermissionOptionKind::AllowOnce,
+            },
+            PermissionOption {
+                option_id: "keep-sandboxed".into(),
+                name: "Don't run it again".into(),
+                kind: PermissionOptionKind::RejectOnce,
+            },
+        ];
+        let outcome = tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+            r = ctx.editor.request_permission(request, options) => r,
+        };
+        match outcome {
+            Ok(PermissionOutcome::Selected { option_id }) => Ok(option_id == "run-unsandboxed"),
+            Ok(PermissionOutcome::Cancelled) => Err(ToolError::Cancelled),
+            Err(e) => {
+                tracing::warn!(error = %e.message, "asking to run without the sandbox failed");
+                Ok(false)
+            }
+        }
+    }
+
+    async fn in_terminal(
+        &self,
+        ctx: &ToolContext,
+        policy: Option<&sandbox::Policy>,
+    ) -> Result<ToolOutput, ToolError> {
         let editor = &ctx.editor;
+        // The editor starts the launcher, which confines `sh -c` (issue 14);
+        // the editor still shows the command's output live.
+        let (program, args) = match sandbox::wrap("sh", &["-c", &self.command], policy, None) {
+            Some((exe, args)) => (
+                exe.to_string_lossy().into_owned(),
+                args.iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
+            ),
+            None => ("sh".to_owned(), vec!["-c".into(), self.command.clone()]),
+        };
         let id = editor
-            .terminal_create(
-                "sh",
-                vec!["-c".into(), self.command.clone()],
-                Vec::new(),
-                &self.cwd,
-                TERMINAL_OUTPUT_LIMIT,
-            )
+            .terminal_create(&program, args, Vec::new(), &self.cwd, TERMINAL_OUTPUT_LIMIT)
             .await
             .map_err(|e| {
                 ToolError::Failed(format!(
@@ -234,7 +338,11 @@ impl Run {
         })
     }
 
-    async fn locally(self, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn locally(
+        &self,
+        ctx: &ToolContext,
+        policy: Option<&sandbox::Policy>,
+    ) -> Result<ToolOutput, ToolError> {
         let spec = CommandSpec {
             command: self.command.clone(),
             cwd: self.cwd.clone(),
@@ -246,6 +354,7 @@ impl Run {
             env_remove: ctx.secret_env.clone(),
             timeout: self.timeout,
             output_limit: MODEL_OUTPUT_LIMIT,
+            sandbox: policy.cloned(),
         };
         let editor = ctx.editor.clone();
         let call_id = ctx.tool_call_id.clone();

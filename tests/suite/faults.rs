@@ -25,7 +25,8 @@ pub struct Agent {
 }
 
 pub async fn start(model: &FakeModel, config: &str, caps: Value, env: &[(&str, &str)]) -> Agent {
-    let home = tempfile::tempdir().expect("home");
+    // Not in the temp directory, which sandboxed commands may write.
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("home");
     write_config(home.path(), config);
     start_in(model, home, caps, env).await
 }

@@ -24,6 +24,7 @@ mod official_client;
 mod permissions;
 mod prompt_content;
 mod secrets;
+mod sandbox;
 mod security;
 mod session_logs;
 mod sessions;

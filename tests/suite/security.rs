@@ -44,17 +44,25 @@ fn tool_results(model: &FakeModel) -> Vec<String> {
 struct Outside {
     dir: tempfile::TempDir,
     victim: PathBuf,
+    /// Components of the workspace path (`..` steps up to `/`).
+    ws_depth: usize,
 }
 
 fn outside_of(ws: &Workspace) -> Outside {
+    // Outside the temp directory too: sandboxed commands may write there.
     let dir = tempfile::Builder::new()
         .prefix("acp-coder-outside-")
-        .tempdir()
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap();
     let victim = dir.path().canonicalize().unwrap().join("victim.txt");
     std::fs::write(&victim, "precious\n").unwrap();
     std::os::unix::fs::symlink(dir.path(), ws.join("link")).unwrap();
-    Outside { dir, victim }
+    let ws_depth = ws.path().components().count() - 1;
+    Outside {
+        dir,
+        victim,
+        ws_depth,
+    }
 }
 
 /// Every way out of the roots, as tool calls: `..`, an absolute path, a
@@ -62,9 +70,9 @@ fn outside_of(ws: &Workspace) -> Outside {
 fn escapes(out: &Outside) -> Vec<(String, &'static str, Value)> {
     let victim = out.victim.display().to_string();
     let outside_dir = out.dir.path().display().to_string();
-    // The outside directory is the workspace's sibling (both in the temp dir).
-    let sibling = out.dir.path().file_name().unwrap().to_string_lossy();
-    let up = format!("../{sibling}/up.txt");
+    // The outside directory, reached from the workspace through `..`.
+    let ups = "../".repeat(out.ws_depth);
+    let up = format!("{ups}{}/up.txt", outside_dir.trim_start_matches('/'));
     vec![
         (
             "w_dotdot".into(),
@@ -185,7 +193,13 @@ async fn leaving_the_roots_asks_even_in_full_auto() {
     let results = tool_results(&model);
     assert_eq!(results.len(), n);
     for r in &results {
-        assert!(r.contains("the user rejected this call"), "{r}");
+        // Commands that ran in the sandbox (issue 14) failed there, and the
+        // offer to run them without it was rejected.
+        assert!(
+            r.contains("the user rejected this call")
+                || r.contains("declined to run it without the sandbox"),
+            "{r}"
+        );
     }
     assert_nothing_escaped(&a, &out);
 }

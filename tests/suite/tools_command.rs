@@ -50,8 +50,14 @@ async fn runs_in_the_editor_terminal() {
     let create = &calls[0];
     assert_eq!(create.method, "terminal/create");
     assert_eq!(create.params["sessionId"], h.sid.as_str());
-    assert_eq!(create.params["command"], "sh");
-    assert_eq!(create.params["args"], json!(["-c", cmd]));
+    // Through the agent's own launcher (the command sandbox, issue 14).
+    assert_eq!(create.params["command"], env!("CARGO_BIN_EXE_acp-coder"));
+    let args = create.params["args"].as_array().unwrap();
+    assert_eq!(args[0], "sandbox-exec");
+    assert_eq!(
+        args[args.len() - 3..],
+        [json!("sh"), json!("-c"), json!(cmd)]
+    );
     assert_eq!(create.params["cwd"], h.ws.path().display().to_string());
     assert!(
         create.params["outputByteLimit"]

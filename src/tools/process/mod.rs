@@ -103,6 +103,9 @@ pub struct CommandSpec {
     pub timeout: Duration,
     /// Bytes of output kept; the *tail* is kept.
     pub output_limit: usize,
+    /// Confine the command ([`crate::tools::sandbox`]); `None` runs it
+    /// unconfined (still through the launcher, which kills it with the agent).
+    pub sandbox: Option<crate::tools::sandbox::Policy>,
 }
 
 /// How a command ended.
@@ -175,10 +178,26 @@ pub async fn run_local(
         }
     };
 
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(&spec.command)
-        .current_dir(&spec.cwd)
+    // Through the agent's launcher when there is one: the sandbox, and a
+    // supervisor that kills the group when the agent dies (even by SIGKILL).
+    let mut cmd = match crate::tools::sandbox::wrap(
+        "sh",
+        &["-c", &spec.command],
+        spec.sandbox.as_ref(),
+        Some(std::process::id()),
+    ) {
+        Some((exe, args)) => {
+            let mut c = Command::new(exe);
+            c.args(args);
+            c
+        }
+        None => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(&spec.command);
+            c
+        }
+    };
+    cmd.current_dir(&spec.cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

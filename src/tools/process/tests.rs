@@ -12,6 +12,7 @@ fn spec(command: &str) -> CommandSpec {
         env_remove: Vec::new(),
         timeout: Duration::from_secs(20),
         output_limit: 1 << 20,
+        sandbox: None,
     }
 }
 

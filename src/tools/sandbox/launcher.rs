@@ -1,0 +1,341 @@
+//! `acp-coder sandbox-exec`: the launcher that every local command, editor
+//! terminal command and MCP stdio server of the agent starts through
+//! (issue 14, DESIGN §3 "Modes and permissions").
+//!
+//! ```text
+//! acp-coder sandbox-exec [--root DIR]... [--writable DIR]... [--no-network]
+//!                        [--landlock-only | --no-sandbox] [--parent PID] -- PROGRAM [ARG]...
+//! ```
+//!
+//! It runs before anything else in `main` (one thread: `unshare(CLONE_NEWUSER)`
+//! and Landlock's `restrict_self` both need that), and:
+//!
+//! 1. arms `PR_SET_PDEATHSIG` and checks that its parent is still the one
+//!    it was started by (`--parent`), and makes itself a process-group leader;
+//! 2. unless `--no-sandbox`: enters a private mount namespace ([`super::mounts`])
+//!    that makes `.git/config`, `.git/hooks/`… read-only, then restricts itself
+//!    with Landlock ([`super::rules`]): writes only beneath `--root`s,
+//!    `--writable`s and the usual devices, TCP off with `--no-network`;
+//! 3. starts PROGRAM as its child and stays as a small supervisor: signals
+//!    sent to it alone are passed on, the child's exit status becomes its own
+//!    (a signal death is re-raised), and when its parent dies — even by
+//!    SIGKILL — it kills its whole process group.
+//!
+//! Why a supervisor rather than `exec`: `PR_SET_PDEATHSIG` only reaches the
+//! process it is set on; the shell's own children (`sleep 1000 &`) would
+//! survive the agent. The kernel also sends the death signal when the *thread*
+//! that forked exits (a tokio blocking thread, say), so the signal alone
+//! proves nothing: the supervisor compares `getppid()` with the parent it was
+//! given before it kills anything.
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::PathBuf;
+
+/// The hidden subcommand's name.
+pub const SUBCOMMAND: &str = "sandbox-exec";
+
+/// Exit status when the launcher itself fails (as `env`, `timeout`, `nice` do).
+pub const SETUP_FAILED: i32 = 125;
+/// `--probe` exit statuses: the namespace step failed, Landlock is missing.
+pub const PROBE_NO_NAMESPACE: i32 = 3;
+pub const PROBE_NO_LANDLOCK: i32 = 4;
+
+/// The death signal; it doubles as "hang up" from a closing terminal.
+const DEATH_SIGNAL: libc::c_int = libc::SIGHUP;
+
+/// Words every message of the launcher starts with: the agent recognises a
+/// sandbox that could not be set up by them.
+pub const MESSAGE_PREFIX: &str = "acp-coder sandbox:";
+
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct LaunchArgs {
+    pub roots: Vec<PathBuf>,
+    pub writable: Vec<PathBuf>,
+    pub network: bool,
+    pub sandbox: bool,
+    pub namespace: bool,
+    pub parent: Option<i32>,
+    pub probe: bool,
+    pub program: Vec<OsString>,
+}
+
+pub(super) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<LaunchArgs, String> {
+    let mut a = LaunchArgs {
+        network: true,
+        sandbox: true,
+        namespace: true,
+        ..LaunchArgs::default()
+    };
+    let mut it = args.into_iter();
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
+        match arg.to_str() {
+            Some("--root") => a.roots.push(value("--root")?.into()),
+            Some("--writable") => a.writable.push(value("--writable")?.into()),
+            Some("--no-network") => a.network = false,
+            Some("--no-sandbox") => a.sandbox = false,
+            Some("--landlock-only") => a.namespace = false,
+            Some("--probe") => a.probe = true,
+            Some("--parent") => {
+                let v = value("--parent")?;
+                a.parent = Some(
+                    v.to_str()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or_else(|| format!("--parent: {v:?} is not a process id"))?,
+                );
+            }
+            Some("--") => {
+                a.program = it.collect();
+                break;
+            }
+            _ => return Err(format!("unknown argument {arg:?}")),
+        }
+    }
+    if a.program.is_empty() && !a.probe {
+        return Err("no program given after --".into());
+    }
+    Ok(a)
+}
+
+/// Runs the launcher when `argv[1]` is [`SUBCOMMAND`]; returns its exit status.
+/// Call it first thing in `main`, before any thread exists.
+pub fn dispatch() -> Option<u8> {
+    let mut args = std::env::args_os();
+    let _exe = args.next();
+    if args.next().as_deref() != Some(std::ffi::OsStr::new(SUBCOMMAND)) {
+        return None;
+    }
+    let code = match parse(args) {
+        Ok(a) => run(a),
+        Err(e) => fail(&format!(
+            "{e} (usage: sandbox-exec [--root DIR]... -- PROGRAM [ARG]...)"
+        )),
+    };
+    Some(u8::try_from(code).unwrap_or(u8::MAX))
+}
+
+fn fail(message: &str) -> i32 {
+    // The launcher has no log: stderr is where the agent or the terminal looks.
+    eprintln!("{MESSAGE_PREFIX} {message}");
+    SETUP_FAILED
+}
+
+fn run(a: LaunchArgs) -> i32 {
+    // Signals the supervisor handles itself, synchronously (sigwaitinfo).
+    // Blocked before anything can deliver them; the child gets an empty
+    // mask back from std's spawn.
+    let set = signal_set();
+    // SAFETY: plain libc calls on a local sigset; the process has one thread.
+    unsafe {
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    // SAFETY: prctl/getppid/getpgrp/setpgid take no pointers.
+    let parent = unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            DEATH_SIGNAL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        let now = libc::getppid();
+        if a.parent.is_some_and(|p| p != now) {
+            // The agent is already gone: start nothing.
+            return fail("the agent that started this command has exited");
+        }
+        if libc::getpgrp() != libc::getpid() {
+            libc::setpgid(0, 0);
+        }
+        a.parent.unwrap_or(now)
+    };
+    // /dev/null for the supervisor's own stdio once the child has started
+    // (opened before Landlock, though the rules allow it anyway).
+    let devnull = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .ok();
+
+    if a.probe {
+        return probe(&a);
+    }
+    if a.sandbox {
+        if a.namespace
+            && let Err(e) = super::mounts::enter(&a.roots, !a.network)
+        {
+            return fail(&e.to_string());
+        }
+        let mut writable = a.roots.clone();
+        writable.extend(a.writable.iter().cloned());
+        let netns = a.namespace && !a.network;
+        if let Err(e) = super::rules::restrict(&writable, a.network, netns) {
+            return fail(&e.to_string());
+        }
+    }
+
+    let mut program = a.program.into_iter();
+    let name = program.next().unwrap_or_default();
+    let child = match std::process::Command::new(&name).args(program).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "{MESSAGE_PREFIX} cannot run {}: {e}",
+                name.to_string_lossy()
+            );
+            return if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+        }
+    };
+    if let Some(null) = devnull {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: dup2 onto our own standard descriptors: the child keeps
+        // its copies, so pipes reach EOF when the child's side closes.
+        unsafe {
+            for fd in 0..3 {
+                libc::dup2(null.as_raw_fd(), fd);
+            }
+        }
+    }
+    supervise(child.id() as libc::pid_t, parent, &set)
+}
+
+fn signal_set() -> libc::sigset_t {
+    // SAFETY: sigset manipulation on a zeroed local.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [
+            libc::SIGCHLD,
+            libc::SIGHUP,
+            libc::SIGINT,
+            libc::SIGQUIT,
+            libc::SIGTERM,
+            libc::SIGUSR1,
+            libc::SIGUSR2,
+        ] {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Waits for the child; passes signals on; kills the group when the parent dies.
+fn supervise(child: libc::pid_t, parent: libc::pid_t, set: &libc::sigset_t) -> i32 {
+    loop {
+        // SAFETY: sigwaitinfo/getppid/kill/waitpid with valid pointers to locals.
+        unsafe {
+            if libc::getppid() != parent {
+                libc::killpg(libc::getpgrp(), libc::SIGKILL);
+            }
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let sig = libc::sigwaitinfo(set, &mut info);
+            if sig == libc::SIGCHLD || sig < 0 {
+                let mut status = 0;
+                loop {
+                    let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
+                    if pid == child {
+                        return mirror(std::process::ExitStatus::from_raw(status));
+                    }
+                    if pid <= 0 {
+                        break;
+                    }
+                }
+                continue;
+            }
+            if libc::getppid() != parent {
+                // The agent (or the editor) died: nothing of ours outlives it.
+                libc::killpg(libc::getpgrp(), libc::SIGKILL);
+            }
+            // A signal for us alone (an editor killing the terminal's
+            // process, or a spurious death signal from an exiting thread of
+            // the parent): the command gets it. Signals to the whole group
+            // reach the child directly as well; a second SIGTERM is harmless.
+            if sig != DEATH_SIGNAL || info.si_pid() != parent {
+                libc::kill(child, sig);
+            }
+        }
+    }
+}
+
+/// Ends the launcher the way its child ended.
+fn mirror(status: std::process::ExitStatus) -> i32 {
+    if let Some(code) = status.code() {
+        return code;
+    }
+    let sig = status.signal().unwrap_or(libc::SIGKILL);
+    // SAFETY: resetting our own disposition and mask, then raising: the
+    // agent sees "killed by SIGx" as if it had run the command itself. No
+    // core file for a re-raised SIGSEGV/SIGABRT: the child already dumped.
+    unsafe {
+        let no_core = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        libc::signal(sig, libc::SIG_DFL);
+        let mut only: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut only);
+        libc::sigaddset(&mut only, sig);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &only, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+    128 + sig
+}
+
+/// `--probe`: sets up a sandbox around the temp directory and reports what
+/// worked (the agent runs it once at start-up, `doctor` shows the result).
+fn probe(a: &LaunchArgs) -> i32 {
+    let tmp = std::env::temp_dir();
+    let mut code = 0;
+    if let Err(e) = super::mounts::probe(&tmp, !a.network) {
+        eprintln!("{e}");
+        code = PROBE_NO_NAMESPACE;
+    }
+    let netns = code == 0 && !a.network;
+    if let Err(e) = super::rules::restrict(&[tmp], a.network, netns) {
+        eprintln!("{e}");
+        return PROBE_NO_LANDLOCK;
+    }
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn parses_the_launcher_line() {
+        let a = parse(os(&[
+            "--root",
+            "/p",
+            "--writable",
+            "/tmp",
+            "--no-network",
+            "--parent",
+            "42",
+            "--",
+            "sh",
+            "-c",
+            "echo --root",
+        ]))
+        .unwrap();
+        assert_eq!(a.roots, [PathBuf::from("/p")]);
+        assert_eq!(a.writable, [PathBuf::from("/tmp")]);
+        assert!(!a.network && a.sandbox && a.namespace);
+        assert_eq!(a.parent, Some(42));
+        assert_eq!(a.program, os(&["sh", "-c", "echo --root"]));
+        assert!(parse(os(&["--root"])).is_err());
+        assert!(parse(os(&["--bogus", "--", "x"])).is_err());
+        assert!(parse(os(&["--root", "/p"])).is_err());
+        assert!(parse(os(&["--parent", "x", "--", "sh"])).is_err());
+        let a = parse(os(&["--no-sandbox", "--landlock-only", "--", "x"])).unwrap();
+        assert!(!a.sandbox && !a.namespace);
+    }
+}

@@ -1,0 +1,261 @@
+//! The command sandbox (issue 14; DESIGN §3 "Modes and permissions";
+//! SECURITY.md §1): commands that run without a per-command "allow" from the
+//! user — full-auto, or a remembered "always" prefix — may write only inside
+//! the session roots, the temp directory and the usual devices; `.git/config`
+//! and `.git/hooks/` stay read-only; reads are allowed everywhere; the
+//! network is optional (`sandbox_network` in the config file).
+//!
+//! Everything goes through the agent's own binary in its launcher mode
+//! ([`launcher`], `acp-coder sandbox-exec … -- sh -c CMD`): local commands,
+//! editor-terminal commands (so the editor still shows them live) and, with
+//! `--no-sandbox`, unsandboxed commands and MCP stdio servers, which then
+//! still die with the agent even when it is killed with SIGKILL.
+//!
+//! What this machine allows is probed once, in the background, at start-up
+//! ([`level`]): Landlock plus the mount namespace ([`Level::Full`]), Landlock
+//! alone ([`Level::LandlockOnly`]: `.git` unprotected, so the old
+//! outside-paths check of command lines stays), or nothing
+//! ([`Level::Unavailable`]: the old behaviour).
+pub mod launcher;
+mod mounts;
+mod rules;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+pub use launcher::{MESSAGE_PREFIX, SUBCOMMAND};
+
+/// What the sandbox can do on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Level {
+    /// Landlock (kernel ABI `abi`) and the read-only `.git` mounts.
+    Full { abi: i32 },
+    /// Landlock only: writes are confined but `.git/config` and hooks are
+    /// not protected (`why`: the namespace step failed).
+    LandlockOnly { abi: i32, why: String },
+    /// No sandbox (`why`).
+    Unavailable { why: String },
+}
+
+impl Level {
+    /// Whether commands run confined at all.
+    pub fn confines(&self) -> bool {
+        !matches!(self, Level::Unavailable { .. })
+    }
+
+    /// Whether the sandbox makes the outside-paths check of command lines
+    /// unnecessary for commands that run without asking: only when it also
+    /// protects `.git`.
+    pub fn replaces_path_check(&self) -> bool {
+        matches!(self, Level::Full { .. })
+    }
+
+    /// One line for `doctor` and the log.
+    pub fn describe(&self) -> String {
+        match self {
+            Level::Full { abi } => format!(
+                "commands run sandboxed: Landlock ABI {abi} (writes only in the project, the temp directory and devices) and a private mount namespace (.git/config and .git/hooks read-only)"
+            ),
+            Level::LandlockOnly { abi, why } => format!(
+                "commands run sandboxed by Landlock ABI {abi} (writes only in the project, the temp directory and devices), but .git/config and .git/hooks are NOT protected: {why}; commands naming paths outside the project still ask"
+            ),
+            Level::Unavailable { why } => format!(
+                "no command sandbox ({why}); full-auto asks before commands that name paths outside the project"
+            ),
+        }
+    }
+}
+
+static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
+static LEVEL: OnceLock<Level> = OnceLock::new();
+
+/// Makes `exe` (the agent's own binary) the launcher and probes the sandbox
+/// in the background, so the first command does not wait for it. Without
+/// this call (the library inside another program) commands run as before:
+/// unsandboxed, unsupervised.
+pub fn init(exe: PathBuf) {
+    if LAUNCHER.set(exe).is_ok() {
+        std::thread::spawn(|| {
+            let level = level();
+            tracing::info!(sandbox = %level.describe(), "command sandbox");
+        });
+    }
+}
+
+/// The sandbox level (probed once; blocks for the probe the first time).
+pub fn level() -> &'static Level {
+    LEVEL.get_or_init(probe)
+}
+
+fn probe() -> Level {
+    let Some(exe) = LAUNCHER.get() else {
+        return Level::Unavailable {
+            why: "the agent runs inside another program, without its launcher".into(),
+        };
+    };
+    let abi = rules::kernel_abi();
+    if abi < rules::MIN_ABI {
+        return Level::Unavailable {
+            why: format!(
+                "the kernel's Landlock ABI is {abi}; the sandbox needs {}: Linux 6.2 or newer with Landlock enabled",
+                rules::MIN_ABI
+            ),
+        };
+    }
+    let out = std::process::Command::new(exe)
+        .args([SUBCOMMAND, "--probe"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Level::Full { abi },
+        Ok(o) => {
+            let why = String::from_utf8_lossy(&o.stderr)
+                .trim()
+                .replace('\n', "; ");
+            if o.status.code() == Some(launcher::PROBE_NO_NAMESPACE) {
+                Level::LandlockOnly { abi, why }
+            } else {
+                Level::Unavailable {
+                    why: format!("the sandbox probe failed: {why}"),
+                }
+            }
+        }
+        Err(e) => Level::Unavailable {
+            why: format!("cannot run the launcher {}: {e}", exe.display()),
+        },
+    }
+}
+
+/// How one command is to be confined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Writable trees whose `.git` is protected: the session roots (and a
+    /// working directory outside them that the user allowed).
+    pub roots: Vec<PathBuf>,
+    /// Whether the command may use the network.
+    pub network: bool,
+}
+
+/// The temp directories commands may write: `$TMPDIR` (or `/tmp`) and `/tmp`.
+fn temp_dirs() -> Vec<PathBuf> {
+    let mut v = vec![std::env::temp_dir()];
+    if !v.contains(&PathBuf::from("/tmp")) {
+        v.push("/tmp".into());
+    }
+    v
+}
+
+/// The command line that runs `program args` through the launcher: confined
+/// by `policy` when given (and the sandbox is available), else only
+/// supervised. `None` when there is no launcher (run `program` directly).
+/// `parent`: the agent's pid for processes it starts itself (the editor
+/// starts terminal commands: none then).
+pub fn wrap(
+    program: &str,
+    args: &[&str],
+    policy: Option<&Policy>,
+    parent: Option<u32>,
+) -> Option<(PathBuf, Vec<OsString>)> {
+    let exe = LAUNCHER.get()?;
+    let mut v: Vec<OsString> = vec![SUBCOMMAND.into()];
+    match policy {
+        Some(p) if level().confines() => {
+            for r in &p.roots {
+                v.push("--root".into());
+                v.push(r.into());
+            }
+            for t in temp_dirs() {
+                v.push("--writable".into());
+                v.push(t.into());
+            }
+            if !p.network {
+                v.push("--no-network".into());
+            }
+            if !level().replaces_path_check() {
+                v.push("--landlock-only".into());
+            }
+        }
+        _ => v.push("--no-sandbox".into()),
+    }
+    if let Some(pid) = parent {
+        v.push("--parent".into());
+        v.push(pid.to_string().into());
+    }
+    v.push("--".into());
+    v.push(program.into());
+    v.extend(args.iter().map(OsString::from));
+    Some((exe.clone(), v))
+}
+
+/// Whether a failed sandboxed command looks like the sandbox stopped it:
+/// a write outside the allowed trees fails with `EACCES` ("Permission
+/// denied"), one on a protected git file with `EROFS` ("Read-only file
+/// system"), a denied mount with `EPERM`; or the sandbox could not be set up.
+pub fn looks_denied(output: &str) -> bool {
+    let lower = output.to_ascii_lowercase();
+    [
+        "permission denied",
+        "read-only file system",
+        "operation not permitted",
+        "errno 13",
+        "errno 30",
+        "eacces",
+        "erofs",
+    ]
+    .iter()
+    .any(|m| lower.contains(m))
+        || output.contains(MESSAGE_PREFIX)
+}
+
+/// A working directory outside `roots` is added as a writable root.
+pub fn policy_for(roots: &[PathBuf], cwd: &Path, network: bool) -> Policy {
+    let mut roots = roots.to_vec();
+    if !roots.iter().any(|r| cwd.starts_with(r)) {
+        roots.push(cwd.to_path_buf());
+    }
+    Policy { roots, network }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn denials_are_recognised() {
+        assert!(looks_denied("sh: 1: cannot create /x/y: Permission denied"));
+        assert!(looks_denied(
+            "touch: cannot touch '.git/config': Read-only file system"
+        ));
+        assert!(looks_denied(
+            "PermissionError: [Errno 13] Permission denied: '/x'"
+        ));
+        assert!(looks_denied(
+            "acp-coder sandbox: cannot make /p a mount point"
+        ));
+        assert!(!looks_denied("error[E0425]: cannot find value `x`"));
+    }
+
+    #[test]
+    fn outside_cwd_becomes_a_root() {
+        let p = policy_for(&["/p".into()], Path::new("/p/sub"), true);
+        assert_eq!(p.roots, [PathBuf::from("/p")]);
+        let p = policy_for(&["/p".into()], Path::new("/q"), false);
+        assert_eq!(p.roots, [PathBuf::from("/p"), PathBuf::from("/q")]);
+        assert!(!p.network);
+    }
+
+    #[test]
+    fn levels_say_what_applies() {
+        assert!(Level::Full { abi: 7 }.replaces_path_check());
+        let l = Level::LandlockOnly {
+            abi: 7,
+            why: "no userns".into(),
+        };
+        assert!(l.confines() && !l.replaces_path_check());
+        assert!(l.describe().contains("NOT protected"));
+        let u = Level::Unavailable { why: "old".into() };
+        assert!(!u.confines() && u.describe().contains("no command sandbox"));
+    }
+}

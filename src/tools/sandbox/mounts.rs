@@ -1,0 +1,338 @@
+//! The namespace step of the sandbox: a private mount namespace (inside a new
+//! user namespace unless the launcher already holds `CAP_SYS_ADMIN`, i.e. runs
+//! as root) in which git's executable configuration inside the session roots
+//! is bind-mounted read-only onto itself.
+//!
+//! Landlock grants write access to whole trees and cannot carve a read-only
+//! subtree out of a writable one; a read-only bind mount can (bubblewrap does
+//! the same for Codex). Plain syscalls through `libc`, no `bwrap` needed.
+//!
+//! What is protected, for each root `R` (DESIGN §3 "Modes and permissions"):
+//! - `R/.git` when it is a file (a worktree's or submodule's `gitdir:` pointer);
+//! - in the git directory `R/.git` and each submodule git directory under
+//!   `.git/modules/`: `config`, `config.worktree`, `commondir` and `hooks/`
+//!   (created empty when missing, as `git init` would); in each
+//!   `.git/worktrees/*`: `config.worktree` and `commondir`.
+//!
+//! The roots and those git directories are also bound onto themselves
+//! (read-write): a mount point cannot be renamed or removed (`EBUSY`), so a
+//! command cannot move `.git` aside and put a new one with its own `config`
+//! in its place. Landlock then forbids any further mount or unmount.
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::{Path, PathBuf};
+
+/// Submodule git directories looked at, at most (each costs two mounts).
+const MAX_GIT_DIRS: usize = 64;
+/// Nesting of `.git/modules/` walked (`a/b` submodule names, nested submodules).
+const MAX_DEPTH: usize = 6;
+
+#[derive(Debug, thiserror::Error)]
+pub enum NamespaceError {
+    #[error(
+        "cannot create a private mount namespace ({0}); unprivileged user namespaces may be \
+         disabled (sysctl kernel.unprivileged_userns_clone, or AppArmor's \
+         kernel.apparmor_restrict_unprivileged_userns)"
+    )]
+    Unshare(io::Error),
+    #[error("cannot map the user and group ids into the new user namespace ({0})")]
+    IdMap(io::Error),
+    #[error("cannot make {}: {source}", what)]
+    Mount { what: String, source: io::Error },
+    #[error(
+        "cannot protect {}: it is a symbolic link; a command could replace it (make it a regular file or directory)",
+        .0.display()
+    )]
+    Symlink(PathBuf),
+}
+
+/// Enters the namespaces and makes the protected paths read-only.
+pub fn enter(roots: &[PathBuf], network_off: bool) -> Result<(), NamespaceError> {
+    unshare(network_off)?;
+    let (mut pinned, mut readonly) = (Vec::new(), Vec::new());
+    for root in roots {
+        protected(root, &mut pinned, &mut readonly)?;
+    }
+    for p in &pinned {
+        bind(p, false)?;
+    }
+    for p in &readonly {
+        bind(p, true)?;
+    }
+    // The working directory still points into the mounts as they were
+    // before: resolve it again, or `echo x >> .git/config` run from the
+    // root would write through the old, writable mount.
+    if let Ok(cwd) = std::env::current_dir() {
+        std::env::set_current_dir(&cwd).map_err(|source| NamespaceError::Mount {
+            what: format!("{} the working directory again", cwd.display()),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// What `--probe` checks: the namespace, and a read-only bind of `dir`.
+pub fn probe(dir: &Path, network_off: bool) -> Result<(), NamespaceError> {
+    unshare(network_off)?;
+    bind(dir, true)
+}
+
+fn unshare(network_off: bool) -> Result<(), NamespaceError> {
+    let net = if network_off { libc::CLONE_NEWNET } else { 0 };
+    // SAFETY: the ids are read before the namespace changes; unshare takes flags only.
+    let (uid, gid, euid) = unsafe { (libc::getuid(), libc::getgid(), libc::geteuid()) };
+    let mut user_ns = false;
+    // Root (CAP_SYS_ADMIN) needs no user namespace; otherwise, or if root's
+    // attempt is refused (a container without the capability), make one.
+    // SAFETY: unshare takes flags only; the launcher is single-threaded.
+    let direct = euid == 0 && unsafe { libc::unshare(libc::CLONE_NEWNS | net) } == 0;
+    if !direct {
+        // SAFETY: as above.
+        if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | net) } != 0 {
+            return Err(NamespaceError::Unshare(io::Error::last_os_error()));
+        }
+        user_ns = true;
+    }
+    if user_ns {
+        let write = |file: &str, text: String| {
+            std::fs::write(format!("/proc/self/{file}"), text).map_err(NamespaceError::IdMap)
+        };
+        write("setgroups", "deny".into())?;
+        write("uid_map", format!("{uid} {uid} 1"))?;
+        write("gid_map", format!("{gid} {gid} 1"))?;
+    }
+    // Our mounts must not propagate back to the agent's namespace.
+    mount(
+        None,
+        Path::new("/"),
+        libc::MS_REC | libc::MS_PRIVATE,
+        "the mounts private",
+    )
+}
+
+/// Collects, for one root, what to pin (bind onto itself) and what to make read-only.
+fn protected(
+    root: &Path,
+    pinned: &mut Vec<PathBuf>,
+    readonly: &mut Vec<PathBuf>,
+) -> Result<(), NamespaceError> {
+    if !root.is_dir() {
+        return Ok(());
+    }
+    pinned.push(root.to_path_buf());
+    let dotgit = root.join(".git");
+    match std::fs::symlink_metadata(&dotgit) {
+        Ok(m) if m.file_type().is_symlink() => return Err(NamespaceError::Symlink(dotgit)),
+        Ok(m) if m.is_file() => readonly.push(dotgit),
+        Ok(m) if m.is_dir() => {
+            let mut budget = MAX_GIT_DIRS;
+            git_dir(&dotgit, 0, &mut budget, pinned, readonly)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn git_dir(
+    dir: &Path,
+    depth: usize,
+    budget: &mut usize,
+    pinned: &mut Vec<PathBuf>,
+    readonly: &mut Vec<PathBuf>,
+) -> Result<(), NamespaceError> {
+    if *budget == 0 {
+        return Ok(());
+    }
+    *budget -= 1;
+    pinned.push(dir.to_path_buf());
+    let hooks = dir.join("hooks");
+    if std::fs::symlink_metadata(&hooks).is_err() {
+        // Nothing to bind on otherwise, and a command could create it.
+        let _ = std::fs::create_dir(&hooks);
+    }
+    for name in ["config", "config.worktree", "commondir", "hooks"] {
+        existing(&dir.join(name), readonly)?;
+    }
+    if let Ok(entries) = std::fs::read_dir(dir.join("worktrees")) {
+        for e in entries.flatten() {
+            for name in ["config.worktree", "commondir"] {
+                existing(&e.path().join(name), readonly)?;
+            }
+        }
+    }
+    submodules(&dir.join("modules"), depth, budget, pinned, readonly)
+}
+
+/// Submodule git directories: `modules/<name>` where `<name>` may contain `/`.
+fn submodules(
+    dir: &Path,
+    depth: usize,
+    budget: &mut usize,
+    pinned: &mut Vec<PathBuf>,
+    readonly: &mut Vec<PathBuf>,
+) -> Result<(), NamespaceError> {
+    if depth >= MAX_DEPTH {
+        return Ok(());
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        if path.join("HEAD").is_file() {
+            git_dir(&path, depth + 1, budget, pinned, readonly)?;
+        } else {
+            submodules(&path, depth + 1, budget, pinned, readonly)?;
+        }
+    }
+    Ok(())
+}
+
+fn existing(path: &Path, readonly: &mut Vec<PathBuf>) -> Result<(), NamespaceError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(NamespaceError::Symlink(path.to_path_buf())),
+        Ok(_) => {
+            readonly.push(path.to_path_buf());
+            Ok(())
+        }
+        Err(_) => Ok(()),
+    }
+}
+
+/// Binds `path` onto itself; `readonly` then remounts the bind read-only,
+/// keeping the flags the original mount has (a user namespace may not drop
+/// `nosuid`/`nodev`/`noexec` it inherited).
+fn bind(path: &Path, readonly: bool) -> Result<(), NamespaceError> {
+    let what = |kind: &str| format!("{} {kind}", path.display());
+    mount(
+        Some(path),
+        path,
+        libc::MS_BIND | libc::MS_REC,
+        &what("a mount point"),
+    )?;
+    if !readonly {
+        return Ok(());
+    }
+    let flags = locked_flags(path);
+    mount(
+        None,
+        path,
+        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags,
+        &what("read-only"),
+    )
+}
+
+fn locked_flags(path: &Path) -> libc::c_ulong {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return 0;
+    };
+    // SAFETY: statvfs fills a zeroed local; `c` is a valid C string.
+    let f = unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c.as_ptr(), &mut st) != 0 {
+            return 0;
+        }
+        st.f_flag
+    };
+    let mut flags = 0;
+    for (st, ms) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if f & st != 0 {
+            flags |= ms;
+        }
+    }
+    flags
+}
+
+fn mount(
+    source: Option<&Path>,
+    target: &Path,
+    flags: libc::c_ulong,
+    what: &str,
+) -> Result<(), NamespaceError> {
+    let err = |source| NamespaceError::Mount {
+        what: what.to_owned(),
+        source,
+    };
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| err(io::Error::from(io::ErrorKind::InvalidInput)))
+    };
+    let target_c = c(target)?;
+    let source_c = source.map(c).transpose()?;
+    // SAFETY: valid C strings (or null) for mount(2); no data argument.
+    let r = unsafe {
+        libc::mount(
+            source_c.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+            target_c.as_ptr(),
+            std::ptr::null(),
+            flags,
+            std::ptr::null(),
+        )
+    };
+    if r != 0 {
+        return Err(err(io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_what_git_executes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let g = root.join(".git");
+        std::fs::create_dir_all(g.join("modules/lib/a/modules/inner")).unwrap();
+        std::fs::write(g.join("config"), "").unwrap();
+        std::fs::write(g.join("HEAD"), "").unwrap();
+        std::fs::write(g.join("modules/lib/a/HEAD"), "").unwrap();
+        std::fs::write(g.join("modules/lib/a/config"), "").unwrap();
+        std::fs::write(g.join("modules/lib/a/modules/inner/HEAD"), "").unwrap();
+        std::fs::create_dir_all(g.join("worktrees/w")).unwrap();
+        std::fs::write(g.join("worktrees/w/commondir"), "../..").unwrap();
+        let (mut pinned, mut ro) = (Vec::new(), Vec::new());
+        protected(root, &mut pinned, &mut ro).unwrap();
+        assert_eq!(pinned[..2], [root.to_path_buf(), g.clone()], "{pinned:?}");
+        assert!(pinned.contains(&g.join("modules/lib/a")));
+        assert!(pinned.contains(&g.join("modules/lib/a/modules/inner")));
+        for p in [
+            "config",
+            "hooks",
+            "worktrees/w/commondir",
+            "modules/lib/a/config",
+            "modules/lib/a/hooks",
+            "modules/lib/a/modules/inner/hooks",
+        ] {
+            assert!(ro.contains(&g.join(p)), "{p} in {ro:?}");
+        }
+        // A missing hooks directory is created so that it can be protected.
+        assert!(g.join("hooks").is_dir());
+
+        // A `.git` file (worktree, submodule) is protected itself.
+        let wt = tempfile::tempdir().unwrap();
+        std::fs::write(wt.path().join(".git"), "gitdir: /x").unwrap();
+        let (mut pinned, mut ro) = (Vec::new(), Vec::new());
+        protected(wt.path(), &mut pinned, &mut ro).unwrap();
+        assert_eq!(ro, [wt.path().join(".git")]);
+
+        // A symlinked config could be swapped for another file: refused.
+        let l = tempfile::tempdir().unwrap();
+        std::fs::create_dir(l.path().join(".git")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", l.path().join(".git/config")).unwrap();
+        let r = protected(l.path(), &mut Vec::new(), &mut Vec::new());
+        assert!(matches!(r, Err(NamespaceError::Symlink(_))), "{r:?}");
+    }
+}

@@ -1,0 +1,399 @@
+//! The command sandbox (issue 14, SECURITY.md §1): in full-auto, commands
+//! run through the agent's launcher with Landlock and a private mount
+//! namespace. Every bypass of the old command-line check fails to write
+//! outside the roots; `.git/config` and `.git/hooks/` stay read-only; editor
+//! terminals are confined the same way; the network can be turned off; a
+//! denied command may be run again without the sandbox if the user says so;
+//! commands die with the agent even when it is killed with SIGKILL.
+//!
+//! The "outside" directory lives under the target directory: the temp
+//! directory (where workspaces live) is writable by design.
+
+use super::common::write_config;
+use super::tools_common::{Harness, Via, eventually, process_alive, wait_pid_file};
+use crate::support::{PermissionDecision, Workspace, full_capabilities, no_capabilities};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Whether this kernel has Landlock; prints why not when it does not. The
+/// namespace step is not optional: where Landlock exists the tests run.
+fn landlock() -> bool {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_acp-coder"))
+        .args(["sandbox-exec", "--probe"])
+        .output()
+        .expect("run the launcher probe");
+    // 4: no Landlock (see tools::sandbox::launcher::PROBE_NO_LANDLOCK).
+    if out.status.code() == Some(4) {
+        eprintln!(
+            "skipping: this kernel has no usable Landlock ({})",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        return false;
+    }
+    true
+}
+
+/// A directory outside the roots and outside the temp directory.
+fn outside() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("sandbox-outside-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("outside dir")
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A full-auto session whose HOME is `home` (so that `cd` and `~` lead
+/// there), with `config` as the config file.
+async fn full_auto(via: Via, ws: Workspace, home: &Path, config: &str) -> Harness {
+    let config_home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    write_config(config_home.path(), config);
+    let xdg = config_home.path().join(".config");
+    let caps = match via {
+        Via::Editor => full_capabilities(),
+        Via::Local => no_capabilities(),
+    };
+    let env = vec![
+        ("HOME".to_owned(), home.display().to_string()),
+        ("XDG_CONFIG_HOME".to_owned(), xdg.display().to_string()),
+    ];
+    let h = Harness::start_with(caps, ws, "", env).await;
+    // The config was read at start-up; the directory may go.
+    drop(config_home);
+    h.set_mode("full-auto").await;
+    h
+}
+
+/// The first path component of `p` with its second character replaced by `?`.
+fn globbed(p: &Path) -> (String, String) {
+    let s = p.display().to_string();
+    let mut parts = s[1..].splitn(2, '/');
+    let top = parts.next().unwrap();
+    let rest = parts.next().unwrap_or_default().to_owned();
+    let glob: String = top
+        .chars()
+        .enumerate()
+        .map(|(i, c)| if i == 1 { '?' } else { c })
+        .collect();
+    (format!("/{glob}"), rest)
+}
+
+/// The login name and home directory of the user running the tests.
+fn me() -> (String, PathBuf) {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "id -un; getent passwd \"$(id -un)\" | cut -d: -f6"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = text.lines();
+    (
+        lines.next().unwrap_or_default().to_owned(),
+        PathBuf::from(lines.next().unwrap_or("/nonexistent")),
+    )
+}
+
+async fn bypasses(via: Via) {
+    if !landlock() {
+        return;
+    }
+    let out = outside();
+    let o = out.path().display().to_string();
+    let (glob_top, glob_rest) = globbed(out.path());
+    let half = o.len() / 2;
+    let (user, user_home) = me();
+    let marker = format!("acp-coder-sandbox-test-{}", std::process::id());
+    let commands = [
+        // A backslash-newline inside an absolute path.
+        format!("echo x > {}\\\n{}/backslash.txt", &o[..half], &o[half..]),
+        // A glob in the top-level directory name.
+        format!("cd {glob_top} && echo x > {glob_rest}/glob.txt"),
+        // An option glued to its path.
+        format!("echo x | sort -o{o}/sort.txt"),
+        // `~user`.
+        format!("echo x > ~{user}/{marker}"),
+        // `cd` with no argument (HOME is the outside directory).
+        "cd && echo x > cd.txt".to_owned(),
+        // Command substitution.
+        format!("echo x > $(printf %s {o})/subst.txt"),
+        // eval.
+        format!("eval 'echo x > {o}/eval.txt'"),
+        // A program writing by itself.
+        format!("python3 -c \"open('{o}/py.txt', 'w').write('x')\""),
+    ];
+    let ws = Workspace::new();
+    let h = full_auto(via, ws, out.path(), "").await;
+    // Each denial offers to run the command without the sandbox: refuse.
+    h.editor
+        .set_default_permission(Some(PermissionDecision::RejectOnce));
+    let mut calls: Vec<(String, serde_json::Value)> = commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("c{i}"), json!({"command": c})))
+        .collect();
+    calls.push((
+        "inside".into(),
+        json!({"command": "echo fine > inside.txt"}),
+    ));
+    let refs: Vec<(&str, &str, serde_json::Value)> = calls
+        .iter()
+        .map(|(id, a)| (id.as_str(), "run_command", a.clone()))
+        .collect();
+    h.run_calls(&refs).await;
+
+    assert_eq!(
+        names_in(out.path()),
+        Vec::<String>::new(),
+        "written outside"
+    );
+    assert!(!user_home.join(&marker).exists(), "written in ~{user}");
+    assert_eq!(
+        std::fs::read_to_string(h.ws.join("inside.txt")).unwrap(),
+        "fine\n"
+    );
+    for (i, c) in commands.iter().enumerate() {
+        let result = h.tool_result(&format!("c{i}"));
+        assert!(
+            !result.starts_with("Exit code: 0"),
+            "{c:?} succeeded: {result}"
+        );
+        assert!(
+            result.contains("declined to run it without the sandbox"),
+            "{c:?}: {result}"
+        );
+    }
+    // No command asked before running: only the offers to run unsandboxed.
+    let asked: Vec<String> = h
+        .editor
+        .permission_requests()
+        .iter()
+        .map(|p| {
+            let ids: Vec<&str> = p.params["options"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o["optionId"].as_str().unwrap())
+                .collect();
+            assert_eq!(ids, ["run-unsandboxed", "keep-sandboxed"]);
+            p.params["toolCall"]["toolCallId"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let expected: Vec<String> = (0..commands.len()).map(|i| format!("c{i}")).collect();
+    assert_eq!(asked, expected);
+}
+
+#[tokio::test]
+async fn bypasses_of_the_old_check_cannot_write_outside_local() {
+    bypasses(Via::Local).await;
+}
+
+#[tokio::test]
+async fn bypasses_of_the_old_check_cannot_write_outside_in_editor_terminals() {
+    bypasses(Via::Editor).await;
+}
+
+async fn git_protected(via: Via) {
+    if !landlock() {
+        return;
+    }
+    let home = outside();
+    let ws = Workspace::builder().file("a.txt", "a\n").git().build();
+    let config = std::fs::read_to_string(ws.join(".git/config")).unwrap();
+    let h = full_auto(via, ws, home.path(), "").await;
+    h.editor
+        .set_default_permission(Some(PermissionDecision::RejectOnce));
+    let attacks = [
+        "git config core.fsmonitor 'touch /tmp/pwned'",
+        "echo '[core] fsmonitor = evil' >> .git/config",
+        "echo evil > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout",
+        "rm -rf .git/hooks",
+        "mv .git .git-aside && mkdir .git",
+        "mv .git/config .git/config.old",
+        "cd .git && echo evil >> config",
+    ];
+    let mut calls: Vec<(String, serde_json::Value)> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("g{i}"), json!({"command": c})))
+        .collect();
+    calls.push((
+        "ok".into(),
+        json!({"command": "echo b >> a.txt && git add a.txt && git commit -qm b && git log --oneline | wc -l"}),
+    ));
+    let refs: Vec<(&str, &str, serde_json::Value)> = calls
+        .iter()
+        .map(|(id, a)| (id.as_str(), "run_command", a.clone()))
+        .collect();
+    h.run_calls(&refs).await;
+    assert_eq!(
+        std::fs::read_to_string(h.ws.join(".git/config")).unwrap(),
+        config
+    );
+    assert!(!h.ws.join(".git/hooks/post-checkout").exists());
+    assert!(h.ws.join(".git/hooks").is_dir());
+    assert!(!h.ws.join(".git-aside").exists());
+    for (i, attack) in attacks.iter().enumerate() {
+        let r = h.tool_result(&format!("g{i}"));
+        assert!(!r.starts_with("Exit code: 0"), "{attack}: {r}");
+    }
+    // Other project files, and git's own work (objects, index, refs), are writable.
+    let ok = h.tool_result("ok");
+    assert!(ok.starts_with("Exit code: 0"), "{ok}");
+    assert!(ok.contains('2'), "{ok}");
+    assert_eq!(
+        std::fs::read_to_string(h.ws.join("a.txt")).unwrap(),
+        "a\nb\n"
+    );
+}
+
+#[tokio::test]
+async fn git_config_and_hooks_are_read_only_local() {
+    git_protected(Via::Local).await;
+}
+
+#[tokio::test]
+async fn git_config_and_hooks_are_read_only_in_editor_terminals() {
+    git_protected(Via::Editor).await;
+}
+
+#[tokio::test]
+async fn editor_terminals_start_the_launcher() {
+    if !landlock() {
+        return;
+    }
+    let home = outside();
+    let h = full_auto(Via::Editor, Workspace::new(), home.path(), "").await;
+    h.run_tool("t", "run_command", json!({"command": "echo hi"}))
+        .await;
+    let create = h
+        .editor
+        .terminal_calls()
+        .into_iter()
+        .find(|c| c.method == "terminal/create")
+        .unwrap();
+    assert_eq!(create.params["command"], env!("CARGO_BIN_EXE_acp-coder"));
+    let args: Vec<String> = create.params["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(args[0], "sandbox-exec");
+    assert!(
+        args.windows(2)
+            .any(|w| w[0] == "--root" && w[1] == h.ws.path().display().to_string()),
+        "{args:?}"
+    );
+    assert_eq!(args[args.len() - 4..], ["--", "sh", "-c", "echo hi"]);
+    assert!(h.tool_result("t").contains("hi"));
+}
+
+async fn connect(h: &Harness, id: &str, port: u16) -> String {
+    let py = format!(
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5); print('connected')\""
+    );
+    h.run_tool(id, "run_command", json!({"command": py})).await
+}
+
+#[tokio::test]
+async fn network_off_blocks_a_loopback_connect() {
+    if !landlock() {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let home = outside();
+
+    let on = full_auto(Via::Local, Workspace::new(), home.path(), "").await;
+    let r = connect(&on, "on", port).await;
+    assert!(r.contains("connected"), "network on: {r}");
+
+    let off = full_auto(
+        Via::Local,
+        Workspace::new(),
+        home.path(),
+        "sandbox_network = false\n",
+    )
+    .await;
+    off.editor
+        .set_default_permission(Some(PermissionDecision::RejectOnce));
+    let r = connect(&off, "off", port).await;
+    assert!(
+        !r.contains("connected") && !r.starts_with("Exit code: 0"),
+        "network off: {r}"
+    );
+    // Only the one connection of the network-on session arrived.
+    listener.set_nonblocking(true).unwrap();
+    let mut accepted = 0;
+    while listener.accept().is_ok() {
+        accepted += 1;
+    }
+    assert_eq!(accepted, 1);
+}
+
+#[tokio::test]
+async fn a_denied_command_runs_again_unsandboxed_when_the_user_allows() {
+    if !landlock() {
+        return;
+    }
+    let out = outside();
+    let target = out.path().join("allowed.txt");
+    let h = full_auto(Via::Local, Workspace::new(), out.path(), "").await;
+    h.editor.push_permission(PermissionDecision::AllowOnce);
+    let r = h
+        .run_tool(
+            "w",
+            "run_command",
+            json!({"command": format!("echo x > {}", target.display())}),
+        )
+        .await;
+    assert_eq!(h.editor.permission_requests().len(), 1);
+    let ask = &h.editor.permission_requests()[0].params;
+    let text = ask["toolCall"]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("without the sandbox"), "{text}");
+    assert!(text.contains("Permission denied"), "{text}");
+    assert!(
+        r.contains("without the sandbox") && r.contains("Exit code: 0"),
+        "{r}"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
+}
+
+#[tokio::test]
+async fn commands_die_with_the_agent_even_on_sigkill() {
+    let home = outside();
+    let mut h = full_auto(Via::Local, Workspace::new(), home.path(), "").await;
+    let prompt = {
+        h.model.push(crate::support::Reply::tool_calls([(
+            "s",
+            "run_command",
+            json!({"command": "sleep 1000 & echo $! > pid.tmp && mv pid.tmp pid; wait"}),
+        )]));
+        h.editor.start_prompt(&h.sid, "go").await
+    };
+    let pid = wait_pid_file(&h.ws.join("pid")).await;
+    assert!(process_alive(pid));
+    h.editor.kill().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while process_alive(pid) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "sleep {pid} outlived the agent"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(prompt);
+    eventually("the sleep is gone", || !process_alive(pid)).await;
+}
