@@ -3,7 +3,7 @@
 //! Inside the session roots the mode decides; outside them (after resolving
 //! `..`, `~` and symlinks) reads ask in every mode and writes and commands ask
 //! in every mode and are refused in read-only. Writes to protected paths
-//! (`protected.rs`) ask in every mode too.
+//! (`protected.rs`), and to files with other hard links, ask in every mode too.
 //!
 //! "Always" answers are remembered per session as grants, each with an access
 //! kind and a scope, and a grant authorises only what its kind and scope say
@@ -23,7 +23,7 @@ use crate::tools::sanitize_title;
 
 use super::modes::Mode;
 pub use super::prefix::{command_prefix, matches_prefix};
-use super::protected::Protected;
+use super::protected::{Protected, linked_elsewhere};
 
 /// What to do with a prepared call.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,7 +154,7 @@ impl Bounds<'_> {
     }
 
     fn is_protected(&self, path: &Path) -> bool {
-        self.protected.covers(path, self.roots)
+        self.protected.covers(path, self.roots) || linked_elsewhere(path)
     }
 }
 

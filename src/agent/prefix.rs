@@ -143,6 +143,38 @@ const RUN_SUBCOMMANDS: [(&str, &str); 14] = [
     ("cargo", "exec"),
 ];
 
+/// Programs driven by subcommands whose global options change what runs
+/// (`git -c core.pager=… log`, `cargo --config …`, `docker -H …`): an option
+/// before the subcommand means no "always", since the prefix would be the
+/// bare program and cover every subcommand.
+const SUBCOMMAND_TOOLS: &[&str] = &[
+    "git",
+    "cargo",
+    "npm",
+    "pnpm",
+    "yarn",
+    "go",
+    "docker",
+    "podman",
+    "kubectl",
+    "helm",
+    "gh",
+    "uv",
+    "pip",
+    "poetry",
+    "rustup",
+    "dotnet",
+    "mvn",
+    "gradle",
+    "terraform",
+    "systemctl",
+    "brew",
+    "apt",
+    "apt-get",
+    "dnf",
+    "nix",
+];
+
 /// The reusable prefix of `command`, or `None` when it gets no "always".
 pub fn command_prefix(command: &str) -> Option<String> {
     if OPERATORS.iter().any(|op| command.contains(op)) {
@@ -189,6 +221,9 @@ fn prefix_of<'a>(words: &[&'a str]) -> Option<Vec<&'a str>> {
         let mut inner = prefix_of(&rest[1..])?;
         inner.splice(0..0, [first, sub]);
         return Some(inner);
+    }
+    if second.is_some_and(|s| s.starts_with('-')) && SUBCOMMAND_TOOLS.contains(&name.as_str()) {
+        return None;
     }
     match second {
         Some(second)
@@ -328,6 +363,10 @@ mod tests {
             "awk -f prog.awk",
             "sed -i s/a/b/ f",
             "R -e x",
+            "git -c core.fsmonitor=x status",
+            "git --exec-path=/tmp status",
+            "cargo --config x build",
+            "docker -H tcp://x ps",
             "find . -delete",
             "watch rm x",
             ". ./env.sh",

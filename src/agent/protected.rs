@@ -89,6 +89,18 @@ impl Protected {
     }
 }
 
+/// Whether `path` is a file with other hard links: writing it in place (as an
+/// editor may for `fs/write_text_file`) changes the other names too, which
+/// may be `.git/config` or a file outside the project (a hard link that a
+/// command made, or a package manager's store), so it is treated like a
+/// protected path. Local writes replace the file (a rename) and so never
+/// reach the other names, but the policy does not depend on how a write is
+/// done.
+pub fn linked_elsewhere(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.nlink() > 1)
+}
+
 /// Checks one glob as the config file gives it (used when loading the config,
 /// so a bad glob is reported with the key's name).
 pub fn compile(glob: &str) -> Result<globset::Glob, globset::Error> {
@@ -143,6 +155,18 @@ mod tests {
         ] {
             assert!(!p.covers(Path::new(path), &roots), "{path}");
         }
+    }
+
+    #[test]
+    fn hard_linked_files_count_as_linked_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        std::fs::write(&a, "x").unwrap();
+        assert!(!linked_elsewhere(&a));
+        std::fs::hard_link(&a, dir.path().join("b")).unwrap();
+        assert!(linked_elsewhere(&a));
+        assert!(!linked_elsewhere(dir.path()));
+        assert!(!linked_elsewhere(&dir.path().join("missing")));
     }
 
     #[test]

@@ -152,11 +152,15 @@ async fn the_reader_keeps_reading_while_the_editor_reads_nothing() {
     // Our request to the editor is stuck in the queue, but its answer (the
     // editor knows the id) is still read and delivered.
     let peer = e.peer.clone();
+    let queued = e.peer.backlog();
     let asked = tokio::spawn(async move {
         peer.request::<_, Value>("fs/read_text_file", &json!({}))
             .await
     });
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Queued (and so registered as pending) once the backlog grows.
+    while e.peer.backlog() == queued {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
     e.to_agent
         .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"content\":\"x\"}}\n")
         .await

@@ -362,3 +362,37 @@ async fn the_config_file_extends_the_protected_list() {
     assert_eq!(asked(&h), ["w1", "w2", "w3"]);
     assert_eq!(h.final_status("w4"), "completed");
 }
+
+/// A hard link made inside the project to `.git/config` or to a file outside
+/// it: an editor that saves in place would change the other name too, so
+/// writing it asks in every mode.
+#[tokio::test]
+async fn hard_linked_files_ask_in_full_auto() {
+    let h = start(Via::Editor, "full-auto").await;
+    std::fs::hard_link(
+        h.ws.join("proj/.git/config"),
+        h.ws.join("proj/innocent.txt"),
+    )
+    .unwrap();
+    std::fs::hard_link(h.ws.join("outside/notes.txt"), h.ws.join("proj/notes.txt")).unwrap();
+    h.editor
+        .set_default_permission(Some(PermissionDecision::RejectOnce));
+    h.run_calls(&[
+        (
+            "w1",
+            "write_file",
+            json!({"path": "innocent.txt", "content": "[core]\n\tfsmonitor = x\n"}),
+        ),
+        (
+            "e1",
+            "edit_file",
+            json!({"path": "notes.txt", "old_string": "notes", "new_string": "changed"}),
+        ),
+        ("r1", "read_file", json!({"path": "innocent.txt"})),
+    ])
+    .await;
+    assert_eq!(asked(&h), ["w1", "e1"]);
+    assert_eq!(h.ws.read("proj/.git/config"), "[core]\n\tbare = false\n");
+    assert_eq!(h.ws.read("outside/notes.txt"), "notes\n");
+    assert_eq!(h.final_status("r1"), "completed");
+}
