@@ -13,6 +13,7 @@ pub mod llm;
 pub mod login;
 pub mod mcp;
 pub mod rpc;
+pub mod skills;
 pub mod term;
 pub mod tools;
 pub mod trace;
