@@ -312,4 +312,39 @@ mod tests {
         assert!(parse(&[ContentBlock::text("/path/to/file is broken")]).is_none());
         assert_eq!(resolve(&cmds, "nope", ""), None);
     }
+
+    /// Skills become commands after the others; a taken name stays taken.
+    #[test]
+    fn skills_are_commands_after_the_built_ins() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["review", "deploy"] {
+            let d = dir.path().join("skills").join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(
+                d.join("SKILL.md"),
+                format!("---\nname: {name}\ndescription: Skill {name}\n---\nBODY-{name}\n"),
+            )
+            .unwrap();
+        }
+        let catalog = crate::skills::discover(&[crate::skills::Place {
+            dir: dir.path().join("skills"),
+            scope: crate::skills::Scope::User,
+        }]);
+        let cmds = with_skills(available(dir.path(), &dir.path().join("cfg")), &catalog);
+        let review: Vec<_> = cmds.iter().filter(|c| c.name == "review").collect();
+        assert_eq!(review.len(), 1);
+        assert_eq!(review[0].description, "Review the uncommitted changes");
+        let deploy = cmds.iter().find(|c| c.name == "deploy").unwrap();
+        assert_eq!(deploy.description, "Skill deploy");
+        assert_eq!(
+            resolve(&cmds, "deploy", "now"),
+            Some(Action::Skill("deploy".into()))
+        );
+        assert_eq!(resolve(&cmds, "skills", "reload"), Some(Action::Skills));
+        let text = skill_prompt(catalog.get("deploy").unwrap(), "to prod");
+        assert!(
+            text.contains("BODY-deploy") && text.ends_with("Task: to prod"),
+            "{text}"
+        );
+    }
 }

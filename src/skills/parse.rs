@@ -139,8 +139,11 @@ fn split(text: &str) -> Result<(&str, &str), Invalid> {
 }
 
 fn load_yaml(front: &str) -> Result<Yaml, Invalid> {
-    let bad =
-        |e: yaml_rust2::ScanError| invalid(format!("the front matter is not valid YAML: {e}"));
+    let bad = |e: yaml_rust2::ScanError| {
+        invalid(format!(
+            "the front matter is not valid YAML: {e} (quote a value that holds `: ` or starts with a quote, `[` or `{{`)"
+        ))
+    };
     let mut parser = Parser::new_from_str(front);
     loop {
         match parser.next_token().map_err(bad)?.0 {
@@ -332,6 +335,11 @@ mod tests {
                 "alias",
                 "---\nname: &n a\ndescription: *n\n---\n",
                 "YAML alias",
+            ),
+            (
+                "colon",
+                "---\nname: a\ndescription: Use it: always\n---\n",
+                "quote a value that holds `: `",
             ),
         ];
         for (what, text, needle) in cases {

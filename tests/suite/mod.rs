@@ -23,6 +23,7 @@ mod permissions;
 mod prompt_content;
 mod security;
 mod sessions;
+mod skills;
 mod soak;
 mod tools_command;
 mod tools_common;
