@@ -215,7 +215,8 @@ How each figure is taken (see `benches/agent.rs` for the code):
   `/proc/PID/task` after 20 warm-up turns and at the end; the session log's
   growth stands for the history the agent legitimately keeps.
 - **first request**: the body of the first `POST /chat/completions` of a new
-  session for a one-line prompt, as captured by the fake server.
+  session for a one-line prompt, as captured by the fake server; once in a
+  bare project and once with 20 skills in `.agents/skills/` (issue 21).
 - **search**: `scripts/bench-search.sh` (our in-process `grep`/`glob` against
   `rg PATTERN` / `rg --files`, both with the page cache warm).
 EOF

@@ -14,6 +14,7 @@ pub mod login;
 pub mod mcp;
 pub mod rpc;
 pub mod secrets;
+pub mod skills;
 pub mod term;
 pub mod tools;
 pub mod trace;

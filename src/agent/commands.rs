@@ -1,9 +1,12 @@
 //! Slash commands (ACP §7 `available_commands_update`): built-in ones and user
 //! prompt files from `.acp-coder/commands/*.md` (project) and the config dir.
-//! A prompt whose first text starts with `/name` runs the command.
+//! A prompt whose first text starts with `/name` runs the command. Each skill
+//! (issue 21) is a command too, after the others: a name already taken stays
+//! with its built-in or prompt file.
 use std::path::Path;
 
 use crate::acp::{AvailableCommand, CommandInput, ContentBlock};
+use crate::skills::Catalog;
 
 const INIT: &str = include_str!("../../prompts/init.md");
 const REVIEW: &str = include_str!("../../prompts/review.md");
@@ -18,6 +21,10 @@ pub enum Action {
     Model,
     Status,
     Mcp,
+    /// List the skills, or (`/skills reload`) read them again.
+    Skills,
+    /// Start the turn with this skill loaded and the input as the task.
+    Skill(String),
     /// Send this text to the model as the prompt.
     Prompt(String),
 }
@@ -34,6 +41,8 @@ pub struct Command {
 enum Template {
     Builtin(fn() -> BuiltinKind),
     Text(String),
+    /// A skill of the session, by name.
+    Skill,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +54,7 @@ enum BuiltinKind {
     Model,
     Status,
     Mcp,
+    Skills,
 }
 
 fn builtin(
@@ -103,6 +113,12 @@ pub fn available(cwd: &Path, config_dir: &Path) -> Vec<Command> {
         builtin("mcp", "MCP servers, their state and tools", None, || {
             BuiltinKind::Mcp
         }),
+        builtin(
+            "skills",
+            "List the skills; `/skills reload` reads them from disk again",
+            Some("reload"),
+            || BuiltinKind::Skills,
+        ),
     ];
     for dir in [cwd.join(".acp-coder/commands"), config_dir.join("commands")] {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -163,6 +179,35 @@ fn front_matter(text: &str) -> (Option<String>, String) {
     (description, body)
 }
 
+/// `list` plus one command per skill whose name is free and usable as a
+/// command name (a clash is logged: the existing command wins).
+pub fn with_skills(mut list: Vec<Command>, skills: &Catalog) -> Vec<Command> {
+    for skill in &skills.skills {
+        let name = skill.name();
+        if !valid_name(name) {
+            tracing::info!(
+                skill = name,
+                "skill has no slash command: its name is not plain ASCII"
+            );
+            continue;
+        }
+        if list.iter().any(|c| c.name == name) {
+            tracing::info!(
+                skill = name,
+                "skill has no slash command: a built-in or prompt-file command has its name"
+            );
+            continue;
+        }
+        list.push(Command {
+            name: name.to_owned(),
+            description: skill.file.description.clone(),
+            hint: Some("task for the skill".into()),
+            template: Template::Skill,
+        });
+    }
+    list
+}
+
 pub fn to_acp(commands: &[Command]) -> Vec<AvailableCommand> {
     commands
         .iter()
@@ -198,15 +243,32 @@ pub fn resolve(commands: &[Command], name: &str, args: &str) -> Option<Action> {
             BuiltinKind::Model => Action::Model,
             BuiltinKind::Status => Action::Status,
             BuiltinKind::Mcp => Action::Mcp,
+            BuiltinKind::Skills => Action::Skills,
             BuiltinKind::Init => Action::Prompt(with_args(INIT, args)),
             BuiltinKind::Review => Action::Prompt(with_args(REVIEW, args)),
         },
+        Template::Skill => Action::Skill(cmd.name.clone()),
         Template::Text(body) => Action::Prompt(if body.contains("$ARGUMENTS") {
             body.replace("$ARGUMENTS", args)
         } else {
             with_args(body, args)
         }),
     })
+}
+
+/// The prompt of `/<skill> task`: the skill as `load_skill` would return it,
+/// then the task (issue 21: "starts the turn with the skill loaded").
+pub fn skill_prompt(skill: &crate::skills::Skill, task: &str) -> String {
+    let task = if task.is_empty() {
+        "Apply the skill to the current project as its instructions describe."
+    } else {
+        task
+    };
+    format!(
+        "I ran the /{name} command: the skill `{name}` is loaded below. Follow its instructions for this task.\n\n{}\nTask: {task}",
+        skill.render(),
+        name = skill.name()
+    )
 }
 
 fn with_args(body: &str, args: &str) -> String {
@@ -249,5 +311,40 @@ mod tests {
         assert!(parse(&[ContentBlock::text("no slash")]).is_none());
         assert!(parse(&[ContentBlock::text("/path/to/file is broken")]).is_none());
         assert_eq!(resolve(&cmds, "nope", ""), None);
+    }
+
+    /// Skills become commands after the others; a taken name stays taken.
+    #[test]
+    fn skills_are_commands_after_the_built_ins() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["review", "deploy"] {
+            let d = dir.path().join("skills").join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(
+                d.join("SKILL.md"),
+                format!("---\nname: {name}\ndescription: Skill {name}\n---\nBODY-{name}\n"),
+            )
+            .unwrap();
+        }
+        let catalog = crate::skills::discover(&[crate::skills::Place {
+            dir: dir.path().join("skills"),
+            scope: crate::skills::Scope::User,
+        }]);
+        let cmds = with_skills(available(dir.path(), &dir.path().join("cfg")), &catalog);
+        let review: Vec<_> = cmds.iter().filter(|c| c.name == "review").collect();
+        assert_eq!(review.len(), 1);
+        assert_eq!(review[0].description, "Review the uncommitted changes");
+        let deploy = cmds.iter().find(|c| c.name == "deploy").unwrap();
+        assert_eq!(deploy.description, "Skill deploy");
+        assert_eq!(
+            resolve(&cmds, "deploy", "now"),
+            Some(Action::Skill("deploy".into()))
+        );
+        assert_eq!(resolve(&cmds, "skills", "reload"), Some(Action::Skills));
+        let text = skill_prompt(catalog.get("deploy").unwrap(), "to prod");
+        assert!(
+            text.contains("BODY-deploy") && text.ends_with("Task: to prod"),
+            "{text}"
+        );
     }
 }

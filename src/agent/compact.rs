@@ -66,7 +66,7 @@ pub fn estimate(session: &Session, history: &History) -> u64 {
         .map(|t| t.description.len() + t.parameters.to_string().len())
         .sum();
     let all: usize =
-        history.messages.iter().map(chars).sum::<usize>() + session.system_prompt.len() + tools;
+        history.messages.iter().map(chars).sum::<usize>() + session.system_prompt().len() + tools;
     (all / 4) as u64
 }
 

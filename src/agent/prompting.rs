@@ -53,12 +53,22 @@ impl Agent {
         mut prompt: Vec<ContentBlock>,
         token: &tokio_util::sync::CancellationToken,
     ) -> Result<StopReason, RpcError> {
-        let config_dir = crate::config::config_home().join("acp-coder");
         if let Some((name, args)) = commands::parse(&prompt) {
-            let available = commands::available(&session.cwd, &config_dir);
+            let available = super::sessions::session_commands(session);
             match commands::resolve(&available, &name, &args) {
                 None => {} // Not a command: the model gets the text as typed.
                 Some(Action::Prompt(text)) => replace_command_text(&mut prompt, text),
+                Some(Action::Skill(name)) => {
+                    let skills = session.skills.get();
+                    if let Some(skill) = skills.get(&name) {
+                        tracing::info!(session = %session.id, skill = %name, "skill command");
+                        replace_command_text(&mut prompt, commands::skill_prompt(skill, &args));
+                    }
+                }
+                Some(Action::Skills) => {
+                    self.skills_command(session, &args).await;
+                    return Ok(StopReason::EndTurn);
+                }
                 Some(Action::Mode) => return self.mode_command(session, &args).await,
                 Some(Action::Model) => return self.model_command(session, &args).await,
                 Some(Action::Status) => {
@@ -274,8 +284,47 @@ impl Agent {
             "- **Working directory**: {}",
             session.cwd.display()
         ));
+        lines.extend(session.skills.get().status_line());
         lines.push(format!("- **Session**: `{}`", session.id));
         format!("**Status**\n{}", lines.join("\n"))
+    }
+
+    /// `/skills` lists the skills; `/skills reload` reads them from disk
+    /// again and sends the new command list (issue 21).
+    async fn skills_command(&self, session: &Arc<Session>, args: &str) {
+        match args {
+            "" => say(session, &session.skills.get().describe()),
+            "reload" => {
+                let s = session.clone();
+                if let Err(e) = tokio::task::spawn_blocking(move || s.reload_skills()).await {
+                    tracing::warn!(error = %e, "skills not reloaded");
+                }
+                super::sessions::send_commands(session);
+                let catalog = session.skills.get();
+                let mut text = format!(
+                    "Skills reloaded: {} found{}.",
+                    catalog.skills.len(),
+                    if catalog.broken.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {} broken (see `/skills`)", catalog.broken.len())
+                    }
+                );
+                if !catalog.left_out.is_empty() {
+                    text.push_str(&format!(
+                        " {} left out of the model's index for room.",
+                        catalog.left_out.len()
+                    ));
+                }
+                say(session, &text);
+            }
+            other => say(
+                session,
+                &format!(
+                    "Unknown `/skills` argument `{other}`: use `/skills` or `/skills reload`."
+                ),
+            ),
+        }
     }
 
     fn mcp_status(&self, session: &Session) -> String {

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tokio_util::sync::CancellationToken;
 
@@ -12,6 +12,7 @@ use crate::acp::{
 };
 use crate::editor::Editor;
 use crate::llm::ChatMessage;
+use crate::skills::Shelf;
 use crate::tools::Registry;
 
 use super::modes::Mode;
@@ -149,6 +150,8 @@ pub struct SessionInit {
     pub recorder: Arc<Recorder>,
     /// Paths whose writes ask in every mode (the defaults and the config's).
     pub protected: Protected,
+    /// The session's skills (issue 21), shared with its `load_skill` tool.
+    pub skills: Shelf,
 }
 
 pub struct Session {
@@ -160,7 +163,9 @@ pub struct Session {
     pub roots: Vec<PathBuf>,
     pub editor: Editor,
     pub mcp_servers: Vec<McpServer>,
-    pub system_prompt: String,
+    /// Rebuilt when `/skills reload` changes the skill index.
+    system_prompt: RwLock<String>,
+    pub skills: Shelf,
     pub registry: Registry,
     pub history: tokio::sync::Mutex<History>,
     pub meta: Mutex<SessionMeta>,
@@ -182,7 +187,8 @@ impl Session {
             .chain(init.additional_dirs.iter())
             .map(|d| crate::tools::paths::canonicalize_lenient(d))
             .collect();
-        let system_prompt = super::prompt::system_prompt(&init.cwd, &init.additional_dirs);
+        let system_prompt = super::prompt::system_prompt(&init.cwd, &init.additional_dirs)
+            + &init.skills.get().index;
         let recorder = init.recorder.clone();
         let editor = init
             .editor
@@ -194,7 +200,8 @@ impl Session {
             roots,
             editor,
             mcp_servers: init.mcp_servers,
-            system_prompt,
+            system_prompt: RwLock::new(system_prompt),
+            skills: init.skills,
             registry: init.registry,
             history: tokio::sync::Mutex::new(History {
                 messages: init.history,
@@ -211,6 +218,28 @@ impl Session {
             recorder: init.recorder,
             store,
         })
+    }
+
+    /// The system prompt the next model call gets.
+    pub fn system_prompt(&self) -> String {
+        self.system_prompt
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Reads the skills on disk again (`/skills reload`, issue 21): the index
+    /// in the system prompt, `load_skill` and the skill commands follow.
+    pub fn reload_skills(&self) {
+        let places = crate::skills::places_for_session(&self.cwd, &self.additional_dirs);
+        let catalog = crate::skills::discover(&places);
+        let prompt =
+            super::prompt::system_prompt(&self.cwd, &self.additional_dirs) + &catalog.index;
+        self.skills.set(catalog);
+        *self
+            .system_prompt
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = prompt;
     }
 
     pub fn mode(&self) -> Mode {

@@ -11,8 +11,9 @@ use crate::acp::{
 };
 use crate::editor::Editor;
 use crate::rpc::{Reply, RpcError};
-use crate::tools::Registry;
+use crate::skills::Shelf;
 use crate::tools::paths::canonicalize_lenient;
+use crate::tools::{Registry, SkillTools};
 
 use super::modes::Mode;
 use super::options;
@@ -59,7 +60,8 @@ impl Agent {
         let log = self.store.create(&summary).hold(claim.ok());
         let mode = Mode::parse(&settings.default_mode).unwrap_or(Mode::Ask);
         let editor = Editor::new(self.peer.clone(), self.client_caps(), &id);
-        let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor).await;
+        let skills = find_skills(&cwd, &additional).await;
+        let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor, &skills).await;
         let session = self.install(SessionInit {
             id: id.clone(),
             cwd,
@@ -73,6 +75,7 @@ impl Agent {
             used_tool_ids: HashSet::new(),
             recorder: Recorder::new(Some(log)),
             protected: protected_for(&settings),
+            skills,
         });
         tracing::info!(session = %id, "session created");
         let response = NewSessionResponse {
@@ -174,7 +177,8 @@ impl Agent {
         let id = req.session_id.clone();
         let editor = Editor::new(self.peer.clone(), self.client_caps(), &id);
         // The MCP servers given now are reconnected (ACP §5.3, §5.4).
-        let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor).await;
+        let skills = find_skills(&cwd, &additional).await;
+        let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor, &skills).await;
         let session = self.install(SessionInit {
             id: id.clone(),
             cwd,
@@ -188,6 +192,7 @@ impl Agent {
             used_tool_ids: restored.tool_ids.clone(),
             recorder: Recorder::new(Some(self.store.open(&id).hold(claim))),
             protected: protected_for(&settings),
+            skills,
         });
         tracing::info!(session = %id, messages = restored.history.len(), "session restored");
         Ok((session, restored))
@@ -225,16 +230,8 @@ impl Agent {
         session: Arc<Session>,
     ) -> Result<Reply, RpcError> {
         let mut reply = super::to_raw(response)?;
-        let config_dir = crate::config::config_home().join("acp-coder");
         reply.after = Some(Box::new(move || {
-            let available = commands::to_acp(&commands::available(&session.cwd, &config_dir));
-            session
-                .editor
-                .update(&SessionUpdate::AvailableCommandsUpdate(
-                    AvailableCommandsUpdate {
-                        available_commands: available,
-                    },
-                ));
+            send_commands(&session);
             let meta = session.meta();
             if meta.title.is_some() {
                 session
@@ -339,13 +336,50 @@ impl Agent {
     }
 }
 
-/// The built-in tools plus those of the session's MCP servers (the editor's
-/// and the configured ones, started concurrently within a bounded time).
+/// Sends the session's commands (ACP §7 `available_commands_update`):
+/// built-ins, prompt files, then its skills.
+pub(super) fn send_commands(session: &Session) {
+    let available = commands::to_acp(&session_commands(session));
+    session
+        .editor
+        .update(&SessionUpdate::AvailableCommandsUpdate(
+            AvailableCommandsUpdate {
+                available_commands: available,
+            },
+        ));
+}
+
+/// Every command the session offers now.
+pub(super) fn session_commands(session: &Session) -> Vec<commands::Command> {
+    let config_dir = crate::config::config_home().join("acp-coder");
+    commands::with_skills(
+        commands::available(&session.cwd, &config_dir),
+        &session.skills.get(),
+    )
+}
+
+/// The skills of a session rooted at `cwd` (issue 21), read off the runtime's
+/// workers (a few small files, but file-system work all the same).
+async fn find_skills(cwd: &Path, additional: &[PathBuf]) -> Shelf {
+    let places = crate::skills::places_for_session(cwd, additional);
+    match tokio::task::spawn_blocking(move || crate::skills::discover(&places)).await {
+        Ok(catalog) => Shelf::new(catalog),
+        Err(e) => {
+            tracing::warn!(error = %e, "skills not read");
+            Shelf::default()
+        }
+    }
+}
+
+/// The built-in tools, `load_skill` while there are skills, and the tools of
+/// the session's MCP servers (the editor's and the configured ones, started
+/// concurrently within a bounded time).
 async fn tools_for(
     servers: &[crate::acp::McpServer],
     settings: &crate::config::Settings,
     cwd: &Path,
     editor: &Editor,
+    skills: &Shelf,
 ) -> Registry {
     // The editor's MCP env values and headers are secrets from now on.
     for server in servers {
@@ -358,6 +392,7 @@ async fn tools_for(
         }
     }
     let mut registry = Registry::builtin();
+    registry.add_source(Arc::new(SkillTools::new(skills.clone())));
     crate::mcp::attach(&mut registry, servers, settings, cwd, editor).await;
     registry
 }

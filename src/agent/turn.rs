@@ -171,7 +171,7 @@ pub fn build_request(
     with_tools: bool,
 ) -> ChatRequest {
     let mut messages = Vec::with_capacity(history.messages.len() + 1);
-    messages.push(ChatMessage::System(session.system_prompt.clone()));
+    messages.push(ChatMessage::System(session.system_prompt()));
     messages.extend(history.messages.iter().cloned());
     ChatRequest {
         model: env.model_id.clone(),

@@ -7,6 +7,7 @@
 //! results for the model ([`ToolError`]), never JSON-RPC errors to the editor.
 mod edit_file;
 mod find;
+mod load_skill;
 pub mod paths;
 mod plan;
 pub mod process;
@@ -19,6 +20,7 @@ mod write_file;
 
 pub use edit_file::EditFile;
 pub use find::{Glob, Grep, ListDirectory};
+pub use load_skill::{LoadSkill, SkillTools};
 pub use plan::UpdatePlan;
 pub use read_file::ReadFile;
 pub use run_command::RunCommand;

@@ -28,6 +28,7 @@ mod sandbox;
 mod security;
 mod session_logs;
 mod sessions;
+mod skills;
 mod soak;
 mod tools_command;
 mod tools_common;
