@@ -348,3 +348,39 @@ mod tests {
         assert!(!is_secret_value("X-Title", "my app"));
     }
 }
+
+#[cfg(test)]
+mod cost {
+    use super::*;
+
+    /// `cargo test --release --lib secrets::cost -- --ignored --nocapture`:
+    /// the price of redaction per streamed chunk with three secrets known.
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn redaction_cost_per_chunk() {
+        learn([
+            "sk-live-COSTKEY0123456789abcdef".to_owned(),
+            "hdr-cost-7f3a9c1e55".to_owned(),
+            "mcp-cost-51c2d8aa77".to_owned(),
+        ]);
+        let chunk = "Here is some ordinary model text, about forty bytes.";
+        let frame = format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"sess_0123456789abcdef01234567","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{chunk}"}}}}}}}}"#
+        );
+        let n = 200_000;
+        let mut stream = StreamRedactor::default();
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(stream.push(std::hint::black_box(chunk)));
+        }
+        let per_chunk = t.elapsed().as_nanos() / n;
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(redact_frame(std::hint::black_box(frame.clone())));
+        }
+        let per_frame = t.elapsed().as_nanos() / n;
+        eprintln!(
+            "stream push: {per_chunk} ns/chunk; frame filter: {per_frame} ns/frame (incl. clone)"
+        );
+    }
+}

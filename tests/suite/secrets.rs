@@ -74,7 +74,7 @@ async fn the_key_is_found_on_no_route() {
     // Everything outside the roots is allowed: the attack gets as far as it can.
     editor.set_default_permission(Some(PermissionDecision::AllowOnce));
     let ws = Workspace::builder()
-        .file("notes.txt", &format!("the key is {KEY}\n"))
+        .file("notes.txt", format!("the key is {KEY}\n"))
         .build();
     // No fs/terminal capabilities: files are read and commands run by the
     // agent itself, so `/proc/self` is the agent.
