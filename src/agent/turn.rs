@@ -107,20 +107,23 @@ pub async fn run(
             Ok(Outcome::Done(c)) => c,
         };
         account(env, session, &mut history, completion.usage);
-        let calls = completion.tool_calls.clone();
         // What the model said goes into history and the log as the editor saw
-        // it: a secret it repeated is redacted (SECURITY.md §3).
+        // it: a secret it repeated is redacted (SECURITY.md §3). Tool calls
+        // run as remembered: a known secret in their arguments is replaced
+        // before they run, so no route (an editor write, a local write, a
+        // command line) lets the model use or send one on.
+        let calls: Vec<ToolCallRequest> = completion
+            .tool_calls
+            .into_iter()
+            .map(|c| ToolCallRequest {
+                arguments: redact_string(c.arguments),
+                ..c
+            })
+            .collect();
         let msg = ChatMessage::Assistant {
             text: redact_string(completion.text),
             reasoning: redact_string(completion.reasoning),
-            // Run as asked (below), remembered redacted, as the log keeps them.
-            tool_calls: calls
-                .iter()
-                .map(|c| ToolCallRequest {
-                    arguments: redact_string(c.arguments.clone()),
-                    ..c.clone()
-                })
-                .collect(),
+            tool_calls: calls.clone(),
         };
         session.record_message(&msg);
         history.messages.push(msg);

@@ -208,7 +208,7 @@ pub fn is_secret_name(name: &str) -> bool {
         "token",
         "key",
         "secret",
-        "password",
+        "pass",
         "cookie",
         "auth",
         "credential",

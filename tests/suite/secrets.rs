@@ -137,6 +137,12 @@ async fn the_key_is_found_on_no_route() {
             json!({ "path": path }),
         ));
     }
+    // The model tries to send the key on: into a file, onto a command line.
+    model.push(Reply::tool_call(
+        "call_write",
+        "write_file",
+        json!({"path": "leak.txt", "content": format!("key={KEY}\n")}),
+    ));
     // The model repeats the key it read, split over chunks, in thought and text.
     let (a, b) = KEY.split_at(12);
     model.push(Reply::stream([
@@ -159,7 +165,12 @@ async fn the_key_is_found_on_no_route() {
         .filter(|m| m["role"] == "tool")
         .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
         .collect();
-    assert_eq!(results.len(), commands.len() + 3, "{results:#?}");
+    assert_eq!(results.len(), commands.len() + 4, "{results:#?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("leak.txt")).unwrap(),
+        "key=[redacted]\n",
+        "a known secret in a tool call's arguments is replaced before it runs"
+    );
     assert!(results[0].contains("PATH="), "{}", results[0]);
     assert!(
         results[5].contains("[redacted]"),
