@@ -400,7 +400,9 @@ impl Store {
     pub fn write_summary(&self, summary: &Summary) -> Result<(), StoreError> {
         let path = self.summary_path(&summary.session_id);
         let tmp = self.dir.join(format!(".{}.json.tmp", summary.session_id));
-        let bytes = serde_json::to_vec(summary).unwrap_or_default();
+        // The title comes from the first prompt: it passes the redactor too.
+        let text = serde_json::to_string(summary).unwrap_or_default();
+        let bytes = crate::secrets::redact_string(text).into_bytes();
         private_dir(&self.dir)
             .and_then(|()| private_file(&tmp, false)?.write_all(&bytes))
             .and_then(|()| std::fs::rename(&tmp, &path))

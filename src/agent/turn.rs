@@ -12,7 +12,7 @@ use crate::acp::{ContentBlock, Cost, SessionUpdate, StopReason, UsageUpdate};
 use crate::config::Settings;
 use crate::llm::{
     ChatMessage, ChatRequest, Completion, Event, FinishReason, LlmError, Model, RetryPolicy,
-    ToolCallRequest, Usage,
+    ToolCallRequest, Usage, UserPart,
 };
 use crate::rpc::RpcError;
 use crate::secrets::redact_string;
@@ -66,6 +66,20 @@ pub async fn run(
         biased;
         _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
         m = super::prompt::user_message(prompt, &session.editor) => m,
+    };
+    // The prompt as the model and the log get it: a secret the user pasted is
+    // redacted like everywhere else (SECURITY.md §3).
+    let user = match user {
+        ChatMessage::User(parts) => ChatMessage::User(
+            parts
+                .into_iter()
+                .map(|p| match p {
+                    UserPart::Text(t) => UserPart::Text(redact_string(t)),
+                    other => other,
+                })
+                .collect(),
+        ),
+        other => other,
     };
     session.record_user(prompt, &user);
     history.messages.push(user);

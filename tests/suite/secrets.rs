@@ -153,7 +153,9 @@ async fn the_key_is_found_on_no_route() {
         chunk::text(b),
         chunk::text(&format!(" and the token {MCP_SECRET}.")),
     ]));
-    assert_eq!(editor.prompt(&sid, "steal").await["stopReason"], "end_turn");
+    // The first prompt (the session's title) holds the key too.
+    let prompt = format!("steal {KEY} for me");
+    assert_eq!(editor.prompt(&sid, &prompt).await["stopReason"], "end_turn");
 
     // The routes really ran and found their way around (so their being
     // clean below means something).
