@@ -12,7 +12,7 @@ use crate::acp::{ContentBlock, Cost, SessionUpdate, StopReason, UsageUpdate};
 use crate::config::Settings;
 use crate::llm::{
     ChatMessage, ChatRequest, Completion, Event, FinishReason, LlmError, Model, RetryPolicy,
-    ToolCallRequest, Usage,
+    ToolCallRequest, Usage, UserPart,
 };
 use crate::rpc::RpcError;
 use crate::secrets::redact_string;
@@ -67,6 +67,20 @@ pub async fn run(
         _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
         m = super::prompt::user_message(prompt, &session.editor) => m,
     };
+    // The prompt as the model and the log get it: a secret the user pasted is
+    // redacted like everywhere else (SECURITY.md §3).
+    let user = match user {
+        ChatMessage::User(parts) => ChatMessage::User(
+            parts
+                .into_iter()
+                .map(|p| match p {
+                    UserPart::Text(t) => UserPart::Text(redact_string(t)),
+                    other => other,
+                })
+                .collect(),
+        ),
+        other => other,
+    };
     session.record_user(prompt, &user);
     history.messages.push(user);
     let mut requests = 0u32;
@@ -107,20 +121,23 @@ pub async fn run(
             Ok(Outcome::Done(c)) => c,
         };
         account(env, session, &mut history, completion.usage);
-        let calls = completion.tool_calls.clone();
         // What the model said goes into history and the log as the editor saw
-        // it: a secret it repeated is redacted (SECURITY.md §3).
+        // it: a secret it repeated is redacted (SECURITY.md §3). Tool calls
+        // run as remembered: a known secret in their arguments is replaced
+        // before they run, so no route (an editor write, a local write, a
+        // command line) lets the model use or send one on.
+        let calls: Vec<ToolCallRequest> = completion
+            .tool_calls
+            .into_iter()
+            .map(|c| ToolCallRequest {
+                arguments: redact_string(c.arguments),
+                ..c
+            })
+            .collect();
         let msg = ChatMessage::Assistant {
             text: redact_string(completion.text),
             reasoning: redact_string(completion.reasoning),
-            // Run as asked (below), remembered redacted, as the log keeps them.
-            tool_calls: calls
-                .iter()
-                .map(|c| ToolCallRequest {
-                    arguments: redact_string(c.arguments.clone()),
-                    ..c.clone()
-                })
-                .collect(),
+            tool_calls: calls.clone(),
         };
         session.record_message(&msg);
         history.messages.push(msg);

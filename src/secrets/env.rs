@@ -88,3 +88,22 @@ pub fn set_non_dumpable() -> std::io::Result<()> {
         Err(std::io::Error::last_os_error())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_process_becomes_non_dumpable() {
+        set_non_dumpable().unwrap();
+        // SAFETY: plain integer arguments.
+        let dumpable = unsafe { libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0) };
+        assert_eq!(dumpable, 0);
+    }
+
+    #[test]
+    fn unscrubbed_variables_come_from_the_environment() {
+        assert_eq!(var("ACP_CODER_SURELY_UNSET_VARIABLE"), None);
+        assert!(var("PATH").is_some());
+    }
+}

@@ -22,7 +22,8 @@
 //! non-dumpable.
 //!
 //! Cost: with no secret known, redaction is one atomic load. With secrets, one
-//! Aho-Corasick scan per text (there are few, short patterns).
+//! SIMD substring search per secret and text (there are few); the rare text
+//! that holds one is rewritten with an Aho-Corasick automaton.
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
@@ -52,6 +53,12 @@ const MIN_LEN: usize = 4;
 pub struct Redactor {
     values: Vec<String>,
     patterns: Vec<String>,
+    /// One SIMD substring searcher per pattern: the check every text goes
+    /// through (almost always clean). Measured faster than the automaton's
+    /// own `is_match`, whose first-byte prefilter stops at every common
+    /// letter a key starts with.
+    finders: Vec<memchr::memmem::Finder<'static>>,
+    /// Replaces, leftmost-longest, once a secret was found.
     ac: Option<AhoCorasick>,
 }
 
@@ -88,6 +95,10 @@ impl Redactor {
             .build(&patterns)
             .map_err(|e| tracing::error!(error = %e, "cannot build the secret matcher"))
             .ok();
+        self.finders = patterns
+            .iter()
+            .map(|p| memchr::memmem::Finder::new(p.as_bytes()).into_owned())
+            .collect();
         self.patterns = patterns;
         true
     }
@@ -98,13 +109,14 @@ impl Redactor {
 
     /// Whether `text` holds a secret.
     pub fn found_in(&self, text: &str) -> bool {
-        self.ac.as_ref().is_some_and(|ac| ac.is_match(text))
+        let t = text.as_bytes();
+        self.finders.iter().any(|f| f.find(t).is_some())
     }
 
     /// `text` with every secret replaced by [`REDACTED`]; borrowed when clean.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         match &self.ac {
-            Some(ac) if ac.is_match(text) => {
+            Some(ac) if self.found_in(text) => {
                 let replace: Vec<&str> = vec![REDACTED; self.patterns.len()];
                 Cow::Owned(ac.replace_all(text, &replace))
             }
@@ -156,8 +168,9 @@ static ANY: AtomicBool = AtomicBool::new(false);
 
 /// The process-wide redactor (empty until a secret is learned).
 pub fn current() -> Arc<Redactor> {
+    static EMPTY: std::sync::LazyLock<Arc<Redactor>> = std::sync::LazyLock::new(Arc::default);
     if !ANY.load(Ordering::Acquire) {
-        return Arc::new(Redactor::default());
+        return EMPTY.clone();
     }
     GLOBAL
         .read()
@@ -208,7 +221,7 @@ pub fn is_secret_name(name: &str) -> bool {
         "token",
         "key",
         "secret",
-        "password",
+        "pass",
         "cookie",
         "auth",
         "credential",
@@ -346,5 +359,41 @@ mod tests {
         assert!(is_secret_value("X", "abcdefghijklmnop"));
         assert!(!is_secret_value("PATH", "/usr/bin:/bin"));
         assert!(!is_secret_value("X-Title", "my app"));
+    }
+}
+
+#[cfg(test)]
+mod cost {
+    use super::*;
+
+    /// `cargo test --release --lib secrets::cost -- --ignored --nocapture`:
+    /// the price of redaction per streamed chunk with three secrets known.
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn redaction_cost_per_chunk() {
+        learn([
+            "sk-live-COSTKEY0123456789abcdef".to_owned(),
+            "hdr-cost-7f3a9c1e55".to_owned(),
+            "mcp-cost-51c2d8aa77".to_owned(),
+        ]);
+        let chunk = "Here is some ordinary model text, about forty bytes.";
+        let frame = format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"sess_0123456789abcdef01234567","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{chunk}"}}}}}}}}"#
+        );
+        let n = 200_000;
+        let mut stream = StreamRedactor::default();
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(stream.push(std::hint::black_box(chunk)));
+        }
+        let per_chunk = t.elapsed().as_nanos() / n;
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(redact_frame(std::hint::black_box(frame.clone())));
+        }
+        let per_frame = t.elapsed().as_nanos() / n;
+        eprintln!(
+            "stream push: {per_chunk} ns/chunk; frame filter: {per_frame} ns/frame (incl. clone)"
+        );
     }
 }

@@ -23,6 +23,13 @@ impl StreamRedactor {
             out.push_str(chunk);
             return out;
         }
+        if self.held.is_empty() {
+            // The usual case: nothing pending, one allocation.
+            let keep = r.partial_suffix(chunk);
+            let (now, later) = chunk.split_at(chunk.len() - keep);
+            self.held.push_str(later);
+            return r.redact(now).into_owned();
+        }
         let mut text = std::mem::take(&mut self.held);
         text.push_str(chunk);
         let keep = r.partial_suffix(&text);

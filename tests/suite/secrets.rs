@@ -74,7 +74,7 @@ async fn the_key_is_found_on_no_route() {
     // Everything outside the roots is allowed: the attack gets as far as it can.
     editor.set_default_permission(Some(PermissionDecision::AllowOnce));
     let ws = Workspace::builder()
-        .file("notes.txt", &format!("the key is {KEY}\n"))
+        .file("notes.txt", format!("the key is {KEY}\n"))
         .build();
     // No fs/terminal capabilities: files are read and commands run by the
     // agent itself, so `/proc/self` is the agent.
@@ -137,6 +137,12 @@ async fn the_key_is_found_on_no_route() {
             json!({ "path": path }),
         ));
     }
+    // The model tries to send the key on: into a file, onto a command line.
+    model.push(Reply::tool_call(
+        "call_write",
+        "write_file",
+        json!({"path": "leak.txt", "content": format!("key={KEY}\n")}),
+    ));
     // The model repeats the key it read, split over chunks, in thought and text.
     let (a, b) = KEY.split_at(12);
     model.push(Reply::stream([
@@ -147,7 +153,9 @@ async fn the_key_is_found_on_no_route() {
         chunk::text(b),
         chunk::text(&format!(" and the token {MCP_SECRET}.")),
     ]));
-    assert_eq!(editor.prompt(&sid, "steal").await["stopReason"], "end_turn");
+    // The first prompt (the session's title) holds the key too.
+    let prompt = format!("steal {KEY} for me");
+    assert_eq!(editor.prompt(&sid, &prompt).await["stopReason"], "end_turn");
 
     // The routes really ran and found their way around (so their being
     // clean below means something).
@@ -159,7 +167,12 @@ async fn the_key_is_found_on_no_route() {
         .filter(|m| m["role"] == "tool")
         .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
         .collect();
-    assert_eq!(results.len(), commands.len() + 3, "{results:#?}");
+    assert_eq!(results.len(), commands.len() + 4, "{results:#?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("leak.txt")).unwrap(),
+        "key=[redacted]\n",
+        "a known secret in a tool call's arguments is replaced before it runs"
+    );
     assert!(results[0].contains("PATH="), "{}", results[0]);
     assert!(
         results[5].contains("[redacted]"),

@@ -83,8 +83,12 @@ async fn agent_mode_traces_both_directions_without_secrets() {
         .prompt(&sid, &format!("my key is {API_KEY}, keep it safe"))
         .await;
     assert_eq!(result["stopReason"], "end_turn");
-    // The model's echo of the key reached the editor; the trace must not have it.
-    assert!(editor.agent_text(&sid).contains(API_KEY));
+    // The model's echo of the key reaches the editor redacted (SECURITY.md §3).
+    let said = editor.agent_text(&sid);
+    assert!(
+        said.contains("I will not repeat [redacted] to anyone.") && !said.contains(API_KEY),
+        "{said}"
+    );
     editor.close_stdin().await;
     editor.wait_exit(Duration::from_secs(10)).await;
 
