@@ -4,7 +4,7 @@
 //! the real binary.
 
 use super::tools_common::{Harness, Via};
-use crate::support::{PermissionDecision, Workspace, full_capabilities};
+use crate::support::{PermissionDecision, Workspace, full_capabilities, full_sandbox};
 use serde_json::{Value, json};
 
 /// `ws/proj` is the session cwd; `ws/outside` and `ws/victim` are not in it.
@@ -118,7 +118,15 @@ async fn a_read_grant_does_not_write_local() {
 /// let `rm -rf ../victim` run without asking.
 #[tokio::test]
 async fn a_listing_grant_does_not_run_rm_in_full_auto() {
-    let h = start(Via::Local, "full-auto").await;
+    // Outside the temp directory, which sandboxed commands may write.
+    let ws = Workspace::builder()
+        .file("proj/in.txt", "inside\n")
+        .file("victim/keep.txt", "keep\n")
+        .outside_temp()
+        .build();
+    let h = Harness::start_with(Via::Local.capabilities(), ws, "proj", Vec::new()).await;
+    h.set_mode("full-auto").await;
+    let sandboxed = full_sandbox();
     h.editor.push_permission(PermissionDecision::AllowAlways);
     h.editor
         .set_default_permission(Some(PermissionDecision::RejectOnce));
@@ -133,10 +141,24 @@ async fn a_listing_grant_does_not_run_rm_in_full_auto() {
         ),
     ])
     .await;
+    // With the sandbox, c1 runs confined, is denied, and the offer to run
+    // it unsandboxed is the question; without it, the path check asks.
     assert_eq!(asked(&h), ["l1", "c1", "c2"]);
     assert_eq!(h.final_status("l2"), "completed");
     assert_eq!(h.final_status("c1"), "failed");
     assert!(h.ws.exists("victim/keep.txt"), "the directory was removed");
+    if sandboxed {
+        // Reads stay allowed to sandboxed commands; writes outside never.
+        h.run_calls(&[
+            ("c3", "run_command", json!({"command": "ls ../victim"})),
+            ("c5", "run_command", json!({"command": "rm -rf ../victim"})),
+        ])
+        .await;
+        assert_eq!(h.final_status("c3"), "completed");
+        assert_eq!(asked(&h), ["l1", "c1", "c2", "c5"]);
+        assert!(h.ws.exists("victim/keep.txt"));
+        return;
+    }
     // A command grant on it covers that prefix there, in this session only.
     h.editor.push_permission(PermissionDecision::AllowAlways);
     h.run_calls(&[

@@ -328,8 +328,9 @@ async fn a_user_skill_outside_the_roots_loads_without_asking_but_its_scripts_ask
     let model = FakeModel::start().await;
     let editor = agent(&model, home.path()).await;
     let sid = new_session(&editor, ws.path(), &[]).await;
-    // Even in full-auto, a command naming a path outside the roots asks.
-    set_mode(&editor, &sid, "full-auto").await;
+    // A skill's script asks as any command does in this mode (in full-auto
+    // it would run in the command sandbox, like any other command).
+    set_mode(&editor, &sid, "accept-edits").await;
     model.push(Reply::tool_call(
         "c1",
         "load_skill",

@@ -97,6 +97,7 @@ pub struct WorkspaceBuilder {
     files: Vec<(PathBuf, Vec<u8>)>,
     dirs: Vec<PathBuf>,
     git: bool,
+    outside_temp: bool,
 }
 
 impl WorkspaceBuilder {
@@ -113,6 +114,14 @@ impl WorkspaceBuilder {
         self
     }
 
+    /// Builds it under the target directory instead of the system temp
+    /// directory, which sandboxed commands may write by design: for tests of
+    /// what a command may do to a directory next to the project.
+    pub fn outside_temp(mut self) -> Self {
+        self.outside_temp = true;
+        self
+    }
+
     /// Makes it a git repository with everything committed.
     pub fn git(mut self) -> Self {
         self.git = true;
@@ -120,10 +129,14 @@ impl WorkspaceBuilder {
     }
 
     pub fn build(self) -> Workspace {
-        let dir = tempfile::Builder::new()
-            .prefix("acp-coder-ws-")
-            .tempdir()
-            .expect("temp workspace");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("acp-coder-ws-");
+        let dir = if self.outside_temp {
+            builder.tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        } else {
+            builder.tempdir()
+        }
+        .expect("temp workspace");
         let root = dir.path().canonicalize().expect("canonical workspace path");
         for d in &self.dirs {
             std::fs::create_dir_all(root.join(d)).expect("create dir");
@@ -158,6 +171,16 @@ impl WorkspaceBuilder {
         }
         Workspace { _dir: dir, root }
     }
+}
+
+/// Whether the agent's full command sandbox (Landlock and the mount
+/// namespace) works on this machine: commands that run without asking are
+/// then confined by the kernel instead of judged by their command line.
+pub fn full_sandbox() -> bool {
+    std::process::Command::new(env!("CARGO_BIN_EXE_acp-coder"))
+        .args(["sandbox-exec", "--probe"])
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 impl Workspace {
