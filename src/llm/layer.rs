@@ -524,6 +524,8 @@ mod tests {
                 .count()
                 .await
         }
+        // (`Client::with_config` builds a reqwest client: it needs the provider.)
+        let _ = rustls::crypto::ring::default_provider().install_default();
         assert_eq!(events(false).await, 1, "the library alone drops event 2");
         assert_eq!(events(true).await, 2);
     }
