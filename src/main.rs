@@ -425,7 +425,14 @@ fn init_logging(
             }
         }
     };
-    let registry = tracing_subscriber::registry().with(stderr_layer);
+    // async-openai logs the raw text of a reply it cannot decode (which a
+    // server may fill with echoed keys) at error level, unredacted; the
+    // model client reports those failures itself, redacted (src/llm).
+    let quiet_deps =
+        tracing_subscriber::filter::filter_fn(|m| !m.target().starts_with("async_openai"));
+    let registry = tracing_subscriber::registry()
+        .with(quiet_deps)
+        .with(stderr_layer);
     match writer {
         Some((writer, guard)) => {
             let file_layer = tracing_subscriber::fmt::layer()

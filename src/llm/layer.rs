@@ -492,6 +492,44 @@ mod tests {
         assert!(state.saw_done.load(Ordering::Relaxed));
     }
 
+    /// Why [`SseGuard`] turns line endings into `\n`: async-openai's SSE
+    /// decoder alone never yields the last event of a stream whose lines
+    /// end in `\r` alone (it waits for a byte that could make it `\r\n`).
+    #[tokio::test]
+    async fn async_openai_alone_loses_the_last_cr_only_event() {
+        const BODY: &str = "data: {\"n\":1}\r\rdata: {\"n\":2}\r\r";
+        async fn events(guarded: bool) -> usize {
+            let service = tower::service_fn(move |_: HttpRequestFactory| async move {
+                let parts = futures::stream::iter([Ok::<_, std::io::Error>(Bytes::from_static(
+                    BODY.as_bytes(),
+                ))]);
+                let body = if guarded {
+                    let state = Arc::new(ReplyState::default());
+                    let raw = parts.map(|p| Ok::<_, reqwest::Error>(p.unwrap_or_default()));
+                    reqwest::Body::wrap_stream(SseGuard::new(raw, 1 << 20, state))
+                } else {
+                    reqwest::Body::wrap_stream(parts)
+                };
+                Ok::<_, OpenAIError>(reqwest::Response::from(http::Response::new(body)))
+            });
+            let config = async_openai::config::OpenAIConfig::new().with_api_base("http://unused");
+            let client = async_openai::Client::with_config(config).with_http_service(service);
+            let chat = client.chat();
+            let stream = chat
+                .create_stream_byot::<_, Value>(serde_json::json!({"stream": true}))
+                .await
+                .unwrap();
+            stream
+                .filter(|e| std::future::ready(e.is_ok()))
+                .count()
+                .await
+        }
+        // (`Client::with_config` builds a reqwest client: it needs the provider.)
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        assert_eq!(events(false).await, 1, "the library alone drops event 2");
+        assert_eq!(events(true).await, 2);
+    }
+
     #[tokio::test]
     async fn one_event_may_not_pass_the_cap() {
         let (g, state) = guard_over(&[b"data: 0123456789", b"0123456789", b"0123456789"], 25);
