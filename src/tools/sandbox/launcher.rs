@@ -167,6 +167,9 @@ fn run(a: LaunchArgs) -> i32 {
                 Err(e) => return fail(&e.to_string()),
             }
         }
+        if a.namespace {
+            hold_namespaces();
+        }
         let mut writable = a.roots.clone();
         writable.extend(a.writable.iter().cloned());
         let netns = a.namespace && !a.network;
@@ -226,6 +229,36 @@ fn run(a: LaunchArgs) -> i32 {
         }
     }
     mirror(status)
+}
+
+/// Forks a process that only keeps the new namespaces alive and dies with
+/// the launcher. Tearing a mount namespace down waits for an RCU grace period
+/// (~10 ms here, as `unshare -m true` shows); done by the launcher's own exit,
+/// the agent's wait for the command would pay it. Done by this orphan, no one
+/// waits for it.
+fn hold_namespaces() {
+    // SAFETY: fork in a single-threaded process; the child calls only
+    // async-signal-safe functions and never returns.
+    unsafe {
+        let launcher = libc::getpid();
+        if libc::fork() == 0 {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            if libc::getppid() == launcher {
+                // No descriptors: pipes to the agent close without us.
+                libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+                loop {
+                    libc::pause();
+                }
+            }
+            libc::_exit(0);
+        }
+    }
 }
 
 fn signal_set() -> libc::sigset_t {
