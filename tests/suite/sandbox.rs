@@ -220,6 +220,10 @@ async fn git_protected(via: Via) {
         "mv .git .git-aside && mkdir .git",
         "mv .git/config .git/config.old",
         "cd .git && echo evil >> config",
+        // A redirect of git's common directory (and so of its config).
+        "mkdir -p evil-common && echo $PWD/evil-common > .git/commondir; false",
+        // The agent's own view of the files, where nothing is read-only.
+        "A=$(awk '/^PPid/{print $2}' /proc/$PPID/status); echo evil >> /proc/$A/root$PWD/.git/config",
     ];
     let mut calls: Vec<(String, serde_json::Value)> = attacks
         .iter()
@@ -242,6 +246,7 @@ async fn git_protected(via: Via) {
     assert!(!h.ws.join(".git/hooks/post-checkout").exists());
     assert!(h.ws.join(".git/hooks").is_dir());
     assert!(!h.ws.join(".git-aside").exists());
+    assert!(!h.ws.join(".git/commondir").exists());
     for (i, attack) in attacks.iter().enumerate() {
         let r = h.tool_result(&format!("g{i}"));
         assert!(!r.starts_with("Exit code: 0"), "{attack}: {r}");
@@ -396,4 +401,46 @@ async fn commands_die_with_the_agent_even_on_sigkill() {
     }
     drop(prompt);
     eventually("the sleep is gone", || !process_alive(pid)).await;
+}
+
+#[tokio::test]
+async fn exec_without_a_terminal_refuses_the_unsandboxed_rerun() {
+    if !landlock() {
+        return;
+    }
+    let out = outside();
+    let target = out.path().join("exec.txt");
+    let model = crate::support::FakeModel::with_replies([
+        crate::support::Reply::tool_call(
+            "c",
+            "run_command",
+            json!({"command": format!("echo x > {}", target.display())}),
+        ),
+        crate::support::Reply::text("done"),
+    ])
+    .await;
+    let ws = Workspace::new();
+    let run = super::cli_common::CliEnv::with_model(&model)
+        .cwd(ws.path())
+        .run(&["exec", "--json", "--mode", "full-auto", "write outside"])
+        .await;
+    run.assert_code(0);
+    assert!(!target.exists());
+    let events: Vec<serde_json::Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let perm = events
+        .iter()
+        .find(|e| e["type"] == "permission")
+        .expect("the offer to run without the sandbox");
+    assert_eq!(perm["decision"], "refused_no_terminal");
+    let requests = model.chat_requests();
+    let tool = requests[1].last_message().unwrap();
+    let text = tool["content"].as_str().unwrap();
+    assert!(
+        text.contains("declined to run it without the sandbox"),
+        "{text}"
+    );
 }

@@ -159,11 +159,16 @@ fn run(a: LaunchArgs) -> i32 {
     if a.probe {
         return probe(&a);
     }
+    let mut absent = Vec::new();
     if a.sandbox {
-        if a.namespace
-            && let Err(e) = super::mounts::enter(&a.roots, !a.network)
-        {
-            return fail(&e.to_string());
+        if a.namespace {
+            match super::mounts::enter(&a.roots, !a.network) {
+                Ok(paths) => absent = paths,
+                Err(e) => return fail(&e.to_string()),
+            }
+        }
+        if a.namespace {
+            hold_namespaces();
         }
         let mut writable = a.roots.clone();
         writable.extend(a.writable.iter().cloned());
@@ -189,6 +194,8 @@ fn run(a: LaunchArgs) -> i32 {
             };
         }
     };
+    // SAFETY: a close-on-exec copy of stderr for the last words below.
+    let stderr = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 3) };
     if let Some(null) = devnull {
         use std::os::fd::AsRawFd as _;
         // SAFETY: dup2 onto our own standard descriptors: the child keeps
@@ -199,7 +206,59 @@ fn run(a: LaunchArgs) -> i32 {
             }
         }
     }
-    supervise(child.id() as libc::pid_t, parent, &set)
+    let status = supervise(child.id() as libc::pid_t, parent, &set);
+    for p in absent
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+    {
+        let gone = std::fs::remove_file(p).or_else(|_| std::fs::remove_dir_all(p));
+        let line = format!(
+            "{MESSAGE_PREFIX} the command created {}, which would point git at another configuration: {}\n",
+            p.display(),
+            if gone.is_ok() {
+                "removed it"
+            } else {
+                "could NOT remove it"
+            }
+        );
+        if stderr >= 0 {
+            // SAFETY: writing a local buffer to our own descriptor.
+            unsafe {
+                libc::write(stderr, line.as_ptr().cast(), line.len());
+            }
+        }
+    }
+    mirror(status)
+}
+
+/// Forks a process that only keeps the new namespaces alive and dies with
+/// the launcher. Tearing a mount namespace down waits for an RCU grace period
+/// (~10 ms here, as `unshare -m true` shows); done by the launcher's own exit,
+/// the agent's wait for the command would pay it. Done by this orphan, no one
+/// waits for it.
+fn hold_namespaces() {
+    // SAFETY: fork in a single-threaded process; the child calls only
+    // async-signal-safe functions and never returns.
+    unsafe {
+        let launcher = libc::getpid();
+        if libc::fork() == 0 {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            if libc::getppid() == launcher {
+                // No descriptors: pipes to the agent close without us.
+                libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+                loop {
+                    libc::pause();
+                }
+            }
+            libc::_exit(0);
+        }
+    }
 }
 
 fn signal_set() -> libc::sigset_t {
@@ -223,7 +282,11 @@ fn signal_set() -> libc::sigset_t {
 }
 
 /// Waits for the child; passes signals on; kills the group when the parent dies.
-fn supervise(child: libc::pid_t, parent: libc::pid_t, set: &libc::sigset_t) -> i32 {
+fn supervise(
+    child: libc::pid_t,
+    parent: libc::pid_t,
+    set: &libc::sigset_t,
+) -> std::process::ExitStatus {
     loop {
         // SAFETY: sigwaitinfo/getppid/kill/waitpid with valid pointers to locals.
         unsafe {
@@ -237,7 +300,7 @@ fn supervise(child: libc::pid_t, parent: libc::pid_t, set: &libc::sigset_t) -> i
                 loop {
                     let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
                     if pid == child {
-                        return mirror(std::process::ExitStatus::from_raw(status));
+                        return std::process::ExitStatus::from_raw(status);
                     }
                     if pid <= 0 {
                         break;

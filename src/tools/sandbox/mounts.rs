@@ -47,13 +47,23 @@ pub enum NamespaceError {
     Symlink(PathBuf),
 }
 
-/// Enters the namespaces and makes the protected paths read-only.
-pub fn enter(roots: &[PathBuf], network_off: bool) -> Result<(), NamespaceError> {
+/// Enters the namespaces and makes the protected paths read-only. Returns
+/// the paths that must stay absent: `commondir` in git directories that have
+/// none (git would take its configuration from the directory it names, and a
+/// missing file cannot be bind-mounted); the launcher removes any the command
+/// created.
+pub fn enter(roots: &[PathBuf], network_off: bool) -> Result<Vec<PathBuf>, NamespaceError> {
     unshare(network_off)?;
     let (mut pinned, mut readonly) = (Vec::new(), Vec::new());
     for root in roots {
         protected(root, &mut pinned, &mut readonly)?;
     }
+    let absent: Vec<PathBuf> = pinned
+        .iter()
+        .filter(|p| !roots.contains(p))
+        .map(|g| g.join("commondir"))
+        .filter(|c| std::fs::symlink_metadata(c).is_err())
+        .collect();
     for p in &pinned {
         bind(p, false)?;
     }
@@ -69,7 +79,7 @@ pub fn enter(roots: &[PathBuf], network_off: bool) -> Result<(), NamespaceError>
             source,
         })?;
     }
-    Ok(())
+    Ok(absent)
 }
 
 /// What `--probe` checks: the namespace, and a read-only bind of `dir`.
