@@ -26,7 +26,7 @@ pub struct Agent {
 
 pub async fn start(model: &FakeModel, config: &str, caps: Value, env: &[(&str, &str)]) -> Agent {
     // Not in the temp directory, which sandboxed commands may write.
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("home");
+    let home = tempfile::tempdir_in(crate::support::outside_temp_base()).expect("home");
     write_config(home.path(), config);
     start_in(model, home, caps, env).await
 }

@@ -38,7 +38,7 @@ fn landlock() -> bool {
 fn outside() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("sandbox-outside-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .tempdir_in(crate::support::outside_temp_base())
         .expect("outside dir")
 }
 
@@ -54,7 +54,7 @@ fn names_in(dir: &Path) -> Vec<String> {
 /// A full-auto session whose HOME is `home` (so that `cd` and `~` lead
 /// there), with `config` as the config file.
 async fn full_auto(via: Via, ws: Workspace, home: &Path, config: &str) -> Harness {
-    let config_home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let config_home = tempfile::tempdir_in(crate::support::outside_temp_base()).unwrap();
     write_config(config_home.path(), config);
     let xdg = config_home.path().join(".config");
     let caps = match via {

@@ -52,7 +52,7 @@ fn outside_of(ws: &Workspace) -> Outside {
     // Outside the temp directory too: sandboxed commands may write there.
     let dir = tempfile::Builder::new()
         .prefix("acp-coder-outside-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .tempdir_in(crate::support::outside_temp_base())
         .unwrap();
     let victim = dir.path().canonicalize().unwrap().join("victim.txt");
     std::fs::write(&victim, "precious\n").unwrap();

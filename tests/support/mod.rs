@@ -132,7 +132,7 @@ impl WorkspaceBuilder {
         let mut builder = tempfile::Builder::new();
         builder.prefix("acp-coder-ws-");
         let dir = if self.outside_temp {
-            builder.tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            builder.tempdir_in(outside_temp_base())
         } else {
             builder.tempdir()
         }
@@ -171,6 +171,35 @@ impl WorkspaceBuilder {
         }
         Workspace { _dir: dir, root }
     }
+}
+
+/// A directory that is neither the system temp directory nor under it
+/// (sandboxed commands may write there by design), for things that must be
+/// "outside" to a sandboxed command: the target directory's scratch space
+/// when the checkout is not itself under the temp directory (a clone in
+/// `/tmp`), else `/var/tmp`, else `$HOME`.
+pub fn outside_temp_base() -> PathBuf {
+    let temps: Vec<PathBuf> = [std::env::temp_dir(), PathBuf::from("/tmp")]
+        .iter()
+        .filter_map(|t| t.canonicalize().ok())
+        .collect();
+    let candidates = [
+        Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+        Some(PathBuf::from("/var/tmp/acp-coder-tests")),
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/acp-coder-tests")),
+    ];
+    for dir in candidates.into_iter().flatten() {
+        if std::fs::create_dir_all(&dir).is_err() {
+            continue;
+        }
+        let Ok(canon) = dir.canonicalize() else {
+            continue;
+        };
+        if !temps.iter().any(|t| canon.starts_with(t)) {
+            return canon;
+        }
+    }
+    panic!("no writable directory outside the temp directory for the sandbox tests");
 }
 
 /// Whether the agent's full command sandbox (Landlock and the mount
