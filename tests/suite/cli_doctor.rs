@@ -50,6 +50,17 @@ async fn all_good() {
         "{out}"
     );
     assert!(out.contains("logs go to "), "{out}");
+    // Which command sandbox applies (issue 14), whatever this kernel has.
+    assert!(
+        out.contains("commands run sandboxed") || out.contains("no command sandbox"),
+        "{out}"
+    );
+    if crate::support::full_sandbox() {
+        assert!(
+            out.contains("✓ commands run sandboxed: Landlock ABI"),
+            "{out}"
+        );
+    }
     assert!(!run.all().contains(KEY));
 
     // Without the MCP tables the file parses today.
