@@ -10,8 +10,6 @@ pub mod initialize;
 pub mod session;
 pub mod tool_call;
 pub mod update;
-/// The decoding path as one function, for the fuzzer and the corpus replay test.
-pub mod wire;
 
 pub use client::*;
 pub use content::*;

@@ -3,24 +3,13 @@
 //! [`serve`] runs one connection: it owns the [`Agent`] (the `rpc::Handler`),
 //! and at end of input cancels every turn, stops every child process and waits
 //! for the last frames to be written.
-mod call;
-mod commands;
-mod compact;
-mod lock;
-mod methods;
-pub mod modes;
-mod options;
-pub mod permission;
-mod prefix;
-pub mod prompt;
-mod prompting;
-pub mod protected;
-mod relay;
-mod restore;
+/// The decoding path as one function, for the fuzzer and the corpus replay test.
+pub mod decode;
+mod engine;
+mod handlers;
+pub mod policy;
 mod session;
-mod sessions;
 pub mod store;
-mod turn;
 
 pub use session::Session;
 
@@ -71,7 +60,7 @@ pub struct Agent {
     /// The model client, built lazily from the settings; reset by `authenticate`.
     model: Mutex<Option<Arc<dyn Model>>>,
     /// The models the endpoint lists (for the picker and the default model).
-    catalog: options::Catalog,
+    catalog: policy::options::Catalog,
     store: store::Store,
 }
 
@@ -117,7 +106,7 @@ where
         sessions: Mutex::new(HashMap::new()),
         model_factory: config.model_factory.unwrap_or_else(default_factory),
         model: Mutex::new(None),
-        catalog: options::Catalog::default(),
+        catalog: policy::options::Catalog::default(),
         store,
     });
     let (read_loop, writer_done) = rpc::serve(conn, reader, writer, agent.clone(), config.serve);
@@ -150,7 +139,7 @@ impl Agent {
             .unwrap_or_else(|e| e.into_inner())
             .get(id)
             .cloned()
-            .ok_or_else(|| sessions::unknown_session(id))
+            .ok_or_else(|| handlers::lifecycle::unknown_session(id))
     }
 
     fn model(&self) -> Result<Arc<dyn Model>, RpcError> {

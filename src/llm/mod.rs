@@ -18,13 +18,13 @@ mod redact;
 mod retry;
 mod stream;
 mod tls;
-mod wire;
+mod chat;
 
 pub use assemble::{Assembler, ToolCallRequest};
 pub use openai::OpenAiModel;
 pub use redact::redact_all;
 pub use retry::RetryPolicy;
-pub use wire::{ChatMessage, ChatRequest, ToolSpec, UserPart};
+pub use chat::{ChatMessage, ChatRequest, ToolSpec, UserPart};
 
 use std::time::Duration;
 

@@ -1,9 +1,9 @@
 //! The fuzz corpus (`fuzz/corpus/wire`) replayed through the decoding path
-//! the fuzzer exercises (`acp_coder::acp::wire::fuzz_one`), so every input
+//! the fuzzer exercises (`acp_coder::agent::decode::fuzz_one`), so every input
 //! that ever crashed or was found interesting keeps being checked by a plain
 //! `cargo test`, with or without a nightly toolchain and cargo-fuzz.
 
-use acp_coder::acp::wire;
+use acp_coder::agent::decode;
 use std::path::PathBuf;
 
 fn corpus_dir() -> PathBuf {
@@ -29,7 +29,7 @@ fn every_corpus_file_decodes_without_panicking() {
     let mut failures = Vec::new();
     for path in &files {
         let data = std::fs::read(path).expect("read corpus file");
-        if let Err(panic) = std::panic::catch_unwind(|| wire::fuzz_one(&data)) {
+        if let Err(panic) = std::panic::catch_unwind(|| decode::fuzz_one(&data)) {
             let msg = panic
                 .downcast_ref::<String>()
                 .cloned()
@@ -61,7 +61,7 @@ fn seed_messages_decode_cleanly() {
             continue;
         };
         let data = std::fs::read(&path).expect("read seed");
-        let s = wire::check_input(&data, 16 * 1024 * 1024, 64 * 1024);
+        let s = decode::check_input(&data, 16 * 1024 * 1024, 64 * 1024);
         assert!(s.frames > 0, "{name}: no frame");
         if kind.starts_with("garbage-") {
             assert!(

@@ -234,8 +234,8 @@ pub struct Store {
 pub struct Log {
     path: PathBuf,
     file: Mutex<LogState>,
-    /// The session's lock, held as long as the log is open ([`super::lock`]).
-    _claim: Option<std::sync::Arc<super::lock::Claim>>,
+    /// The session's lock, held as long as the log is open ([`crate::agent::store::lock`]).
+    _claim: Option<std::sync::Arc<crate::agent::store::lock::Claim>>,
 }
 
 #[derive(Default)]
@@ -341,12 +341,12 @@ impl Store {
         }
     }
 
-    /// Takes the session's lock for this process ([`super::lock`]).
-    pub fn claim(&self, id: &str) -> Result<std::sync::Arc<super::lock::Claim>, StoreError> {
+    /// Takes the session's lock for this process ([`crate::agent::store::lock`]).
+    pub fn claim(&self, id: &str) -> Result<std::sync::Arc<crate::agent::store::lock::Claim>, StoreError> {
         if !valid_id(id) {
             return Err(StoreError::Missing(id.to_owned()));
         }
-        super::lock::claim(&self.dir, id)
+        crate::agent::store::lock::claim(&self.dir, id)
     }
 
     pub fn exists(&self, id: &str) -> bool {
@@ -498,7 +498,7 @@ impl Store {
 
 impl Log {
     /// Keeps the session's lock for as long as this log is open.
-    pub fn hold(mut self, claim: Option<std::sync::Arc<super::lock::Claim>>) -> Log {
+    pub fn hold(mut self, claim: Option<std::sync::Arc<crate::agent::store::lock::Claim>>) -> Log {
         self._claim = claim;
         self
     }
@@ -570,5 +570,4 @@ pub fn raw_output_text(raw: &Option<Value>) -> Option<&str> {
 }
 
 #[cfg(test)]
-#[path = "store_tests.rs"]
 mod tests;

@@ -6,9 +6,9 @@ use tokio_util::sync::CancellationToken;
 use crate::llm::{ChatMessage, ChatRequest, UserPart};
 use crate::rpc::RpcError;
 
-use super::session::{History, Session};
-use super::store::{Record, StoredMessage};
-use super::turn::{self, Outcome, TurnEnv, status};
+use crate::agent::session::{History, Session};
+use crate::agent::store::{Record, StoredMessage};
+use crate::agent::engine::turn::{self, Outcome, TurnEnv, status};
 
 const INSTRUCTIONS: &str = include_str!("../../prompts/compact.md");
 /// Compact when the next request would use this share of the window.

@@ -21,9 +21,9 @@ use crate::tools::Access;
 use crate::tools::paths::{is_inside, outside_paths_in_command};
 use crate::tools::sanitize_title;
 
-use super::modes::Mode;
-pub use super::prefix::{command_prefix, matches_prefix};
-use super::protected::{Protected, linked_elsewhere};
+use crate::agent::policy::modes::Mode;
+pub use crate::agent::policy::prefix::{command_prefix, matches_prefix};
+use crate::agent::policy::protected::{Protected, linked_elsewhere};
 
 /// What to do with a prepared call.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,18 +10,18 @@ use crate::acp::{
 use crate::config::Settings;
 use crate::rpc::RpcError;
 
-use super::Agent;
-use super::modes::Mode;
-use super::options::{self, MODE, MODEL, REASONING_EFFORT};
-use super::session::Session;
-use super::store::Record;
+use crate::agent::Agent;
+use crate::agent::policy::modes::Mode;
+use crate::agent::policy::options::{self, MODE, MODEL, REASONING_EFFORT};
+use crate::agent::session::Session;
+use crate::agent::store::Record;
 
-pub(super) const AUTH_METHOD_ID: &str = "openai-api-key";
+pub(in crate::agent) const AUTH_METHOD_ID: &str = "openai-api-key";
 
 impl Agent {
     /// `initialize` (ACP §3): always protocol version 1; capabilities are only
     /// what this agent really implements.
-    pub(super) fn initialize(&self, req: InitializeRequest) -> InitializeResponse {
+    pub(in crate::agent) fn initialize(&self, req: InitializeRequest) -> InitializeResponse {
         tracing::info!(
             client = req.client_info.as_ref().map(|c| c.name.as_str()).unwrap_or("?"),
             requested_version = %req.protocol_version,
@@ -79,7 +79,7 @@ impl Agent {
 
     /// `authenticate` (ACP §4): re-reads environment and config; succeeds when
     /// a usable key (or a keyless local endpoint) is there.
-    pub(super) async fn authenticate(&self, req: AuthenticateRequest) -> Result<Empty, RpcError> {
+    pub(in crate::agent) async fn authenticate(&self, req: AuthenticateRequest) -> Result<Empty, RpcError> {
         if req.method_id != AUTH_METHOD_ID {
             return Err(RpcError::invalid_params(format!(
                 "params.methodId: unknown auth method {:?}; this agent offers {AUTH_METHOD_ID:?}",
@@ -101,7 +101,7 @@ impl Agent {
     }
 
     /// The session's complete option list.
-    pub(super) async fn session_options(&self, session: &Session) -> Vec<SessionConfigOption> {
+    pub(in crate::agent) async fn session_options(&self, session: &Session) -> Vec<SessionConfigOption> {
         let settings = self.settings();
         let models = match self.model() {
             Ok(m) => self.catalog.models(&settings, m.as_ref()).await,
@@ -118,7 +118,7 @@ impl Agent {
     }
 
     /// `session/set_mode` (ACP §5.5).
-    pub(super) async fn set_mode(&self, req: SetModeRequest) -> Result<Empty, RpcError> {
+    pub(in crate::agent) async fn set_mode(&self, req: SetModeRequest) -> Result<Empty, RpcError> {
         let session = self.session(&req.session_id)?;
         let mode = parse_mode("params.modeId", &req.mode_id)?;
         self.apply_mode(&session, mode).await;
@@ -126,7 +126,7 @@ impl Agent {
     }
 
     /// `session/set_config_option` (ACP §5.6).
-    pub(super) async fn set_config_option(
+    pub(in crate::agent) async fn set_config_option(
         &self,
         req: SetConfigOptionRequest,
     ) -> Result<SetConfigOptionResponse, RpcError> {
@@ -187,7 +187,7 @@ impl Agent {
     }
 
     /// Switches mode and keeps the mode list and the config option in sync in the editor.
-    pub(super) async fn apply_mode(&self, session: &Session, mode: Mode) {
+    pub(in crate::agent) async fn apply_mode(&self, session: &Session, mode: Mode) {
         if session.set_mode(mode) {
             tracing::info!(session = %session.id, mode = mode.id(), "mode changed");
         }
@@ -200,7 +200,7 @@ impl Agent {
     }
 
     /// Switches the session's model (used from the next model call on).
-    pub(super) async fn apply_model(&self, session: &Session, model: &str) {
+    pub(in crate::agent) async fn apply_model(&self, session: &Session, model: &str) {
         let changed = {
             let mut meta = session.meta.lock().unwrap_or_else(|e| e.into_inner());
             let changed = meta.model.as_deref() != Some(model);
@@ -216,7 +216,7 @@ impl Agent {
         self.send_options(session).await;
     }
 
-    pub(super) async fn send_options(&self, session: &Session) {
+    pub(in crate::agent) async fn send_options(&self, session: &Session) {
         let config_options = self.session_options(session).await;
         session
             .editor
@@ -226,7 +226,7 @@ impl Agent {
     }
 }
 
-pub(super) fn parse_mode(field: &str, id: &str) -> Result<Mode, RpcError> {
+pub(in crate::agent) fn parse_mode(field: &str, id: &str) -> Result<Mode, RpcError> {
     Mode::parse(id).ok_or_else(|| {
         let ids: Vec<&str> = Mode::ALL.iter().map(|m| m.id()).collect();
         RpcError::invalid_params(format!(

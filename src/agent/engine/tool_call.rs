@@ -13,8 +13,8 @@ use crate::acp::{
 use crate::llm::ToolCallRequest;
 use crate::tools::{Invocation, ToolContext, ToolError, ToolOutput, sanitize_title};
 
-use super::permission::{self, Decision, Scope};
-use super::session::Session;
+use crate::agent::policy::permission::{self, Decision, Scope};
+use crate::agent::session::Session;
 
 /// Tool results longer than this are cut for the model (head and tail kept).
 const MODEL_RESULT_LIMIT: usize = 64 * 1024;

@@ -6,7 +6,7 @@ use crate::acp::{SelectTag, SessionConfigOption, SessionConfigSelectOption};
 use crate::config::Settings;
 use crate::llm::Model;
 
-use super::modes::Mode;
+use crate::agent::policy::modes::Mode;
 
 pub const MODE: &str = "mode";
 pub const MODEL: &str = "model";

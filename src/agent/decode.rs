@@ -10,7 +10,7 @@
 //! the session log needs).
 use serde_json::value::RawValue;
 
-use super::{
+use crate::acp::{
     AuthenticateRequest, ContentBlock, CreateTerminalResponse, InitializeRequest,
     ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
     ReadTextFileResponse, RequestPermissionResponse, SessionRef, SetConfigOptionRequest,

@@ -17,10 +17,10 @@ use crate::llm::{
 use crate::rpc::RpcError;
 use crate::secrets::redact_string;
 
-use super::call;
-use super::compact;
-use super::relay::Relay;
-use super::session::{History, Session};
+use crate::agent::engine::tool_call;
+use crate::agent::engine::compact;
+use crate::agent::engine::relay::Relay;
+use crate::agent::session::{History, Session};
 
 /// What a turn needs besides the session.
 pub struct TurnEnv {
@@ -65,7 +65,7 @@ pub async fn run(
     let user = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
-        m = super::prompt::user_message(prompt, &session.editor) => m,
+        m = crate::agent::engine::model_text::user_message(prompt, &session.editor) => m,
     };
     // The prompt as the model and the log get it: a secret the user pasted is
     // redacted like everywhere else (SECURITY.md §3).

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use crate::acp::{ContentChunk, Plan, SessionUpdate};
 use crate::llm::ChatMessage;
 
-use super::store::{Record, StoredMessage};
+use crate::agent::store::{Record, StoredMessage};
 
 #[derive(Default)]
 pub struct Restored {

@@ -15,19 +15,19 @@ use crate::skills::Shelf;
 use crate::tools::paths::canonicalize_lenient;
 use crate::tools::{Registry, SkillTools};
 
-use super::modes::Mode;
-use super::options;
-use super::restore::{Restored, restore};
-use super::session::{Recorder, Session, SessionInit, SessionMeta};
-use super::store::{self, StoreError, Summary};
-use super::{Agent, commands};
+use crate::agent::policy::modes::Mode;
+use crate::agent::policy::options;
+use crate::agent::store::restore::{Restored, restore};
+use crate::agent::session::{Recorder, Session, SessionInit, SessionMeta};
+use crate::agent::store::{self, StoreError, Summary};
+use crate::agent::{Agent, policy::commands};
 
 /// Sessions per `session/list` page.
 const PAGE: usize = 50;
 
 impl Agent {
     /// `session/new` (ACP §5.1).
-    pub(super) async fn new_session(
+    pub(in crate::agent) async fn new_session(
         self: &Arc<Self>,
         req: NewSessionRequest,
     ) -> Result<Reply, RpcError> {
@@ -87,7 +87,7 @@ impl Agent {
     }
 
     /// `session/load` (ACP §5.3): replays the whole conversation, then answers.
-    pub(super) async fn load_session(
+    pub(in crate::agent) async fn load_session(
         self: &Arc<Self>,
         req: LoadSessionRequest,
     ) -> Result<Reply, RpcError> {
@@ -100,7 +100,7 @@ impl Agent {
     }
 
     /// `session/resume` (ACP §5.4): restores the session without replaying it.
-    pub(super) async fn resume_session(
+    pub(in crate::agent) async fn resume_session(
         self: &Arc<Self>,
         req: LoadSessionRequest,
     ) -> Result<Reply, RpcError> {
@@ -200,7 +200,7 @@ impl Agent {
 
     /// The settings, if sessions can run on them: the config file loaded and
     /// credentials present (ACP §4 `auth_required` otherwise).
-    pub(super) fn usable_settings(&self) -> Result<Arc<crate::config::Settings>, RpcError> {
+    pub(in crate::agent) fn usable_settings(&self) -> Result<Arc<crate::config::Settings>, RpcError> {
         let settings = self.settings();
         if let Some(e) = &settings.load_error {
             return Err(RpcError::internal(format!(
@@ -229,7 +229,7 @@ impl Agent {
         response: &T,
         session: Arc<Session>,
     ) -> Result<Reply, RpcError> {
-        let mut reply = super::to_raw(response)?;
+        let mut reply = crate::agent::to_raw(response)?;
         reply.after = Some(Box::new(move || {
             send_commands(&session);
             let meta = session.meta();
@@ -246,7 +246,7 @@ impl Agent {
     }
 
     /// `session/list` (ACP §5.4): newest first, optionally only one cwd.
-    pub(super) fn list_sessions(
+    pub(in crate::agent) fn list_sessions(
         &self,
         req: ListSessionsRequest,
     ) -> Result<ListSessionsResponse, RpcError> {
@@ -297,7 +297,7 @@ impl Agent {
     }
 
     /// `session/close` (ACP §5.4): cancels a running turn and frees the session.
-    pub(super) fn close_session(&self, req: SessionRef) -> Result<Empty, RpcError> {
+    pub(in crate::agent) fn close_session(&self, req: SessionRef) -> Result<Empty, RpcError> {
         let session = self
             .sessions
             .lock()
@@ -315,7 +315,7 @@ impl Agent {
     }
 
     /// `session/delete` (ACP §5.4): forgets a session; unknown ids succeed silently.
-    pub(super) fn delete_session(&self, req: SessionRef) -> Result<Empty, RpcError> {
+    pub(in crate::agent) fn delete_session(&self, req: SessionRef) -> Result<Empty, RpcError> {
         if let Some(s) = self
             .sessions
             .lock()
@@ -338,7 +338,7 @@ impl Agent {
 
 /// Sends the session's commands (ACP §7 `available_commands_update`):
 /// built-ins, prompt files, then its skills.
-pub(super) fn send_commands(session: &Session) {
+pub(in crate::agent) fn send_commands(session: &Session) {
     let available = commands::to_acp(&session_commands(session));
     session
         .editor
@@ -350,7 +350,7 @@ pub(super) fn send_commands(session: &Session) {
 }
 
 /// Every command the session offers now.
-pub(super) fn session_commands(session: &Session) -> Vec<commands::Command> {
+pub(in crate::agent) fn session_commands(session: &Session) -> Vec<commands::Command> {
     let config_dir = crate::config::config_home().join("acp-coder");
     commands::with_skills(
         commands::available(&session.cwd, &config_dir),
@@ -397,7 +397,7 @@ async fn tools_for(
     registry
 }
 
-pub(super) fn unknown_session(id: &str) -> RpcError {
+pub(in crate::agent) fn unknown_session(id: &str) -> RpcError {
     RpcError::not_found(format!(
         "unknown session {id:?}: create one with session/new first"
     ))
@@ -423,7 +423,7 @@ fn decode_cursor(c: &str) -> Option<usize> {
     usize::from_str_radix(c.strip_prefix('o')?, 16).ok()
 }
 
-pub(super) fn absolute_dir(field: &str, path: &str) -> Result<PathBuf, RpcError> {
+pub(in crate::agent) fn absolute_dir(field: &str, path: &str) -> Result<PathBuf, RpcError> {
     let p = Path::new(path);
     if !p.is_absolute() {
         return Err(RpcError::invalid_params(format!(
@@ -442,9 +442,9 @@ fn additional_dirs(dirs: &[String]) -> Result<Vec<PathBuf>, RpcError> {
 
 /// The protected paths of a new session: the built-in list plus the config's
 /// (checked when the config was loaded).
-fn protected_for(settings: &crate::config::Settings) -> super::protected::Protected {
-    super::protected::Protected::new(&settings.protected_paths).unwrap_or_else(|e| {
+fn protected_for(settings: &crate::config::Settings) -> crate::agent::policy::protected::Protected {
+    crate::agent::policy::protected::Protected::new(&settings.protected_paths).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "protected_paths: using the built-in list only");
-        super::protected::Protected::default()
+        crate::agent::policy::protected::Protected::default()
     })
 }

@@ -7,14 +7,14 @@ use crate::acp::{
 use crate::config::{MODEL_ENV, Settings};
 use crate::rpc::RpcError;
 
-use super::Agent;
-use super::commands::{self, Action};
-use super::compact;
-use super::modes::Mode;
-use super::options;
-use super::session::{Session, TurnGuard};
-use super::store::Record;
-use super::turn::{self, TurnEnv, message_id};
+use crate::agent::Agent;
+use crate::agent::policy::commands::{self, Action};
+use crate::agent::engine::compact;
+use crate::agent::policy::modes::Mode;
+use crate::agent::policy::options;
+use crate::agent::session::{Session, TurnGuard};
+use crate::agent::store::Record;
+use crate::agent::engine::turn::{self, TurnEnv, message_id};
 
 /// Titles are the first line of the first prompt, this long at most.
 const TITLE_CHARS: usize = 60;
@@ -22,7 +22,7 @@ const TITLE_CHARS: usize = 60;
 impl Agent {
     /// `turn` was registered when the request was read, so a `session/cancel`
     /// right behind the prompt is not lost.
-    pub(super) async fn prompt(
+    pub(in crate::agent) async fn prompt(
         &self,
         req: PromptRequest,
         turn: Option<TurnGuard>,
@@ -31,7 +31,7 @@ impl Agent {
         let turn = turn.unwrap_or_else(|| session.register_turn());
         let settings = self.usable_settings()?;
         self.set_title(&session, &req.prompt).await;
-        tracing::info!(session = %session.id, prompt = %super::prompt::summary(&req.prompt, 80), "turn start");
+        tracing::info!(session = %session.id, prompt = %crate::agent::engine::model_text::summary(&req.prompt, 80), "turn start");
         session.registry.turn_started();
         let result = self
             .run_prompt(&session, &settings, req.prompt, &turn.token)
@@ -54,7 +54,7 @@ impl Agent {
         token: &tokio_util::sync::CancellationToken,
     ) -> Result<StopReason, RpcError> {
         if let Some((name, args)) = commands::parse(&prompt) {
-            let available = super::sessions::session_commands(session);
+            let available = crate::agent::handlers::lifecycle::session_commands(session);
             match commands::resolve(&available, &name, &args) {
                 None => {} // Not a command: the model gets the text as typed.
                 Some(Action::Prompt(text)) => replace_command_text(&mut prompt, text),
@@ -151,7 +151,7 @@ impl Agent {
             if meta.title.is_some() {
                 return;
             }
-            let title = super::prompt::summary(prompt, TITLE_CHARS);
+            let title = crate::agent::engine::model_text::summary(prompt, TITLE_CHARS);
             if title.is_empty() {
                 return;
             }
@@ -299,7 +299,7 @@ impl Agent {
                 if let Err(e) = tokio::task::spawn_blocking(move || s.reload_skills()).await {
                     tracing::warn!(error = %e, "skills not reloaded");
                 }
-                super::sessions::send_commands(session);
+                crate::agent::handlers::lifecycle::send_commands(session);
                 let catalog = session.skills.get();
                 let mut text = format!(
                     "Skills reloaded: {} found{}.",

@@ -20,7 +20,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use super::store::StoreError;
+use crate::agent::store::StoreError;
 
 /// A held lock on one session's log; released when the last clone is dropped.
 #[derive(Debug)]

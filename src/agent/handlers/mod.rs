@@ -1,0 +1,5 @@
+//! The ACP method handlers (ACP §3–§6), as methods of [`super::Agent`]:
+//! the handshake and session options, the session lifecycle, and prompts.
+pub(super) mod handshake;
+pub(super) mod lifecycle;
+pub(super) mod prompt;

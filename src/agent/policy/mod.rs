@@ -1,0 +1,8 @@
+//! Policy (DESIGN §3 "Modes and permissions"): what runs, asks or is refused,
+//! the session modes and config options, and the slash commands.
+pub(super) mod commands;
+pub mod modes;
+pub(super) mod options;
+pub mod permission;
+mod prefix;
+pub mod protected;
