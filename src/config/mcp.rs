@@ -1,0 +1,162 @@
+//! The `[mcp_servers.NAME]` entries of the config file and the validated
+//! spec of one MCP server to start (DESIGN §3 "MCP servers").
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::ConfigError;
+
+/// One `[mcp_servers.NAME]` entry: `command` (+ `args`, `env`) for a stdio
+/// server, or `url` (+ `headers`) for an HTTP one; `type = "sse"` selects the
+/// legacy HTTP+SSE transport.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// `stdio`, `http` or `sse`; inferred from `command`/`url` when absent.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// `false` keeps the entry in the file without starting it.
+    pub enabled: Option<bool>,
+}
+
+/// How to reach one MCP server (validated; from the config file or the editor).
+#[derive(Clone, PartialEq, Eq)]
+pub enum McpTransportSpec {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+    /// Streamable HTTP (MCP 2025-03-26 and later).
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+    /// The legacy HTTP+SSE transport (MCP 2024-11-05).
+    Sse {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// A named MCP server to start for a session.
+#[derive(Clone, PartialEq, Eq)]
+pub struct McpServerSpec {
+    pub name: String,
+    pub transport: McpTransportSpec,
+}
+
+impl std::fmt::Debug for McpServerSpec {
+    /// Env and header values may hold secrets: only their names are shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |v: &[(String, String)]| v.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+        match &self.transport {
+            McpTransportSpec::Stdio { command, args, env } => f
+                .debug_struct("Stdio")
+                .field("name", &self.name)
+                .field("command", command)
+                .field("args", args)
+                .field("env", &names(env))
+                .finish(),
+            McpTransportSpec::Http { url, headers } | McpTransportSpec::Sse { url, headers } => f
+                .debug_struct(if matches!(self.transport, McpTransportSpec::Sse { .. }) {
+                    "Sse"
+                } else {
+                    "Http"
+                })
+                .field("name", &self.name)
+                .field("url", url)
+                .field("headers", &names(headers))
+                .finish(),
+        }
+    }
+}
+
+impl McpServerConfig {
+    /// Validates one entry of the file.
+    pub(super) fn to_spec(&self, name: &str, path: &Path) -> Result<Option<McpServerSpec>, ConfigError> {
+        if self.enabled == Some(false) {
+            return Ok(None);
+        }
+        let bad = |what: String| {
+            ConfigError::Invalid(format!(
+                "[mcp_servers.{name}] in {}: {what}",
+                path.display()
+            ))
+        };
+        if name.trim().is_empty() {
+            return Err(bad("the server name must not be empty".into()));
+        }
+        let kind = match (&self.kind, &self.command, &self.url) {
+            (Some(k), _, _) => k.as_str(),
+            (None, Some(_), None) => "stdio",
+            (None, None, Some(_)) => "http",
+            (None, Some(_), Some(_)) => {
+                return Err(bad("give either `command` or `url`, not both".into()));
+            }
+            (None, None, None) => {
+                return Err(bad(
+                    "needs `command` (a stdio server) or `url` (an HTTP server)".into(),
+                ));
+            }
+        };
+        let pairs = |m: &std::collections::BTreeMap<String, String>| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Vec<_>>()
+        };
+        let transport = match kind {
+            "stdio" => {
+                let Some(command) = self.command.clone().filter(|c| !c.trim().is_empty()) else {
+                    return Err(bad("a stdio server needs `command`".into()));
+                };
+                if self.url.is_some() || !self.headers.is_empty() {
+                    return Err(bad("`url` and `headers` are for http/sse servers".into()));
+                }
+                McpTransportSpec::Stdio {
+                    command,
+                    args: self.args.clone(),
+                    env: pairs(&self.env),
+                }
+            }
+            "http" | "sse" => {
+                let Some(url) = self.url.clone() else {
+                    return Err(bad(format!("a {kind} server needs `url`")));
+                };
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(bad(format!(
+                        "url {url:?} must start with http:// or https://"
+                    )));
+                }
+                if self.command.is_some() || !self.args.is_empty() || !self.env.is_empty() {
+                    return Err(bad(
+                        "`command`, `args` and `env` are for stdio servers".into()
+                    ));
+                }
+                let headers = pairs(&self.headers);
+                if kind == "sse" {
+                    McpTransportSpec::Sse { url, headers }
+                } else {
+                    McpTransportSpec::Http { url, headers }
+                }
+            }
+            other => {
+                return Err(bad(format!(
+                    "type {other:?} is not one of \"stdio\", \"http\", \"sse\""
+                )));
+            }
+        };
+        Ok(Some(McpServerSpec {
+            name: name.to_owned(),
+            transport,
+        }))
+    }
+}

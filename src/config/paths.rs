@@ -1,0 +1,55 @@
+//! Where things live (XDG base directories, DESIGN §3 "Model endpoint and
+//! configuration") and which endpoints count as local.
+use std::path::PathBuf;
+
+/// Loopback, private-network and `.local` hosts are taken as keyless local servers.
+pub fn is_local_endpoint(base_url: &str) -> bool {
+    let rest = base_url.split("://").nth(1).unwrap_or("");
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    if host == "localhost" || host.ends_with(".local") || host.ends_with(".localhost") {
+        return true;
+    }
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        Ok(std::net::IpAddr::V6(ip)) => ip.is_loopback(),
+        Err(_) => false,
+    }
+}
+
+fn home_with(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    env("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+fn xdg(env: &dyn Fn(&str) -> Option<String>, var: &str, fallback: &str) -> PathBuf {
+    env(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| home_with(env).join(fallback))
+}
+
+fn process_env(k: &str) -> Option<String> {
+    std::env::var(k).ok().filter(|v| !v.is_empty())
+}
+
+pub(super) fn config_home_with(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    xdg(env, "XDG_CONFIG_HOME", ".config")
+}
+pub(super) fn data_home_with(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    xdg(env, "XDG_DATA_HOME", ".local/share")
+}
+pub fn config_home() -> PathBuf {
+    config_home_with(&process_env)
+}
+pub fn data_home() -> PathBuf {
+    data_home_with(&process_env)
+}
+pub fn state_home() -> PathBuf {
+    xdg(&process_env, "XDG_STATE_HOME", ".local/state")
+}
