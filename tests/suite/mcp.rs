@@ -226,7 +226,7 @@ async fn initialize_advertises_both_http_transports() {
     let init = editor.initialize(full_capabilities()).await;
     assert_eq!(
         init["agentCapabilities"]["mcpCapabilities"],
-        json!({"http": true, "sse": true})
+        json!({"http": true, "sse": true, "acp": true})
     );
 }
 
