@@ -137,6 +137,30 @@ async fn an_editor_side_server_is_reached_over_the_acp_connection() {
         .expect_err("unknown connection");
     assert_eq!(err.code, -32602, "{err}");
     assert!(err.message.contains("connectionId"), "{err}");
+    // A client-side method sent as if from the server is refused, not run.
+    let err = editor
+        .request(
+            "mcp/message",
+            json!({"connectionId": "conn-1", "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "x"}}}),
+        )
+        .await
+        .expect_err("a server cannot call tools on its client");
+    assert!(err.code == -32601 || err.code == -32602, "{err}");
+    // Malformed and unknown-connection notifications are ignored.
+    editor
+        .notify(
+            "mcp/message",
+            json!({"connectionId": "conn-9", "method": "notifications/progress"}),
+        )
+        .await;
+    let pong = editor
+        .request(
+            "mcp/message",
+            json!({"connectionId": "conn-1", "method": "ping"}),
+        )
+        .await;
+    assert_eq!(pong.unwrap(), json!({}), "still serving");
 
     // Closing the session disconnects.
     editor
@@ -186,4 +210,30 @@ async fn without_acp_servers_nothing_is_sent_over_mcp() {
         .unwrap();
     assert!(mcp_frames(&editor).is_empty(), "{:?}", mcp_frames(&editor));
     assert!(editor.mcp_over_acp_log().is_empty());
+}
+
+#[tokio::test]
+async fn the_agent_exits_promptly_with_a_connection_open() {
+    let model = FakeModel::start().await;
+    let mut editor = FakeEditor::spawn(&[], model.agent_env());
+    editor.initialize(full_capabilities()).await;
+    editor.serve_mcp_over_acp("srv-1", test_server(), Vec::new());
+    let ws = Workspace::new();
+    editor
+        .request(
+            "session/new",
+            json!({"cwd": ws.path(), "mcpServers": [{"type": "acp", "name": "ed", "serverId": "srv-1"}]}),
+        )
+        .await
+        .unwrap_or_else(|e| editor.fail(&format!("session/new failed: {e}")));
+    assert_eq!(editor.mcp_over_acp_open(), ["conn-1"]);
+    let began = std::time::Instant::now();
+    editor.close_stdin().await;
+    let status = editor.wait_exit(Duration::from_secs(10)).await;
+    assert!(status.success(), "{status:?}");
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        began.elapsed()
+    );
 }
