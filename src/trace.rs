@@ -260,7 +260,18 @@ fn structural(value: &mut Value, key: Option<&str>, in_mcp: bool, learned: &mut 
                 hide(v, true, learned);
             }
             let map_of_values = matches!(key, Some("env" | "headers"));
+            // `providers/set` params: every header value may be a credential.
+            let provider = map.contains_key("providerId") && map.contains_key("baseUrl");
             for (k, v) in map.iter_mut() {
+                if provider
+                    && k == "headers"
+                    && let Value::Object(h) = v
+                {
+                    for (name, x) in h.iter_mut() {
+                        hide(x, is_secret_name(name), learned);
+                    }
+                    continue;
+                }
                 if map_of_values && v.is_string() && (in_mcp || is_secret_name(k)) {
                     hide(v, is_secret_name(k), learned);
                     continue;
@@ -305,6 +316,23 @@ mod tests {
         assert_eq!(servers[1]["headers"][1]["value"], REDACTED);
         assert_eq!(servers[1]["url"], "https://h/mcp");
         assert_eq!(servers[0]["args"][1], "x");
+    }
+
+    #[test]
+    fn provider_headers_are_redacted() {
+        let mut v = json!({"jsonrpc":"2.0","id":2,"method":"providers/set","params":{
+            "providerId":"main","apiType":"openai","baseUrl":"https://gw/v1",
+            "headers":{"Authorization":"Bearer sk-gw-123456","X-Route":"eu-1"}}});
+        let mut secrets = Secrets::default();
+        redact(&mut v, &mut secrets);
+        let p = &v["params"];
+        assert_eq!(p["headers"]["Authorization"], REDACTED);
+        assert_eq!(p["headers"]["X-Route"], REDACTED);
+        assert_eq!(p["baseUrl"], "https://gw/v1");
+        // The credential stays hidden when a later frame repeats it.
+        let mut later = json!({"error": {"message": "Bearer sk-gw-123456 rejected"}});
+        redact(&mut later, &mut secrets);
+        assert_eq!(later["error"]["message"], "[redacted] rejected");
     }
 
     #[test]

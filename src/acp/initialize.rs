@@ -107,6 +107,9 @@ pub struct AgentCapabilities {
     pub mcp_capabilities: McpCapabilities,
     #[serde(skip_serializing_if = "SessionCapabilities::is_empty")]
     pub session_capabilities: SessionCapabilities,
+    /// Unstable `providers/list|set|disable` (`{}` when supported).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub providers: Option<super::Empty>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,6 +124,8 @@ pub struct PromptCapabilities {
 pub struct McpCapabilities {
     pub http: bool,
     pub sse: bool,
+    /// Unstable MCP over ACP (`type: "acp"` servers).
+    pub acp: bool,
 }
 
 /// Each present key (`{}`) advertises one optional session method.

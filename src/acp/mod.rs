@@ -9,6 +9,7 @@ pub mod content;
 pub mod initialize;
 pub mod session;
 pub mod tool_call;
+pub mod unstable_providers;
 pub mod update;
 
 pub use client::*;
@@ -16,6 +17,7 @@ pub use content::*;
 pub use initialize::*;
 pub use session::*;
 pub use tool_call::*;
+pub use unstable_providers::*;
 pub use update::*;
 
 /// The only protocol version this agent speaks (ACP §3).
@@ -48,6 +50,13 @@ pub mod method {
     pub const TERMINAL_KILL: &str = "terminal/kill";
     pub const TERMINAL_RELEASE: &str = "terminal/release";
     pub const CANCEL_REQUEST: &str = "$/cancel_request";
+    // Unstable (schema.unstable.json): editor-configured providers, MCP over ACP.
+    pub const PROVIDERS_LIST: &str = "providers/list";
+    pub const PROVIDERS_SET: &str = "providers/set";
+    pub const PROVIDERS_DISABLE: &str = "providers/disable";
+    pub const MCP_CONNECT: &str = "mcp/connect";
+    pub const MCP_MESSAGE: &str = "mcp/message";
+    pub const MCP_DISCONNECT: &str = "mcp/disconnect";
 }
 
 /// An empty result object `{}` (the wire form of "no result fields").

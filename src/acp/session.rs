@@ -23,6 +23,8 @@ pub enum McpServer {
     Http(McpServerHttp),
     Sse(McpServerHttp),
     Stdio(McpServerStdio),
+    /// Unstable MCP over ACP (`mcpCapabilities.acp`): the server lives in the editor.
+    Acp(super::McpServerAcp),
     #[serde(untagged)]
     StdioUntagged(McpServerStdio),
 }
@@ -57,6 +59,7 @@ impl McpServer {
         match self {
             McpServer::Http(h) | McpServer::Sse(h) => &h.name,
             McpServer::Stdio(s) | McpServer::StdioUntagged(s) => &s.name,
+            McpServer::Acp(a) => &a.name,
         }
     }
 }

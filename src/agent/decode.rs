@@ -81,6 +81,11 @@ pub fn decode_request(method: &str, params: Option<&RawValue>) -> Result<Decoded
         }
         method::SESSION_SET_MODE => other(decode_params::<SetModeRequest>(params)),
         method::SESSION_SET_CONFIG_OPTION => other(decode_params::<SetConfigOptionRequest>(params)),
+        // Unstable: providers, MCP over ACP.
+        method::PROVIDERS_LIST => Ok(Decoded::Other),
+        method::PROVIDERS_SET => other(decode_params::<super::SetProviderRequest>(params)),
+        method::PROVIDERS_DISABLE => other(decode_params::<super::DisableProviderRequest>(params)),
+        method::MCP_MESSAGE => other(decode_params::<super::MessageMcp>(params)),
         _ => Ok(Decoded::Unknown),
     }
 }

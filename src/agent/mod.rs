@@ -8,6 +8,7 @@ pub mod decode;
 mod engine;
 mod handlers;
 pub mod policy;
+mod providers;
 mod session;
 pub mod store;
 
@@ -62,6 +63,10 @@ pub struct Agent {
     /// The models the endpoint lists (for the picker and the default model).
     catalog: policy::options::Catalog,
     store: store::Store,
+    /// The editor's routing of the model provider (unstable `providers/*`).
+    providers: providers::Providers,
+    /// MCP-over-ACP connections of this ACP connection, by connection id.
+    mcp_links: Arc<crate::mcp::acp_transport::Links>,
 }
 
 fn default_factory() -> ModelFactory {
@@ -108,6 +113,8 @@ where
         model: Mutex::new(None),
         catalog: policy::options::Catalog::default(),
         store,
+        providers: providers::Providers::default(),
+        mcp_links: Arc::new(crate::mcp::acp_transport::Links::new(conn.peer.clone())),
     });
     let (read_loop, writer_done) = rpc::serve(conn, reader, writer, agent.clone(), config.serve);
     read_loop.await;
@@ -119,7 +126,14 @@ where
 }
 
 impl Agent {
+    /// The effective settings: environment and config file, routed as the
+    /// editor chose with `providers/set` (agent/providers.rs).
     fn settings(&self) -> Arc<Settings> {
+        self.providers.effective(self.base_settings())
+    }
+
+    /// The settings from the environment and the config file alone.
+    fn base_settings(&self) -> Arc<Settings> {
         self.settings
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -143,6 +157,9 @@ impl Agent {
     }
 
     fn model(&self) -> Result<Arc<dyn Model>, RpcError> {
+        if let Some(e) = self.providers.disabled() {
+            return Err(e);
+        }
         let mut slot = self.model.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = slot.as_ref() {
             return Ok(m.clone());
@@ -209,6 +226,12 @@ impl Handler for Agent {
                 method::SESSION_SET_CONFIG_OPTION => {
                     to_raw(&self.set_config_option(decode_params(p)?).await?)
                 }
+                method::PROVIDERS_LIST => to_raw(&self.list_providers()),
+                method::PROVIDERS_SET => to_raw(&self.set_provider(decode_params(p)?).await?),
+                method::PROVIDERS_DISABLE => {
+                    to_raw(&self.disable_provider(decode_params(p)?).await?)
+                }
+                method::MCP_MESSAGE => self.mcp_links.request(decode_params(p)?).await,
                 _ => Err(RpcError::method_not_found(&method)),
             }
         })
@@ -218,8 +241,10 @@ impl Handler for Agent {
     /// capabilities `initialize` stored, and `set_mode` right after
     /// `session/new` must find the session. Prompts run concurrently so several
     /// sessions can work at once.
+    /// `mcp/message` requests (an editor-side MCP server asking its client)
+    /// run concurrently too: `session/new` may be waiting for that server.
     fn sequential(&self, method: &str) -> bool {
-        method != method::SESSION_PROMPT
+        method != method::SESSION_PROMPT && method != method::MCP_MESSAGE
     }
 
     fn notification(&self, method: &str, params: Option<&RawValue>) {
@@ -236,6 +261,7 @@ impl Handler for Agent {
                 },
                 Err(e) => tracing::debug!(error = %e.message, "malformed session/cancel"),
             },
+            method::MCP_MESSAGE => self.mcp_links.notification(params),
             // `$/cancel_request` is optional to honour; our handlers are short
             // except prompts, which are cancelled with `session/cancel`.
             other => tracing::debug!(method = other, "ignored notification"),

@@ -45,6 +45,9 @@ pub enum McpTransportSpec {
         url: String,
         headers: Vec<(String, String)>,
     },
+    /// Unstable MCP over ACP: a server inside the editor, reached with
+    /// `mcp/connect|message|disconnect` (only from `session/new`).
+    Acp { server_id: String },
 }
 
 /// A named MCP server to start for a session.
@@ -75,6 +78,11 @@ impl std::fmt::Debug for McpServerSpec {
                 .field("name", &self.name)
                 .field("url", url)
                 .field("headers", &names(headers))
+                .finish(),
+            McpTransportSpec::Acp { server_id } => f
+                .debug_struct("Acp")
+                .field("name", &self.name)
+                .field("server_id", server_id)
                 .finish(),
         }
     }

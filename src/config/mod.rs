@@ -203,6 +203,7 @@ impl Settings {
                 McpTransportSpec::Http { headers, .. } | McpTransportSpec::Sse { headers, .. } => {
                     named(headers, &mut out)
                 }
+                McpTransportSpec::Acp { .. } => {}
             }
         }
         out

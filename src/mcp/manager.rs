@@ -24,7 +24,7 @@ use crate::tools::{Tool, ToolSource};
 
 use super::stdio::{self, StdioChild};
 use super::tool::McpTool;
-use super::{McpError, http, names, sse};
+use super::{McpError, acp_transport, http, names, sse};
 
 /// A server still starting when `session/new` returned gets this long in all
 /// (`npx`/`uvx` may download first) before it counts as failed.
@@ -324,7 +324,7 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
             inner.set(idx, State::Stopped);
             return;
         }
-        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(&spec, handler, &inner.options, inner.stop.child_token())) => r,
+        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(&spec, handler, &inner.options, inner.editor.mcp_links(), inner.stop.child_token())) => r,
     };
     let connected = match connected {
         Err(_) => Err(McpError::Connect(format!(
@@ -546,6 +546,7 @@ async fn connect(
     spec: &McpServerSpec,
     handler: Handler,
     options: &McpOptions,
+    links: Option<&std::sync::Arc<acp_transport::Links>>,
     ct: CancellationToken,
 ) -> Result<(Service, Option<StdioChild>), McpError> {
     match &spec.transport {
@@ -572,6 +573,13 @@ async fn connect(
         }
         McpTransportSpec::Http { url, headers } => {
             let transport = http::streamable(url, headers)?;
+            let service = serve_client_with_ct(handler, transport, ct)
+                .await
+                .map_err(|e| McpError::Handshake(init_error(&e)))?;
+            Ok((service, None))
+        }
+        McpTransportSpec::Acp { server_id } => {
+            let transport = acp_transport::connect(links, server_id).await?;
             let service = serve_client_with_ct(handler, transport, ct)
                 .await
                 .map_err(|e| McpError::Handshake(init_error(&e)))?;

@@ -29,6 +29,9 @@ pub fn from_acp(server: &McpServer) -> McpServerSpec {
             url: h.url.clone(),
             headers: pairs(&h.headers),
         },
+        McpServer::Acp(a) => McpTransportSpec::Acp {
+            server_id: a.server_id.clone(),
+        },
     };
     McpServerSpec {
         name: server.name().to_owned(),

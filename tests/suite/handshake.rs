@@ -48,10 +48,11 @@ async fn initialize_describes_the_agent() {
             "agentCapabilities": {
                 "loadSession": true,
                 "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
-                "mcpCapabilities": {"http": true, "sse": true},
+                "mcpCapabilities": {"http": true, "sse": true, "acp": true},
                 "sessionCapabilities": {
                     "close": {}, "list": {}, "delete": {}, "resume": {}, "additionalDirectories": {}
                 },
+                "providers": {},
             },
         }),
     );

@@ -16,7 +16,7 @@ use crate::support::{
 
 /// The test server binary. `cargo test` builds it as an example; a
 /// filtered run (`cargo test --test all mcp`) does not, hence the checks.
-fn test_server() -> PathBuf {
+pub(super) fn test_server() -> PathBuf {
     let exe = std::env::current_exe().expect("test exe");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");
     let path = dir.join("examples").join("mcp_test_server");
@@ -97,7 +97,7 @@ async fn new_session(editor: &FakeEditor, cwd: &Path, servers: Value) -> (String
 }
 
 /// The `tool` messages of a chat request, by tool_call_id.
-fn tool_result(model: &FakeModel, request: usize, call_id: &str) -> String {
+pub(super) fn tool_result(model: &FakeModel, request: usize, call_id: &str) -> String {
     let req = &model.chat_requests()[request];
     req.messages()
         .iter()
@@ -226,7 +226,7 @@ async fn initialize_advertises_both_http_transports() {
     let init = editor.initialize(full_capabilities()).await;
     assert_eq!(
         init["agentCapabilities"]["mcpCapabilities"],
-        json!({"http": true, "sse": true})
+        json!({"http": true, "sse": true, "acp": true})
     );
 }
 

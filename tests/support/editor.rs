@@ -27,6 +27,9 @@ use tokio::process::{Child, Command};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
+#[path = "mcp_acp.rs"]
+mod mcp_acp;
+
 /// Default time any single wait may take before the test fails.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -253,6 +256,8 @@ struct State {
     /// Reverse-request methods answered with this error instead of served.
     failing: HashMap<String, RpcError>,
     timeout: Duration,
+    /// MCP servers served over ACP (unstable `mcp/*`).
+    mcp: mcp_acp::McpState,
 }
 
 impl State {
@@ -286,6 +291,7 @@ impl State {
             default_permission: None,
             failing: HashMap::new(),
             timeout: DEFAULT_TIMEOUT,
+            mcp: Default::default(),
         }
     }
 }
@@ -1422,6 +1428,10 @@ fn handle_message(shared: &Arc<Shared>, msg: Value) {
                     ));
                 }
                 st.updates.push(params);
+            } else if method == "mcp/message" {
+                drop(st);
+                let params = msg.get("params").cloned().unwrap_or(Value::Null);
+                mcp_acp::handle_notification(shared, &params);
             } else if method == "$/cancel_request" {
                 // The agent gave up on one of its requests: answer a held
                 // permission request the way ACP expects (cancelled).
@@ -1497,6 +1507,7 @@ async fn handle_agent_request(
         "fs/read_text_file" => Some(read_text_file(shared, params).await),
         "fs/write_text_file" => Some(write_text_file(shared, params).await),
         "session/request_permission" => request_permission(shared, id, params),
+        m if m.starts_with("mcp/") => Some(mcp_acp::handle_request(shared, m, params).await),
         m if m.starts_with("terminal/") => Some(terminal(shared, m, params).await),
         _ => Some(Err(RpcError::new(
             -32601,

@@ -162,6 +162,23 @@ const CLIENT_REQUESTS: &[(&str, ValidatorFn, ValidatorFn)] = &[
         validator::<acp::SetSessionConfigOptionRequest>,
         validator::<acp::SetSessionConfigOptionResponse>,
     ),
+    // Unstable (issue 17 items 5-6).
+    (
+        "providers/list",
+        validator::<acp::ListProvidersRequest>,
+        validator::<acp::ListProvidersResponse>,
+    ),
+    (
+        "providers/set",
+        validator::<acp::SetProviderRequest>,
+        validator::<acp::SetProviderResponse>,
+    ),
+    (
+        "providers/disable",
+        validator::<acp::DisableProviderRequest>,
+        validator::<acp::DisableProviderResponse>,
+    ),
+    ("mcp/message", mcp_message_request, mcp_message_response),
 ];
 
 /// Notifications the client sends to the agent.
@@ -171,6 +188,7 @@ const CLIENT_NOTIFICATIONS: &[(&str, ValidatorFn)] = &[
         "$/cancel_request",
         validator::<acp::CancelRequestNotification>,
     ),
+    ("mcp/message", mcp_message_notification),
 ];
 
 /// Requests the agent sends to the client: method, params type, result type.
@@ -215,6 +233,13 @@ const AGENT_REQUESTS: &[(&str, ValidatorFn, ValidatorFn)] = &[
         validator::<acp::ReleaseTerminalRequest>,
         validator::<acp::ReleaseTerminalResponse>,
     ),
+    ("mcp/connect", mcp_connect_request, mcp_connect_response),
+    ("mcp/message", mcp_message_request, mcp_message_response),
+    (
+        "mcp/disconnect",
+        mcp_disconnect_request,
+        mcp_disconnect_response,
+    ),
 ];
 
 /// Notifications the agent sends to the client.
@@ -224,7 +249,60 @@ const AGENT_NOTIFICATIONS: &[(&str, ValidatorFn)] = &[
         "$/cancel_request",
         validator::<acp::CancelRequestNotification>,
     ),
+    ("mcp/message", mcp_message_notification),
 ];
+
+/// The official unstable schema (git HEAD `schema.unstable.json`), for the
+/// MCP-over-ACP messages: the schema crate's lineage defines `mcp/message`
+/// differently (`serverId` + `requestId`) and has no `mcp/connect`.
+const UNSTABLE_SCHEMA: &str = include_str!("schema.unstable.json");
+
+/// The validator of one `$defs` entry of [`UNSTABLE_SCHEMA`], cached.
+pub fn unstable_validator(def: &'static str) -> &'static Validator {
+    static CACHE: LazyLock<Mutex<HashMap<&'static str, &'static Validator>>> =
+        LazyLock::new(|| Mutex::new(HashMap::new()));
+    if let Some(v) = CACHE.lock().unwrap().get(def) {
+        return v;
+    }
+    let full: Value = serde_json::from_str(UNSTABLE_SCHEMA).expect("schema.unstable.json parses");
+    assert!(
+        full["$defs"].get(def).is_some(),
+        "schema.unstable.json has no $defs/{def}"
+    );
+    let schema = serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": full["$defs"].clone(),
+        "$ref": format!("#/$defs/{def}"),
+    });
+    let compiled = jsonschema::options()
+        .with_draft(Draft::Draft202012)
+        .build(&schema)
+        .unwrap_or_else(|e| panic!("schema.unstable.json $defs/{def} does not compile: {e}"));
+    let leaked: &'static Validator = Box::leak(Box::new(compiled));
+    CACHE.lock().unwrap().entry(def).or_insert(leaked)
+}
+
+fn mcp_connect_request() -> &'static Validator {
+    unstable_validator("ConnectMcpRequest")
+}
+fn mcp_connect_response() -> &'static Validator {
+    unstable_validator("ConnectMcpResponse")
+}
+fn mcp_message_request() -> &'static Validator {
+    unstable_validator("MessageMcpRequest")
+}
+fn mcp_message_response() -> &'static Validator {
+    unstable_validator("MessageMcpResponse")
+}
+fn mcp_message_notification() -> &'static Validator {
+    unstable_validator("MessageMcpNotification")
+}
+fn mcp_disconnect_request() -> &'static Validator {
+    unstable_validator("DisconnectMcpRequest")
+}
+fn mcp_disconnect_response() -> &'static Validator {
+    unstable_validator("DisconnectMcpResponse")
+}
 
 /// Methods of requests the editor may send (for tests that list them).
 pub fn client_request_methods() -> impl Iterator<Item = &'static str> {
@@ -752,6 +830,39 @@ mod tests {
         assert!(check_agent_message(&err_extra, &ids).is_err());
         let parse_error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}});
         validate_agent_message(&parse_error, &HashMap::new());
+    }
+
+    #[test]
+    fn unstable_providers_and_mcp_over_acp() {
+        let connect = json!({"jsonrpc": "2.0", "id": 5, "method": "mcp/connect", "params": {"serverId": "s"}});
+        validate_agent_message(&connect, &HashMap::new());
+        let no_id = json!({"jsonrpc": "2.0", "id": 5, "method": "mcp/connect", "params": {}});
+        assert!(check_agent_message(&no_id, &HashMap::new()).is_err());
+        let pending = sent(&[(RpcId::Num(5), "mcp/connect")]);
+        let ok = json!({"jsonrpc": "2.0", "id": 5, "result": {"connectionId": "c"}});
+        validate_client_message(&ok, &pending);
+        let empty = json!({"jsonrpc": "2.0", "id": 5, "result": {}});
+        assert!(check_client_message(&empty, &pending).is_err());
+        let note = json!({"jsonrpc": "2.0", "method": "mcp/message",
+            "params": {"connectionId": "c", "method": "notifications/initialized"}});
+        validate_agent_message(&note, &HashMap::new());
+        validate_client_message(&note, &HashMap::new());
+        let no_conn = json!({"jsonrpc": "2.0", "method": "mcp/message", "params": {"method": "x"}});
+        assert!(check_agent_message(&no_conn, &HashMap::new()).is_err());
+
+        let listed = sent(&[(RpcId::Num(1), "providers/list")]);
+        let list = json!({"jsonrpc": "2.0", "id": 1, "result": {"providers": [
+            {"providerId": "main", "supported": ["openai"], "required": false, "current": null}]}});
+        validate_agent_message(&list, &listed);
+        let partial =
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"providers": [{"providerId": "main"}]}});
+        assert!(check_agent_message(&partial, &listed).is_err());
+        let set = json!({"jsonrpc": "2.0", "id": 2, "method": "providers/set",
+            "params": {"providerId": "main", "apiType": "openai", "baseUrl": "http://h/v1"}});
+        validate_client_message(&set, &HashMap::new());
+        let acp_server = json!({"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {
+            "cwd": "/p", "mcpServers": [{"type": "acp", "name": "ed", "serverId": "s1"}]}});
+        validate_client_message(&acp_server, &HashMap::new());
     }
 
     #[test]

@@ -43,9 +43,11 @@ impl Agent {
                     embedded_context: true,
                 },
                 // Both HTTP transports work (crate::mcp); stdio is always supported.
+                // `acp`: servers inside the editor, over this connection (mcp::acp_transport).
                 mcp_capabilities: McpCapabilities {
                     http: true,
                     sse: true,
+                    acp: true,
                 },
                 session_capabilities: SessionCapabilities {
                     list: present(),
@@ -54,6 +56,8 @@ impl Agent {
                     close: present(),
                     additional_directories: present(),
                 },
+                // Unstable `providers/*` (agent/providers.rs).
+                providers: present(),
             },
             auth_methods: vec![AuthMethod::Agent {
                 id: AUTH_METHOD_ID.into(),
@@ -93,6 +97,9 @@ impl Agent {
             *self.settings.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(fresh);
             *self.model.lock().unwrap_or_else(|e| e.into_inner()) = None;
             self.catalog.reset().await;
+        }
+        if let Some(e) = self.providers.disabled() {
+            return Err(e);
         }
         match self.settings().missing_credentials() {
             Some(what) => Err(RpcError::auth_required(what)),

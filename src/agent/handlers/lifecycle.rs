@@ -59,7 +59,8 @@ impl Agent {
         });
         let log = self.store.create(&summary).hold(claim.ok());
         let mode = Mode::parse(&settings.default_mode).unwrap_or(Mode::Ask);
-        let editor = Editor::new(self.peer.clone(), self.client_caps(), &id);
+        let editor = Editor::new(self.peer.clone(), self.client_caps(), &id)
+            .with_mcp_links(self.mcp_links.clone());
         let skills = find_skills(&cwd, &additional).await;
         let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor, &skills).await;
         let session = self.install(SessionInit {
@@ -175,7 +176,8 @@ impl Agent {
             updated_at: now,
         };
         let id = req.session_id.clone();
-        let editor = Editor::new(self.peer.clone(), self.client_caps(), &id);
+        let editor = Editor::new(self.peer.clone(), self.client_caps(), &id)
+            .with_mcp_links(self.mcp_links.clone());
         // The MCP servers given now are reconnected (ACP §5.3, §5.4).
         let skills = find_skills(&cwd, &additional).await;
         let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor, &skills).await;
@@ -209,6 +211,9 @@ impl Agent {
         }
         if let Some(what) = settings.missing_credentials() {
             return Err(RpcError::auth_required(what));
+        }
+        if let Some(e) = self.providers.disabled() {
+            return Err(e);
         }
         Ok(settings)
     }
@@ -386,6 +391,7 @@ async fn tools_for(
         let pairs = match server {
             crate::acp::McpServer::Http(h) | crate::acp::McpServer::Sse(h) => &h.headers,
             crate::acp::McpServer::Stdio(s) | crate::acp::McpServer::StdioUntagged(s) => &s.env,
+            crate::acp::McpServer::Acp(_) => continue,
         };
         for p in pairs {
             crate::secrets::learn_named(&p.name, &p.value);
