@@ -116,37 +116,50 @@ pub async fn handle(server: Arc<Server>, req: Request<Incoming>) -> Response<Bod
         );
         return r;
     }
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > server.max_body as u64) {
+        return too_large(server.max_body);
+    }
     let body = match Limited::new(req.into_body(), server.max_body)
         .collect()
         .await
     {
         Ok(b) => b.to_bytes(),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return too_large(server.max_body);
+        }
         Err(e) => {
-            let too_big = e
-                .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some();
-            let (status, message) = if too_big {
-                (
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!(
-                        "the request body is larger than {} bytes; send large files as url parts or let the agent read them from the served directory",
-                        server.max_body
-                    ),
-                )
-            } else {
-                (
-                    StatusCode::BAD_REQUEST,
-                    format!("reading the request body failed: {e}"),
-                )
-            };
             return rpc_error(
-                status,
+                StatusCode::BAD_REQUEST,
                 &Value::Null,
-                &A2aError::new(code::INVALID_REQUEST, message),
+                &A2aError::new(
+                    code::INVALID_REQUEST,
+                    format!("reading the request body failed: {e}"),
+                ),
             );
         }
     };
     rpc(&server, &body).await
+}
+
+/// 413 for a body over the limit (declared or streamed).
+fn too_large(max: usize) -> Response<Body> {
+    rpc_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &Value::Null,
+        &A2aError::new(
+            code::INVALID_REQUEST,
+            format!(
+                "the request body is larger than {max} bytes; send large files as url parts or let the agent read them from the served directory"
+            ),
+        ),
+    )
 }
 
 /// One JSON-RPC request body.

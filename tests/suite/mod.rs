@@ -1,3 +1,4 @@
+mod a2a;
 mod auth;
 mod bad_input;
 mod cancel;
