@@ -122,13 +122,13 @@ async def main():
         client = await client_for(url, streaming=args[1] == "stream", version="0.3")
         events = await collect(client, user(args[0]))
         out["events"] = events
-        task = last_task(events)
-        if task is None:
-            task_id = next(
-                e[k]["taskId"] for e in events for k in ("statusUpdate", "artifactUpdate") if k in e
-            )
-            task = as_json(await client.get_task(GetTaskRequest(id=task_id)))
-        out["task"] = task
+        task_id = next(
+            e["task"]["id"] if "task" in e else e[k]["taskId"]
+            for e in events
+            for k in ("task", "statusUpdate", "artifactUpdate")
+            if k in e
+        )
+        out["task"] = as_json(await client.get_task(GetTaskRequest(id=task_id)))
     else:
         raise SystemExit(f"unknown scenario {scenario}")
     print(json.dumps(out))
