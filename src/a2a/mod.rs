@@ -267,6 +267,8 @@ pub async fn run(opts: A2aOptions, mut config: AgentConfig) -> Result<(), ServeE
                 continue;
             }
         };
+        // Small JSON replies and SSE events go out at once, not after a delayed ACK.
+        let _ = stream.set_nodelay(true);
         let Ok(permit) = connections.clone().try_acquire_owned() else {
             tracing::warn!("too many A2A connections; closing a new one");
             continue;
