@@ -379,11 +379,19 @@ fn run_a2a(g: &GlobalArgs, args: A2aArgs) -> u8 {
         ..AgentConfig::new(settings)
     };
     config.serve.tracer = trace.as_ref().map(TraceFile::tracer);
+    let mut limits = a2a::Limits::default();
+    // Hidden knob for tests; not part of the documented contract.
+    if let Some(ms) = std::env::var("ACP_CODER_A2A_IDLE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        limits.idle = Duration::from_millis(ms);
+    }
     let opts = a2a::A2aOptions {
         listen: Some(args.listen),
         cwd: args.cwd,
         mode: args.mode,
-        limits: a2a::Limits::default(),
+        limits,
     };
     let result = runtime.block_on(a2a::run(opts, config));
     acp_coder::tools::process::kill_all_children();

@@ -16,7 +16,7 @@ use crate::editor::{FileError, read_local, write_local};
 use crate::rpc::{Handler, Reply, RpcError, decode_params};
 
 use super::tasks::Hub;
-use super::wire::{self, state};
+use super::wire;
 
 pub struct A2aClient {
     pub hub: Arc<Hub>,
@@ -107,10 +107,9 @@ impl A2aClient {
                 json!({"data": {"toolCall": p.tool_call, "options": p.options}}),
             ],
         );
+        // An answer set the task working already (`Bridge::answer`); a
+        // cancellation leaves it for the turn's end to mark canceled.
         let answer = task.ask(p.options.clone(), message).await.ok().flatten();
-        if task.state() == state::INPUT_REQUIRED {
-            task.set_state(state::WORKING, None);
-        }
         Ok(match answer {
             Some(id) => json!({"outcome": {"outcome": "selected", "optionId": id}}),
             None => json!({"outcome": {"outcome": "cancelled"}}),

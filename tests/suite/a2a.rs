@@ -546,8 +546,9 @@ async fn bad_input_gets_clear_errors_and_disturbs_nothing() {
     )
     .await;
     assert_eq!(code(&b), -32602, "{b}");
-    // A subdirectory outside the served one is refused.
-    for outside in ["..", "/etc", "sub/../.."] {
+    // A subdirectory outside the served one is refused, through a symlink too.
+    std::os::unix::fs::symlink(ws.path().parent().unwrap(), ws.join("escape")).unwrap();
+    for outside in ["..", "/etc", "sub/../..", "escape", "escape/.."] {
         let msg = json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "hi"}],
                          "metadata": {"cwd": outside}}});
         let (_, b) = post(&s, t, rpc("SendMessage", msg)).await;
@@ -647,4 +648,50 @@ async fn refuses_a_public_address_without_a_configured_token() {
     assert!(err.contains("refusing to listen on 0.0.0.0"), "{err}");
     assert!(err.contains("a2a_token"), "{err}");
     assert!(!err.lines().any(|l| l.starts_with("token: ")), "{err}");
+}
+
+#[tokio::test]
+async fn a_task_left_waiting_for_input_expires() {
+    let model = FakeModel::with_replies([Reply::tool_call(
+        "k1",
+        "run_command",
+        json!({"command": "echo ran > out.txt"}),
+    )])
+    .await;
+    let ws = Workspace::new();
+    let s = serve(&model, ws.path(), &[], &[("ACP_CODER_A2A_IDLE_MS", "500")]).await;
+    let t = Some(s.token.as_str());
+    let msg =
+        json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "run it"}]}});
+    let (_, b) = post(&s, t, rpc("SendMessage", msg)).await;
+    let task = &b["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{b}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    // Canceled once idle, then forgotten once idle again.
+    let mut seen = Vec::new();
+    for _ in 0..200 {
+        let (_, b) = post(&s, t, rpc("GetTask", json!({"id": id}))).await;
+        let state = b["result"]["status"]["state"]
+            .as_str()
+            .unwrap_or(if b["error"]["code"] == -32001 {
+                "gone"
+            } else {
+                "?"
+            })
+            .to_owned();
+        if seen.last() != Some(&state) {
+            seen.push(state.clone());
+        }
+        if state == "gone" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        seen,
+        ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_CANCELED", "gone"],
+        "{}",
+        s.stderr()
+    );
+    assert!(!ws.exists("out.txt"));
 }
