@@ -21,7 +21,7 @@
 #                          quick: 2000 / 20, 3 runs)
 #   BENCH_CLEAN_BUILD=1    time `cargo build --release` in an empty target dir
 #   BENCH_ONLY=a,b         only these agent benches (startup, request, stream,
-#                          cancel, mcp, load, soak, size); BENCH_SKIP_SEARCH=1
+#                          cancel, mcp, load, soak, size, a2a); BENCH_SKIP_SEARCH=1
 #   and the sizes benches/agent.rs documents (BENCH_RUNS, BENCH_TURNS, …).
 # Exit status: 1 when a full run misses a limit (never in quick mode).
 set -euo pipefail

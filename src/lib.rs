@@ -3,6 +3,7 @@
 //! Layering (an arrow is "may use"): `rpc` and `acp` know nothing of the rest;
 //! `editor` uses both; `llm` stands alone; `tools` use `editor` and `acp`;
 //! `agent` ties everything together. See `DESIGN` notes in README.md.
+pub mod a2a;
 pub mod acp;
 pub mod agent;
 pub mod config;

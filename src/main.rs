@@ -3,7 +3,8 @@
 //! - (no subcommand) the ACP agent on stdio, as editors start it;
 //! - `exec PROMPT`: one turn from the terminal, with the agent in process;
 //! - `doctor`: checks the setup;
-//! - `login`: saves endpoint, key and model to the config file.
+//! - `login`: saves endpoint, key and model to the config file;
+//! - `a2a`: serves the A2A protocol over HTTP (issue 20).
 //!
 //! In agent mode stdout carries protocol frames only; it is owned by the
 //! connection's writer task. Logs go to a file, and warnings also to stderr.
@@ -22,7 +23,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use acp_coder::agent::{AgentConfig, serve_with};
 use acp_coder::config::{self, Overrides, Settings};
 use acp_coder::trace::TraceFile;
-use acp_coder::{doctor, exec, login};
+use acp_coder::{a2a, doctor, exec, login};
 
 const ENVIRONMENT_HELP: &str = "\
 Environment:
@@ -104,6 +105,29 @@ enum Command {
     Doctor,
     /// Save the endpoint, API key and default model to the config file (mode 0600).
     Login(LoginArgs),
+    /// Serve the A2A protocol over HTTP so other agents can delegate coding tasks.
+    #[command(after_help = A2A_HELP)]
+    A2a(A2aArgs),
+}
+
+const A2A_HELP: &str = "\
+Every request except the agent card (GET /.well-known/agent-card.json) needs
+`Authorization: Bearer TOKEN`: a2a_token in the config file, ACP_CODER_A2A_TOKEN,
+or else a token generated at start and printed once on stderr as `token: VALUE`.
+Addresses other than loopback need a configured token. Permission questions
+become the task state input-required; answer them with allow, always or reject.";
+
+#[derive(Debug, Args)]
+struct A2aArgs {
+    /// Address to listen on (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR", default_value = a2a::DEFAULT_LISTEN)]
+    listen: String,
+    /// Serve DIR instead of the current directory (tasks never leave it).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Session mode of every task [default: ask]; full-auto only with the command sandbox.
+    #[arg(long, value_name = "MODE", value_parser = ["read-only", "ask", "accept-edits", "full-auto"])]
+    mode: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -158,7 +182,10 @@ fn main() -> ExitCode {
             .any(|m| m.value_source(id) == Some(ValueSource::CommandLine))
     };
     let login_flags = (from_flag("base_url"), from_flag("model"));
-    if matches!(cli.command, None | Some(Command::Exec(_))) {
+    if matches!(
+        cli.command,
+        None | Some(Command::Exec(_)) | Some(Command::A2a(_))
+    ) {
         protect_secrets(&cli.global);
     }
     let stderr_level = match cli.command {
@@ -191,6 +218,7 @@ fn main() -> ExitCode {
         Some(Command::Exec(args)) => run_exec(&cli.global, args),
         Some(Command::Doctor) => run_doctor(&cli.global),
         Some(Command::Login(args)) => run_login(&cli.global, args, login_flags),
+        Some(Command::A2a(args)) => run_a2a(&cli.global, args),
     };
     ExitCode::from(code)
 }
@@ -202,9 +230,10 @@ fn main() -> ExitCode {
 /// non-dumpable. Here in `main`, before the log writer's thread or the
 /// runtime exist, because it writes the environment.
 fn protect_secrets(g: &GlobalArgs) {
-    let names = Settings::load(&overrides(g))
+    let mut names = Settings::load(&overrides(g))
         .map(|s| s.secret_env)
         .unwrap_or_else(|_| vec![config::API_KEY_ENV.to_owned()]);
+    names.push(a2a::TOKEN_ENV.to_owned());
     // SAFETY: single-threaded still: nothing has spawned a thread yet.
     unsafe { acp_coder::secrets::env::scrub(&names) };
     if let Err(e) = acp_coder::secrets::env::set_non_dumpable() {
@@ -319,6 +348,63 @@ fn run_exec(g: &GlobalArgs, args: ExecArgs) -> u8 {
     runtime.shutdown_timeout(Duration::from_millis(100));
     drop(trace);
     code
+}
+
+fn run_a2a(g: &GlobalArgs, args: A2aArgs) -> u8 {
+    let overrides = overrides(g);
+    let settings = match Settings::load(&overrides) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("acp-coder a2a: {e}");
+            return 2;
+        }
+    };
+    let trace = match open_trace(g, &settings) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("acp-coder a2a: {e:#}");
+            return 2;
+        }
+    };
+    let runtime = match runtime() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("acp-coder a2a: {e:#}");
+            return 1;
+        }
+    };
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), ?settings, "a2a");
+    let mut config = AgentConfig {
+        overrides: Some(overrides),
+        ..AgentConfig::new(settings)
+    };
+    config.serve.tracer = trace.as_ref().map(TraceFile::tracer);
+    let mut limits = a2a::Limits::default();
+    // Hidden knob for tests; not part of the documented contract.
+    if let Some(ms) = std::env::var("ACP_CODER_A2A_IDLE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        limits.idle = Duration::from_millis(ms);
+    }
+    let opts = a2a::A2aOptions {
+        listen: Some(args.listen),
+        cwd: args.cwd,
+        mode: args.mode,
+        limits,
+    };
+    let result = runtime.block_on(a2a::run(opts, config));
+    acp_coder::tools::process::kill_all_children();
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    drop(trace);
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("acp-coder a2a: {e}");
+            2
+        }
+    }
 }
 
 fn run_doctor(g: &GlobalArgs) -> u8 {

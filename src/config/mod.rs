@@ -92,6 +92,8 @@ pub struct FileConfig {
     pub protected_paths: Vec<String>,
     /// Whether sandboxed commands may use the network (TCP). Default true.
     pub sandbox_network: Option<bool>,
+    /// Bearer token of `acp-coder a2a` (issue 20); never logged.
+    pub a2a_token: Option<String>,
 }
 
 /// Settings of one model (`[models."gpt-4.1"]`).
@@ -166,6 +168,8 @@ pub struct Settings {
     pub protected_paths: Vec<String>,
     /// Whether sandboxed commands may use the network (`sandbox_network`).
     pub sandbox_network: bool,
+    /// The config file's `a2a_token` (bearer token of `acp-coder a2a`).
+    pub a2a_token: Option<String>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -189,6 +193,7 @@ impl Settings {
     /// ([`crate::secrets::is_secret_value`]).
     pub fn secret_values(&self) -> Vec<String> {
         let mut out: Vec<String> = self.api_key.iter().cloned().collect();
+        out.extend(self.a2a_token.iter().cloned());
         let named = |pairs: &[(String, String)], out: &mut Vec<String>| {
             for (k, v) in pairs {
                 if crate::secrets::is_secret_value(k, v) {
@@ -241,6 +246,7 @@ impl Default for Settings {
             mcp_tool_timeout: Duration::from_secs(300),
             protected_paths: Vec::new(),
             sandbox_network: true,
+            a2a_token: None,
         }
     }
 }
@@ -392,6 +398,7 @@ impl Settings {
             }
         }
         s.protected_paths = file.protected_paths;
+        s.a2a_token = file.a2a_token.filter(|t| !t.trim().is_empty());
         // Hidden knobs for tests and debugging; not part of the documented contract.
         if let Some(ms) = env("ACP_CODER_RETRY_BASE_MS").and_then(|v| v.parse().ok()) {
             s.retry_base_delay = Duration::from_millis(ms);

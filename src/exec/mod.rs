@@ -358,14 +358,15 @@ async fn waiting_indicator(
     }
 }
 
-/// A reader that reports end of input once `token` is cancelled.
-struct UntilCancelled<R> {
+/// A reader that reports end of input once `token` is cancelled (also the
+/// A2A server's agent input, `crate::a2a`).
+pub struct UntilCancelled<R> {
     inner: R,
     cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
 }
 
 impl<R> UntilCancelled<R> {
-    fn new(inner: R, token: CancellationToken) -> Self {
+    pub fn new(inner: R, token: CancellationToken) -> Self {
         Self {
             inner,
             cancelled: Box::pin(token.cancelled_owned()),

@@ -1,3 +1,5 @@
+mod a2a;
+mod a2a_http;
 mod auth;
 mod bad_input;
 mod cancel;

@@ -1,0 +1,279 @@
+//! The ACP client side of the A2A server: the in-process agent sees an
+//! editor that serves `fs/*` from the local disk (recording each file's
+//! content before a task first writes it, for the diff artifact), turns
+//! `session/request_permission` into the task's `input-required` state, and
+//! streams `session/update`s into the running task (text as the `answer`
+//! artifact, tool calls as status messages).
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use crate::acp::method;
+use crate::editor::{FileError, read_local, write_local};
+use crate::rpc::{Handler, Reply, RpcError, decode_params};
+
+use super::tasks::Hub;
+use super::wire;
+
+pub struct A2aClient {
+    pub hub: Arc<Hub>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadParams {
+    path: String,
+    #[serde(default)]
+    line: Option<u64>,
+    #[serde(default)]
+    limit: Option<u64>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WriteParams {
+    session_id: String,
+    path: String,
+    content: String,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PermissionParams {
+    session_id: String,
+    #[serde(default)]
+    tool_call: Value,
+    #[serde(default)]
+    options: Vec<Value>,
+}
+
+fn file_error(e: FileError) -> RpcError {
+    match e {
+        FileError::NotFound(p) => RpcError::not_found(format!("{} does not exist", p.display()))
+            .with_data(json!({ "uri": format!("file://{}", p.display()) })),
+        other => RpcError::internal(other),
+    }
+}
+
+fn absolute(path: &str) -> Result<&Path, RpcError> {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        Ok(p)
+    } else {
+        Err(RpcError::invalid_params(format!(
+            "params.path: expected an absolute path, got {path:?}"
+        )))
+    }
+}
+
+async fn read_text_file(p: ReadParams) -> Result<Value, RpcError> {
+    let text = read_local(absolute(&p.path)?).await.map_err(file_error)?;
+    let content = match (p.line, p.limit) {
+        (None, None) => text,
+        (line, limit) => {
+            let skip = line.unwrap_or(1).saturating_sub(1) as usize;
+            let take = limit.map_or(usize::MAX, |l| l as usize);
+            text.split_inclusive('\n').skip(skip).take(take).collect()
+        }
+    };
+    Ok(json!({ "content": content }))
+}
+
+impl A2aClient {
+    async fn write_text_file(&self, p: WriteParams) -> Result<Value, RpcError> {
+        let path = absolute(&p.path)?;
+        if let Some(task) = self.hub.active(&p.session_id) {
+            task.record_before(path.to_owned(), || std::fs::read_to_string(path).ok());
+        }
+        write_local(path, &p.content).await.map_err(file_error)?;
+        Ok(json!({}))
+    }
+
+    /// Pauses the task as `input-required` until the client answers
+    /// (DESIGN "A2A mode": a permission request is a question to the client).
+    async fn permission(&self, p: PermissionParams) -> Result<Value, RpcError> {
+        let Some(task) = self.hub.active(&p.session_id) else {
+            return Ok(json!({"outcome": {"outcome": "cancelled"}}));
+        };
+        let text = question_text(&p.tool_call, &p.options, &task.cwd);
+        let message = wire::agent_message(
+            &task.context_id,
+            &task.id,
+            vec![
+                wire::text_part(&text),
+                json!({"data": {"toolCall": p.tool_call, "options": p.options}}),
+            ],
+        );
+        // An answer set the task working already (`Bridge::answer`); a
+        // cancellation leaves it for the turn's end to mark canceled.
+        let answer = task.ask(p.options.clone(), message).await.ok().flatten();
+        Ok(match answer {
+            Some(id) => json!({"outcome": {"outcome": "selected", "optionId": id}}),
+            None => json!({"outcome": {"outcome": "cancelled"}}),
+        })
+    }
+}
+
+/// What the agent asks, in words: the tool call's title, its command or
+/// diff, and how to answer.
+fn question_text(tool_call: &Value, options: &[Value], cwd: &Path) -> String {
+    let title = tool_call
+        .get("title")
+        .and_then(Value::as_str)
+        .unwrap_or("a tool call");
+    let mut text = format!("Permission needed: {title}\n");
+    if let Some(cmd) = tool_call
+        .get("rawInput")
+        .and_then(|r| r.get("command"))
+        .and_then(Value::as_str)
+    {
+        text.push_str(&format!("Command: {cmd}\n"));
+    }
+    for c in tool_call
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        match c.get("type").and_then(Value::as_str) {
+            Some("diff") => {
+                let path = c.get("path").and_then(Value::as_str).unwrap_or("?");
+                let rel = relative(Path::new(path), cwd);
+                text.push_str(&unified(
+                    &rel,
+                    c.get("oldText").and_then(Value::as_str),
+                    c.get("newText").and_then(Value::as_str).unwrap_or(""),
+                ));
+            }
+            Some("content") => {
+                if let Some(t) = c.get("content").and_then(|b| b.get("text")?.as_str()) {
+                    text.push_str(t);
+                    text.push('\n');
+                }
+            }
+            _ => {}
+        }
+    }
+    let choices: Vec<String> = options
+        .iter()
+        .map(|o| {
+            format!(
+                "{} ({})",
+                o.get("optionId").and_then(Value::as_str).unwrap_or("?"),
+                o.get("name").and_then(Value::as_str).unwrap_or("?")
+            )
+        })
+        .collect();
+    text.push_str(&format!(
+        "Reply in this task with \"allow\", \"always\" or \"reject\" (or a data part {{\"optionId\": ...}}); options: {}",
+        choices.join(", ")
+    ));
+    text
+}
+
+/// `path` relative to `cwd` when inside it.
+pub fn relative(path: &Path, cwd: &Path) -> String {
+    path.strip_prefix(cwd)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A unified diff (`similar`) of one file, `a/` and `b/` prefixed like git;
+/// `/dev/null` for a side that does not exist.
+pub fn unified(rel: &str, old: Option<&str>, new: &str) -> String {
+    let diff = similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_millis(500))
+        .diff_lines(old.unwrap_or(""), new);
+    let from = if old.is_some() {
+        format!("a/{rel}")
+    } else {
+        "/dev/null".to_owned()
+    };
+    diff.unified_diff()
+        .context_radius(3)
+        .header(&from, &format!("b/{rel}"))
+        .to_string()
+}
+
+impl Handler for A2aClient {
+    fn request(
+        self: Arc<Self>,
+        method: String,
+        params: Option<Box<RawValue>>,
+    ) -> BoxFuture<'static, Result<Reply, RpcError>> {
+        Box::pin(async move {
+            let p = params.as_deref();
+            let result = match method.as_str() {
+                method::FS_READ => read_text_file(decode_params(p)?).await?,
+                method::FS_WRITE => self.write_text_file(decode_params(p)?).await?,
+                method::REQUEST_PERMISSION => self.permission(decode_params(p)?).await?,
+                _ => return Err(RpcError::method_not_found(&method)),
+            };
+            serde_json::value::to_raw_value(&result)
+                .map(Reply::from)
+                .map_err(RpcError::internal)
+        })
+    }
+
+    fn notification(&self, method: &str, params: Option<&RawValue>) {
+        if method != method::SESSION_UPDATE {
+            return;
+        }
+        let Ok(v) = decode_params::<Value>(params) else {
+            return;
+        };
+        let Some(task) = v["sessionId"].as_str().and_then(|s| self.hub.active(s)) else {
+            return;
+        };
+        let update = &v["update"];
+        match update["sessionUpdate"].as_str() {
+            Some("agent_message_chunk") => {
+                if let Some(t) = update["content"]["text"].as_str() {
+                    task.push_text(t);
+                }
+            }
+            Some("tool_call") => {
+                let title = update["title"].as_str().unwrap_or("tool call");
+                task.note(&format!("Tool: {title}"));
+            }
+            Some("tool_call_update") => {
+                if let Some(status @ ("completed" | "failed")) = update["status"].as_str() {
+                    let title = update["title"].as_str().unwrap_or("tool call");
+                    task.note(&format!("Tool {status}: {title}"));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unified_diffs() {
+        assert_eq!(
+            unified("n.txt", None, "hello\n"),
+            "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1 @@\n+hello\n"
+        );
+        let d = unified("a.rs", Some("x\ny\n"), "x\nz\n");
+        assert!(d.starts_with("--- a/a.rs\n+++ b/a.rs\n"), "{d}");
+        assert!(d.contains("-y\n+z\n"), "{d}");
+    }
+
+    #[test]
+    fn the_question_names_the_command_and_the_answers() {
+        let t = question_text(
+            &json!({"title": "Run `rm -rf x`", "rawInput": {"command": "rm -rf x"}}),
+            &[json!({"optionId": "allow", "name": "Allow once", "kind": "allow_once"})],
+            Path::new("/w"),
+        );
+        assert!(t.contains("Command: rm -rf x"), "{t}");
+        assert!(t.contains("allow (Allow once)"), "{t}");
+    }
+}

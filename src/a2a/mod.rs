@@ -1,0 +1,316 @@
+//! `acp-coder a2a`: serves the Agent2Agent protocol (A2A 1.0, JSON-RPC
+//! binding over HTTP, SSE for streaming; the 0.3 method names too) so other
+//! agents can delegate coding tasks (issue 20, DESIGN "A2A mode").
+//!
+//! As in `exec`, the agent runs in this process exactly as an editor would
+//! run it — [`serve_with`] over an in-memory pipe — and [`client`] plays the
+//! editor: `fs/*` from the local disk, permission requests turned into the
+//! task's `input-required` state. Sessions live in the same data directory
+//! as the editor's, so `session/list` shows them and editors can load them.
+//!
+//! Security (SECURITY.md "A2A mode"): 127.0.0.1 by default; every request
+//! but the agent card needs the bearer token (`a2a_token`,
+//! `ACP_CODER_A2A_TOKEN`, or one generated and printed once on stderr); no
+//! non-loopback address without a configured token; mode `ask` unless told
+//! otherwise, `full-auto` only with the command sandbox; bounded bodies,
+//! tasks and idle time.
+mod bridge;
+mod client;
+mod compat;
+mod server;
+mod tasks;
+pub mod wire;
+
+use std::convert::Infallible;
+use std::io::Read as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::acp::method;
+use crate::agent::{AgentConfig, serve_with};
+use crate::config::MODE_IDS;
+use crate::exec::UntilCancelled;
+use crate::rpc::{self, Connection, ServeOptions};
+
+pub use tasks::Limits;
+
+/// The environment variable holding the bearer token.
+pub const TOKEN_ENV: &str = "ACP_CODER_A2A_TOKEN";
+/// Where the server listens unless `--listen` says otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:41241";
+/// Largest request body (1 MiB): a task is a message, not an upload.
+pub const MAX_BODY: usize = 1 << 20;
+/// Open HTTP connections at once.
+const MAX_CONNECTIONS: usize = 128;
+
+/// What `acp-coder a2a` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct A2aOptions {
+    /// `--listen ADDR` (default [`DEFAULT_LISTEN`]).
+    pub listen: Option<String>,
+    /// `-C DIR`: the served directory (default: the current one).
+    pub cwd: Option<PathBuf>,
+    /// `--mode` of every session (default `ask`).
+    pub mode: Option<String>,
+    /// Bounds on tasks (tests shorten the idle time).
+    pub limits: Limits,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("--listen {0:?} is not an address like 127.0.0.1:41241")]
+    Listen(String),
+    #[error(
+        "refusing to listen on {0} without a configured token: set a2a_token in the config file or ACP_CODER_A2A_TOKEN, or listen on 127.0.0.1"
+    )]
+    PublicWithoutToken(SocketAddr),
+    #[error(
+        "--mode full-auto needs the command sandbox, which is not available here ({0}); use --mode ask or accept-edits"
+    )]
+    FullAutoWithoutSandbox(String),
+    #[error("--mode {0:?} is not one of read-only, ask, accept-edits, full-auto")]
+    Mode(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("served directory {path}: {source}")]
+    Cwd {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot generate a token from /dev/urandom: {0}; set a2a_token or ACP_CODER_A2A_TOKEN")]
+    Random(std::io::Error),
+    #[error("the in-process agent did not start: {0}")]
+    Agent(String),
+}
+
+/// A fresh bearer token: 32 bytes from the kernel's CSPRNG, hex.
+fn generate_token() -> Result<String, ServeError> {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(ServeError::Random)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The agent card (A2A spec §"Agent card"; `lf.a2a.v1.AgentCard` in its JSON
+/// form), plus the 0.3 connection fields so 0.3 clients find the endpoint.
+pub fn agent_card(url: &str) -> Value {
+    let skill = |id: &str, name: &str, description: &str, examples: &[&str]| {
+        json!({
+            "id": id,
+            "name": name,
+            "description": description,
+            "tags": ["code"],
+            "examples": examples,
+        })
+    };
+    json!({
+        "name": "acp-coder",
+        "description": "A coding agent working in one directory: it reads, edits and explains code, runs commands and tests, and returns its answer and a unified diff of the files it changed. Permission questions come back as input-required.",
+        "version": env!("CARGO_PKG_VERSION"),
+        "supportedInterfaces": [
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {"streaming": true, "pushNotifications": false},
+        "securitySchemes": {
+            "bearer": {"httpAuthSecurityScheme": {
+                "scheme": "Bearer",
+                "description": "The token `acp-coder a2a` printed at start, or its configured a2a_token / ACP_CODER_A2A_TOKEN"
+            }}
+        },
+        "securityRequirements": [{"schemes": {"bearer": {"list": []}}}],
+        "defaultInputModes": ["text/plain", "application/json"],
+        "defaultOutputModes": ["text/plain", "text/x-diff"],
+        "skills": [
+            skill("edit-code", "Edit code", "Change code in the served directory as asked; the diff comes back as an artifact.", &["Rename the function parse_args to parse_cli everywhere"]),
+            skill("explain-code", "Explain code", "Read the code and explain how something works.", &["How does the config loader find its file?"]),
+            skill("review-changes", "Review changes", "Review uncommitted changes or a diff and point out problems.", &["Review the changes in src/ against main"]),
+            skill("fix-tests", "Run and fix tests", "Run the tests, find why one fails and fix it.", &["cargo test fails in tests/parse.rs; fix it"]),
+        ],
+        "url": url,
+        "preferredTransport": "JSONRPC",
+        "protocolVersion": "0.3.0",
+    })
+}
+
+/// The bearer token: the config file's, the environment's, or a new one
+/// (`true`: generated, to be printed once).
+fn token(configured: Option<String>) -> Result<(String, bool), ServeError> {
+    match configured.or_else(|| crate::secrets::env::var(TOKEN_ENV)) {
+        Some(t) => Ok((t.trim().to_owned(), false)),
+        None => Ok((generate_token()?, true)),
+    }
+}
+
+/// Serves until SIGINT/SIGTERM. Returns once the agent has shut down.
+pub async fn run(opts: A2aOptions, mut config: AgentConfig) -> Result<(), ServeError> {
+    let root = {
+        let dir = match &opts.cwd {
+            Some(d) => d.clone(),
+            None => std::env::current_dir().map_err(|source| ServeError::Cwd {
+                path: PathBuf::from("."),
+                source,
+            })?,
+        };
+        let c = dir
+            .canonicalize()
+            .map_err(|source| ServeError::Cwd { path: dir, source })?;
+        if !c.is_dir() {
+            return Err(ServeError::Cwd {
+                path: c,
+                source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+            });
+        }
+        c
+    };
+    let mode = opts.mode.clone().unwrap_or_else(|| "ask".to_owned());
+    if !MODE_IDS.contains(&mode.as_str()) {
+        return Err(ServeError::Mode(mode));
+    }
+    if mode == "full-auto" {
+        let level = crate::tools::sandbox::level();
+        if !level.confines() {
+            return Err(ServeError::FullAutoWithoutSandbox(level.describe()));
+        }
+    }
+    config.settings.default_mode = mode;
+    let listen = opts.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+    let addr: SocketAddr = listen
+        .parse()
+        .map_err(|_| ServeError::Listen(listen.to_owned()))?;
+    let (token, generated) = token(config.settings.a2a_token.clone())?;
+    if generated && !addr.ip().is_loopback() {
+        return Err(ServeError::PublicWithoutToken(addr));
+    }
+    crate::secrets::learn([token.clone()]);
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind { addr, source })?;
+    let local = listener
+        .local_addr()
+        .map_err(|source| ServeError::Bind { addr, source })?;
+
+    // The agent, in process, reading what the client writes until `stop`.
+    let (client_side, agent_side) = tokio::io::duplex(1 << 20);
+    let (agent_r, agent_w) = tokio::io::split(agent_side);
+    let (client_r, client_w) = tokio::io::split(client_side);
+    let stop = CancellationToken::new();
+    let agent = tokio::spawn(serve_with(
+        UntilCancelled::new(agent_r, stop.clone()),
+        agent_w,
+        config,
+    ));
+    let hub = Arc::new(tasks::Hub::new(opts.limits));
+    let conn = Connection::new(None);
+    let peer = conn.peer.clone();
+    let handler = Arc::new(client::A2aClient { hub: hub.clone() });
+    let (client_loop, _done) =
+        rpc::serve(conn, client_r, client_w, handler, ServeOptions::default());
+    tokio::spawn(client_loop);
+    peer.request::<_, Value>(
+        method::INITIALIZE,
+        &json!({
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false},
+            "clientInfo": {"name": "acp-coder-a2a", "title": "acp-coder A2A server", "version": env!("CARGO_PKG_VERSION")}
+        }),
+    )
+    .await
+    .map_err(|e| ServeError::Agent(e.message))?;
+
+    let url = format!("http://{local}/");
+    let bridge = Arc::new(bridge::Bridge {
+        hub,
+        peer: peer.clone(),
+        root: root.clone(),
+    });
+    tokio::spawn(bridge.clone().expire_loop());
+    let server = Arc::new(server::Server {
+        bridge,
+        card: Bytes::from(agent_card(&url).to_string()),
+        token: token.clone(),
+        max_body: MAX_BODY,
+    });
+    if generated {
+        eprintln!("token: {token}");
+    }
+    eprintln!(
+        "acp-coder a2a: serving {} at {url} (agent card: {url}.well-known/agent-card.json)",
+        root.display()
+    );
+    tracing::info!(%url, root = %root.display(), "a2a serving");
+
+    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let shutdown = rpc::terminated();
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            () = &mut shutdown => break,
+        };
+        let stream = match accepted {
+            Ok((s, _)) => s,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // Small JSON replies and SSE events go out at once, not after a delayed ACK.
+        let _ = stream.set_nodelay(true);
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            tracing::warn!("too many A2A connections; closing a new one");
+            continue;
+        };
+        let server = server.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let server = server.clone();
+                async move { Ok::<_, Infallible>(server::handle(server, req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(30))
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .await;
+            drop(permit);
+        });
+    }
+    tracing::info!("a2a: shutting down");
+    drop(peer);
+    stop.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(3), agent).await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_tokens_are_long_and_fresh() {
+        let a = generate_token().unwrap();
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, generate_token().unwrap());
+    }
+
+    #[test]
+    fn the_card_names_the_endpoint_and_the_scheme() {
+        let c = agent_card("http://127.0.0.1:1/");
+        assert_eq!(c["supportedInterfaces"][0]["url"], "http://127.0.0.1:1/");
+        assert_eq!(c["capabilities"]["streaming"], true);
+        assert_eq!(c["skills"].as_array().unwrap().len(), 4);
+        assert!(c["securitySchemes"]["bearer"].is_object());
+    }
+}

@@ -1,0 +1,395 @@
+//! The HTTP side of `acp-coder a2a` (hyper, HTTP/1.1): the agent card at
+//! `/.well-known/agent-card.json` for anyone, and the JSON-RPC endpoint at
+//! `/` behind the bearer token, answering with JSON or, for the streaming
+//! methods, Server-Sent Events (A2A spec §"JSON-RPC binding").
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
+use hyper::body::{Frame, Incoming};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use super::bridge::{Bridge, Started};
+use super::compat;
+use super::wire::{self, A2aError, code, method, state};
+
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// The agent card's path (A2A spec §"Agent discovery"), and the 0.3 one.
+pub const CARD_PATH: &str = "/.well-known/agent-card.json";
+const CARD_PATH_V03: &str = "/.well-known/agent.json";
+
+/// What every request shares.
+pub struct Server {
+    pub bridge: Arc<Bridge>,
+    /// The agent card, serialised once.
+    pub card: Bytes,
+    pub token: String,
+    /// Largest request body accepted.
+    pub max_body: usize,
+}
+
+fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(Full::new(body.into()).boxed());
+    *r.status_mut() = status;
+    if let Ok(v) = header::HeaderValue::from_str(content_type) {
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+fn rpc_json(status: StatusCode, body: &Value) -> Response<Body> {
+    full(status, "application/json", body.to_string())
+}
+
+fn rpc_error(status: StatusCode, id: &Value, e: &A2aError) -> Response<Body> {
+    rpc_json(
+        status,
+        &json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()}),
+    )
+}
+
+/// Compares the presented token with ours in time independent of where
+/// they differ.
+fn token_matches(presented: &[u8], expected: &[u8]) -> bool {
+    if presented.len() != expected.len() {
+        return false;
+    }
+    presented
+        .iter()
+        .zip(expected)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
+}
+
+fn authorized(req: &Request<Incoming>, token: &str) -> bool {
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .is_some_and(|t| token_matches(t.trim().as_bytes(), token.as_bytes()))
+}
+
+/// One HTTP request.
+pub async fn handle(server: Arc<Server>, req: Request<Incoming>) -> Response<Body> {
+    let path = req.uri().path();
+    if path == CARD_PATH || path == CARD_PATH_V03 {
+        if req.method() != Method::GET && req.method() != Method::HEAD {
+            return full(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "use GET\n");
+        }
+        return full(StatusCode::OK, "application/json", server.card.clone());
+    }
+    if path != "/" {
+        return full(
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            format!("not found: the JSON-RPC endpoint is POST /, the agent card GET {CARD_PATH}\n"),
+        );
+    }
+    if req.method() != Method::POST {
+        return full(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain",
+            "the JSON-RPC endpoint takes POST\n",
+        );
+    }
+    if !authorized(&req, &server.token) {
+        let mut r = rpc_error(
+            StatusCode::UNAUTHORIZED,
+            &Value::Null,
+            &A2aError::new(
+                code::INVALID_REQUEST,
+                "missing or wrong bearer token: send `Authorization: Bearer <token>` with the token `acp-coder a2a` printed at start, or its configured a2a_token / ACP_CODER_A2A_TOKEN",
+            ),
+        );
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+        return r;
+    }
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > server.max_body as u64) {
+        return too_large(server.max_body);
+    }
+    let body = match Limited::new(req.into_body(), server.max_body)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return too_large(server.max_body);
+        }
+        Err(e) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                &Value::Null,
+                &A2aError::new(
+                    code::INVALID_REQUEST,
+                    format!("reading the request body failed: {e}"),
+                ),
+            );
+        }
+    };
+    rpc(&server, &body).await
+}
+
+/// 413 for a body over the limit (declared or streamed).
+fn too_large(max: usize) -> Response<Body> {
+    rpc_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &Value::Null,
+        &A2aError::new(
+            code::INVALID_REQUEST,
+            format!(
+                "the request body is larger than {max} bytes; send large files as url parts or let the agent read them from the served directory"
+            ),
+        ),
+    )
+}
+
+/// One JSON-RPC request body.
+async fn rpc(server: &Server, body: &[u8]) -> Response<Body> {
+    let ok = StatusCode::OK;
+    let request: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return rpc_error(
+                ok,
+                &Value::Null,
+                &A2aError::new(code::PARSE, format!("the body is not JSON: {e}")),
+            );
+        }
+    };
+    let Some(obj) = request.as_object() else {
+        return rpc_error(
+            ok,
+            &Value::Null,
+            &A2aError::new(
+                code::INVALID_REQUEST,
+                "expected one JSON-RPC 2.0 request object (batches are not supported)",
+            ),
+        );
+    };
+    let id = obj.get("id").cloned().unwrap_or(Value::Null);
+    let id_ok = matches!(id, Value::String(_) | Value::Number(_) | Value::Null);
+    let method_name = obj.get("method").and_then(Value::as_str);
+    let (Some(method_name), true, Some("2.0")) = (
+        method_name,
+        id_ok,
+        obj.get("jsonrpc").and_then(Value::as_str),
+    ) else {
+        let id = if id_ok { id } else { Value::Null };
+        return rpc_error(
+            ok,
+            &id,
+            &A2aError::new(
+                code::INVALID_REQUEST,
+                "not a JSON-RPC 2.0 request: it needs \"jsonrpc\": \"2.0\", a string \"method\" and a string or number \"id\"",
+            ),
+        );
+    };
+    let params = obj.get("params").cloned().unwrap_or(json!({}));
+    if !params.is_object() {
+        return rpc_error(ok, &id, &A2aError::params("params must be an object"));
+    }
+    let v03 = compat::is_v03(method_name);
+    let params = if v03 {
+        compat::params_from_v03(method_name, params)
+    } else {
+        params
+    };
+    let bridge = &server.bridge;
+    let result = match method_name {
+        method::SEND | method::V03_SEND => send(bridge, params).await,
+        method::STREAM | method::V03_STREAM => match bridge.send(params).await {
+            Ok(started) => return sse(id, Some(started.snapshot), started.events, v03),
+            Err(e) => Err(e),
+        },
+        method::GET | method::V03_GET => wire::decode::<wire::TaskIdParams>(params)
+            .and_then(|p| Ok(bridge.hub.get(&p.id)?.snapshot(p.history_length)))
+            .map(|t| json!(t)),
+        method::CANCEL | method::V03_CANCEL => match wire::decode::<wire::TaskIdParams>(params) {
+            Ok(p) => bridge.cancel(&p.id).await,
+            Err(e) => Err(e),
+        },
+        method::SUBSCRIBE | method::V03_SUBSCRIBE => match subscribe(bridge, params) {
+            Ok((snapshot, events)) => return sse(id, Some(snapshot), events, v03),
+            Err(e) => Err(e),
+        },
+        method::LIST => list(bridge, params),
+        other => Err(A2aError::new(
+            code::METHOD_NOT_FOUND,
+            format!(
+                "unknown method {other:?}: acp-coder serves SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask (and the 0.3 names)"
+            ),
+        )),
+    };
+    match result {
+        Ok(mut r) => {
+            if v03 {
+                r = compat::result_to_v03(method_name, r);
+            }
+            rpc_json(ok, &json!({"jsonrpc": "2.0", "id": id, "result": r}))
+        }
+        Err(e) => rpc_error(ok, &id, &e),
+    }
+}
+
+/// `SendMessage`: the task once it settles (finished or waiting for input),
+/// or at once with `configuration.returnImmediately`.
+async fn send(bridge: &Arc<Bridge>, params: Value) -> Result<Value, A2aError> {
+    let immediately = params["configuration"]["returnImmediately"]
+        .as_bool()
+        .unwrap_or(false);
+    let history = params["configuration"]["historyLength"].as_i64();
+    let Started { task, .. } = bridge.send(params).await?;
+    if !immediately {
+        task.settled().await;
+    }
+    Ok(json!({"task": task.snapshot(history)}))
+}
+
+fn subscribe(
+    bridge: &Bridge,
+    params: Value,
+) -> Result<(Value, broadcast::Receiver<Value>), A2aError> {
+    let p: wire::TaskIdParams = wire::decode(params)?;
+    let task = bridge.hub.get(&p.id)?;
+    let current = task.state();
+    if state::is_terminal(current) {
+        return Err(A2aError::new(
+            code::UNSUPPORTED,
+            format!(
+                "task {} is finished ({current}); use GetTask to read it",
+                p.id
+            ),
+        ));
+    }
+    Ok(task.subscribe())
+}
+
+fn list(bridge: &Bridge, params: Value) -> Result<Value, A2aError> {
+    let p: wire::ListParams = wire::decode(params)?;
+    let size = p.page_size.unwrap_or(50).clamp(1, 100) as usize;
+    let status = p
+        .status
+        .filter(|s| !s.is_empty() && s != "TASK_STATE_UNSPECIFIED");
+    let tasks = bridge.hub.list(&p.context_id, status.as_deref());
+    let total = tasks.len();
+    let page: Vec<Value> = tasks
+        .iter()
+        .take(size)
+        .map(|t| {
+            let mut s = t.snapshot(Some(0));
+            if let Some(o) = s.as_object_mut() {
+                o.remove("artifacts");
+            }
+            s
+        })
+        .collect();
+    Ok(json!({"tasks": page, "nextPageToken": "", "pageSize": size, "totalSize": total}))
+}
+
+/// Whether a stream event settles the task (the stream then ends).
+fn ends_stream(event: &Value) -> bool {
+    event["statusUpdate"]["status"]["state"]
+        .as_str()
+        .is_some_and(state::is_interrupted)
+}
+
+/// An SSE response: the task as it is, then each event, until the task
+/// finishes or waits for input.
+fn sse(
+    id: Value,
+    first: Option<Value>,
+    events: broadcast::Receiver<Value>,
+    v03: bool,
+) -> Response<Body> {
+    let frame = move |result: Value| -> Result<Frame<Bytes>, Infallible> {
+        let result = if v03 {
+            compat::event_to_v03(result)
+        } else {
+            result
+        };
+        let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        Ok(Frame::data(Bytes::from(format!("data: {body}\n\n"))))
+    };
+    let first = first.map(|t| json!({"task": t}));
+    let done = first.as_ref().is_some_and(|t| {
+        t["task"]["status"]["state"]
+            .as_str()
+            .is_some_and(state::is_terminal)
+    });
+    let head = futures::stream::iter(first.map(&frame));
+    let rest = futures::stream::unfold((events, done), |(mut rx, done)| async move {
+        if done {
+            return None;
+        }
+        loop {
+            match rx.recv().await {
+                Ok(event) => {
+                    let end = ends_stream(&event);
+                    return Some((event, (rx, end)));
+                }
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(skipped = n, "an A2A stream fell behind; events skipped");
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    })
+    .map(frame);
+    let body = StreamBody::new(head.chain(rest));
+    let mut r = Response::new(BodyExt::boxed(body));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(token_matches(b"abc", b"abc"));
+        assert!(!token_matches(b"abd", b"abc"));
+        assert!(!token_matches(b"ab", b"abc"));
+        assert!(!token_matches(b"", b"abc"));
+    }
+
+    #[test]
+    fn interrupted_states_end_streams() {
+        assert!(ends_stream(
+            &json!({"statusUpdate": {"status": {"state": state::INPUT_REQUIRED}}})
+        ));
+        assert!(ends_stream(
+            &json!({"statusUpdate": {"status": {"state": state::COMPLETED}}})
+        ));
+        assert!(!ends_stream(
+            &json!({"statusUpdate": {"status": {"state": state::WORKING}}})
+        ));
+        assert!(!ends_stream(&json!({"artifactUpdate": {}})));
+    }
+}

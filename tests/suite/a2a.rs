@@ -1,0 +1,421 @@
+//! `acp-coder a2a` (issue 20): the A2A server driven by the official Python
+//! SDK (`a2a-sdk`, tests/a2a/client.py). Raw-HTTP tests of the agent card,
+//! auth, bounds and every bad input are in a2a_http.rs.
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Child;
+
+use crate::support::{
+    FakeEditor, FakeModel, Reply, SpawnOptions, Workspace, agent_command, chunk, no_capabilities,
+};
+
+/// A running `acp-coder a2a`.
+pub(super) struct Served {
+    _child: Child,
+    pub(super) url: String,
+    pub(super) token: String,
+    stderr: Arc<Mutex<String>>,
+    pub(super) home: tempfile::TempDir,
+}
+
+impl Served {
+    pub(super) fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+pub(super) async fn serve(
+    model: &FakeModel,
+    ws: &Path,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> Served {
+    let home = tempfile::tempdir().unwrap();
+    let mut all = vec!["a2a", "--listen", "127.0.0.1:0", "-C", ws.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let mut env = model.agent_env();
+    env.extend(envs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    let opts = SpawnOptions {
+        args: all.iter().map(|s| (*s).to_owned()).collect(),
+        envs: env,
+        home: Some(home.path().to_owned()),
+        cwd: None,
+    };
+    let mut child = agent_command(&opts, home.path())
+        .spawn()
+        .expect("spawn a2a");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let mut token = envs
+        .iter()
+        .find(|(k, _)| *k == "ACP_CODER_A2A_TOKEN")
+        .map(|(_, v)| (*v).to_owned());
+    let url = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            stderr.lock().unwrap().push_str(&format!("{line}\n"));
+            if let Some(t) = line.strip_prefix("token: ") {
+                token = Some(t.to_owned());
+            }
+            if let Some(rest) = line.split(" at ").nth(1) {
+                return rest.split_whitespace().next().unwrap().to_owned();
+            }
+        }
+        panic!("a2a exited before serving:\n{}", stderr.lock().unwrap());
+    })
+    .await
+    .expect("a2a did not start within 30 s");
+    let sink = stderr.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            sink.lock().unwrap().push_str(&format!("{line}\n"));
+        }
+    });
+    Served {
+        _child: child,
+        url,
+        token: token.expect("a token"),
+        stderr,
+        home,
+    }
+}
+
+/// The Python with `a2a-sdk` (ACP_CODER_A2A_PYTHON, installed by .ci/run);
+/// required in CI, the tests say so and skip elsewhere (as the MCP ones do).
+fn python() -> Option<String> {
+    let var = "ACP_CODER_A2A_PYTHON";
+    if let Ok(v) = std::env::var(var)
+        && !v.is_empty()
+    {
+        return Some(v);
+    }
+    let msg = format!(
+        "{var} is not set; install the SDK with `python3 -m venv DIR && DIR/bin/pip install a2a-sdk==1.3.0` and set {var}=DIR/bin/python (see .ci/run)"
+    );
+    if std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false") {
+        panic!("{msg}");
+    }
+    eprintln!("\n*** SKIPPED (not in CI): {msg} ***\n");
+    None
+}
+
+/// Runs a scenario of tests/a2a/client.py; its JSON output.
+async fn sdk(python: &str, s: &Served, scenario: &str, args: &[&str]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/a2a/client.py");
+    let out = tokio::time::timeout(
+        Duration::from_secs(90),
+        tokio::process::Command::new(python)
+            .arg(&script)
+            .arg(scenario)
+            .arg(&s.url)
+            .args(args)
+            .env("A2A_TOKEN", &s.token)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the SDK client did not finish within 90 s")
+    .expect("run the SDK client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client.py {scenario} failed\n--- stdout\n{stdout}\n--- stderr\n{}\n--- server\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        s.stderr()
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+fn artifact<'a>(task: &'a Value, id: &str) -> Option<&'a Value> {
+    task["artifacts"]
+        .as_array()?
+        .iter()
+        .find(|a| a["artifactId"] == id)
+}
+
+pub(super) fn text_of(v: &Value) -> String {
+    v["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["text"].as_str())
+        .collect()
+}
+
+// ------------------------------------------------------------ with the SDK
+
+#[tokio::test]
+async fn sdk_blocking_task_edits_a_file_and_returns_the_diff() {
+    let Some(py) = python() else { return };
+    let model = FakeModel::with_replies([
+        Reply::tool_call(
+            "c1",
+            "write_file",
+            json!({"path": "src/notes.txt", "content": "hello\nworld\n"}),
+        ),
+        Reply::text("Wrote the notes."),
+    ])
+    .await;
+    let ws = Workspace::builder()
+        .file("src/notes.txt", "hello\n")
+        .build();
+    let s = serve(&model, ws.path(), &["--mode", "accept-edits"], &[]).await;
+    let out = sdk(&py, &s, "blocking", &["add world to the notes"]).await;
+    let task = &out["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{out:#}");
+    assert_eq!(ws.read("src/notes.txt"), "hello\nworld\n");
+    assert_eq!(
+        text_of(artifact(task, "answer").unwrap()),
+        "Wrote the notes."
+    );
+    let diff = artifact(task, "diff").expect("diff artifact");
+    assert_eq!(diff["metadata"]["files"], json!(["src/notes.txt"]));
+    assert_eq!(
+        text_of(diff),
+        "--- a/src/notes.txt\n+++ b/src/notes.txt\n@@ -1 +1,2 @@\n hello\n+world\n"
+    );
+    // The prompt reached the model; the session is the editor's kind.
+    let first = &model.chat_requests()[0];
+    assert_eq!(
+        first.last_message().unwrap()["content"],
+        "add world to the notes"
+    );
+    let sid = task["contextId"].as_str().unwrap().to_owned();
+    drop(s._child);
+    let editor = FakeEditor::spawn_with(SpawnOptions {
+        envs: model.agent_env(),
+        home: Some(s.home.path().to_owned()),
+        ..SpawnOptions::default()
+    });
+    editor.initialize(no_capabilities()).await;
+    let list = editor.request("session/list", json!({})).await.unwrap();
+    let ids: Vec<&str> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["sessionId"].as_str())
+        .collect();
+    assert!(ids.contains(&sid.as_str()), "{list:#}");
+    editor
+        .request(
+            "session/load",
+            json!({"sessionId": sid, "cwd": ws.path(), "mcpServers": []}),
+        )
+        .await
+        .expect("an editor loads the A2A session");
+}
+
+#[tokio::test]
+async fn sdk_streaming_task_streams_text_and_tool_calls() {
+    let Some(py) = python() else { return };
+    let model = FakeModel::with_replies([
+        Reply::tool_call("r1", "read_file", json!({"path": "a.txt"})),
+        Reply::stream([
+            chunk::role(),
+            chunk::text("The file "),
+            chunk::text("says hi."),
+            chunk::finish("stop"),
+        ]),
+    ])
+    .await;
+    let ws = Workspace::builder().file("a.txt", "hi\n").build();
+    let s = serve(&model, ws.path(), &[], &[]).await;
+    let out = sdk(&py, &s, "stream", &["what does a.txt say?"]).await;
+    let events = out["events"].as_array().unwrap();
+    assert!(events[0]["task"].is_object(), "{out:#}");
+    let pieces: Vec<String> = events
+        .iter()
+        .filter(|e| e["artifactUpdate"]["artifact"]["artifactId"] == "answer")
+        .map(|e| text_of(&e["artifactUpdate"]["artifact"]))
+        .collect();
+    assert_eq!(pieces.concat(), "The file says hi.", "{out:#}");
+    assert!(pieces.len() >= 2, "text streams in pieces: {pieces:?}");
+    let tool_note = events.iter().any(|e| {
+        text_of(&e["statusUpdate"]["status"]["message"]).starts_with("Tool")
+            && e["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
+    });
+    assert!(tool_note, "tool calls as status messages: {out:#}");
+    let last = events.last().unwrap();
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{out:#}"
+    );
+    assert_eq!(out["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        text_of(artifact(&out["task"], "answer").unwrap()),
+        "The file says hi."
+    );
+}
+
+#[tokio::test]
+async fn sdk_input_required_round_trip_for_a_command() {
+    let Some(py) = python() else { return };
+    let model = FakeModel::with_replies([
+        Reply::tool_call(
+            "k1",
+            "run_command",
+            json!({"command": "echo ran > out.txt"}),
+        ),
+        Reply::text("Ran it."),
+    ])
+    .await;
+    let ws = Workspace::new();
+    let s = serve(&model, ws.path(), &[], &[]).await;
+    let out = sdk(&py, &s, "ask", &["run the thing", "allow"]).await;
+    let asked = &out["asked"];
+    assert_eq!(
+        asked["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{out:#}"
+    );
+    let question = text_of(&asked["status"]["message"]);
+    assert!(question.contains("echo ran > out.txt"), "{question}");
+    assert!(question.contains("allow"), "{question}");
+    assert_eq!(
+        out["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{out:#}"
+    );
+    assert_eq!(out["task"]["id"], asked["id"]);
+    assert_eq!(ws.read("out.txt").trim(), "ran");
+    // A message to the finished task is refused, saying how to go on.
+    let again = &out["again"];
+    assert!(
+        again["message"]
+            .as_str()
+            .unwrap()
+            .contains("no more messages"),
+        "{again}"
+    );
+}
+
+#[tokio::test]
+async fn sdk_rejecting_in_text_stops_the_command() {
+    let Some(py) = python() else { return };
+    let model = FakeModel::with_replies([
+        Reply::tool_call(
+            "k1",
+            "run_command",
+            json!({"command": "echo ran > out.txt"}),
+        ),
+        Reply::text("Understood, not running it."),
+    ])
+    .await;
+    let ws = Workspace::new();
+    let s = serve(&model, ws.path(), &[], &[]).await;
+    let out = sdk(&py, &s, "ask", &["run the thing", "No."]).await;
+    assert_eq!(
+        out["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{out:#}"
+    );
+    assert!(!ws.exists("out.txt"));
+}
+
+#[tokio::test]
+async fn sdk_follow_up_message_continues_the_conversation() {
+    let Some(py) = python() else { return };
+    let model =
+        FakeModel::with_replies([Reply::text("First answer."), Reply::text("Second answer.")])
+            .await;
+    let ws = Workspace::new();
+    let s = serve(&model, ws.path(), &[], &[]).await;
+    let out = sdk(&py, &s, "followup", &["one", "two"]).await;
+    assert_eq!(out["first"]["contextId"], out["second"]["contextId"]);
+    assert_ne!(out["first"]["id"], out["second"]["id"]);
+    assert_eq!(
+        text_of(artifact(&out["second"], "answer").unwrap()),
+        "Second answer."
+    );
+    // The second request carries the first turn.
+    let second = &model.chat_requests()[1];
+    let contents: Vec<String> = second
+        .messages()
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect();
+    assert!(contents.iter().any(|c| c == "one"), "{contents:?}");
+    assert!(
+        contents.iter().any(|c| c == "First answer."),
+        "{contents:?}"
+    );
+    assert_eq!(
+        out["listed"]["tasks"].as_array().unwrap().len(),
+        2,
+        "{out:#}"
+    );
+}
+
+#[tokio::test]
+async fn sdk_cancel_stops_the_model_stream() {
+    let Some(py) = python() else { return };
+    let model = FakeModel::with_replies([Reply::stream([
+        chunk::role(),
+        chunk::text("Thinking"),
+        chunk::finish("stop"),
+    ])
+    .hang_after(2)])
+    .await;
+    let ws = Workspace::new();
+    let s = serve(&model, ws.path(), &[], &[]).await;
+    let out = sdk(&py, &s, "cancel", &["take forever"]).await;
+    assert_eq!(
+        out["task"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{out:#}"
+    );
+    assert!(
+        out["again"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be canceled"),
+        "{out:#}"
+    );
+}
+
+#[tokio::test]
+async fn sdk_errors_are_clear() {
+    let Some(py) = python() else { return };
+    let model = FakeModel::with_replies([Reply::text("Done.")]).await;
+    let ws = Workspace::new();
+    let s = serve(&model, ws.path(), &[], &[]).await;
+    let out = sdk(&py, &s, "errors", &["hello"]).await;
+    assert_eq!(out["unknown_task"]["type"], "TaskNotFoundError", "{out:#}");
+    assert_eq!(
+        out["unknown_cancel"]["type"], "TaskNotFoundError",
+        "{out:#}"
+    );
+    assert_eq!(
+        out["finished_message"]["type"], "UnsupportedOperationError",
+        "{out:#}"
+    );
+    assert!(
+        out["unknown_context"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("omit contextId"),
+        "{out:#}"
+    );
+}
+
+#[tokio::test]
+async fn sdk_v03_compatibility_names() {
+    let Some(py) = python() else { return };
+    let model =
+        FakeModel::with_replies([Reply::text("Old but gold."), Reply::text("Streamed too.")]).await;
+    let ws = Workspace::new();
+    let s = serve(&model, ws.path(), &[], &[]).await;
+    let out = sdk(&py, &s, "v03", &["hi", "blocking"]).await;
+    assert_eq!(
+        out["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{out:#}"
+    );
+    assert_eq!(
+        text_of(artifact(&out["task"], "answer").unwrap()),
+        "Old but gold."
+    );
+    let out = sdk(&py, &s, "v03", &["hi", "stream"]).await;
+    assert_eq!(
+        out["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{out:#}"
+    );
+}
