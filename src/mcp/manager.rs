@@ -5,35 +5,28 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::ClientHandler;
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ServerNotification, SubscriptionFilter,
-    Tool as McpToolDef,
-};
-use rmcp::service::{
-    ClientInitializeError, NotificationContext, Peer, RoleClient, RunningService,
-    serve_client_with_ct,
-};
+use rmcp::model::{ServerNotification, SubscriptionFilter, Tool as McpToolDef};
+use rmcp::service::{Peer, RoleClient, RunningService};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::SessionUpdate;
-use crate::config::{McpServerSpec, McpTransportSpec};
+use crate::config::McpServerSpec;
 use crate::editor::Editor;
 use crate::tools::{Tool, ToolSource};
 
-use super::stdio::{self, StdioChild};
+use super::connect::{Handler, connect, with_stderr};
 use super::tool::McpTool;
-use super::{McpError, http, names, sse};
+use super::{McpError, names};
 
 /// A server still starting when `session/new` returned gets this long in all
 /// (`npx`/`uvx` may download first) before it counts as failed.
 const BACKGROUND_START_LIMIT: Duration = Duration::from_secs(300);
 /// After its connection closed, how long a stdio server gets to exit by
 /// itself before its group is killed (its exit status goes in the report).
-const EXIT_WAIT: Duration = Duration::from_millis(500);
+pub(super) const EXIT_WAIT: Duration = Duration::from_millis(500);
 /// stderr lines quoted when a stdio server fails.
-const STDERR_LINES: usize = 3;
+pub(super) const STDERR_LINES: usize = 3;
 
 /// Settings of a session's MCP servers.
 #[derive(Debug, Clone)]
@@ -50,7 +43,7 @@ pub struct McpOptions {
     pub tool_budget: usize,
 }
 
-type Service = RunningService<RoleClient, Handler>;
+pub(super) type Service = RunningService<RoleClient, Handler>;
 
 enum State {
     Starting,
@@ -495,116 +488,5 @@ async fn listen(peer: Peer<RoleClient>, server: String, changed: mpsc::Unbounded
                 return;
             }
         }
-    }
-}
-
-fn with_stderr(mut text: String, child: &StdioChild) -> String {
-    let tail = child.stderr_tail(STDERR_LINES);
-    if !tail.is_empty() {
-        text.push_str("; its last stderr output: ");
-        text.push_str(&tail.join(" | "));
-    }
-    text
-}
-
-/// A handshake failure in words: rmcp's transport errors name Rust types;
-/// the causes (connection refused, HTTP status) are in the source chain.
-fn init_error(e: &ClientInitializeError) -> String {
-    match e {
-        ClientInitializeError::TransportError { error, context } => {
-            let mut text = format!("{context}: {}", error.error);
-            // rmcp's HTTP client error does not chain its reqwest cause.
-            let client = error
-                .error
-                .downcast_ref::<rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>>()
-                .and_then(|e| match e {
-                    rmcp::transport::streamable_http_client::StreamableHttpError::Client(c) => {
-                        Some(c as &(dyn std::error::Error + 'static))
-                    }
-                    _ => None,
-                });
-            let mut source = client.or_else(|| error.error.source());
-            while let Some(s) = source {
-                let part = s.to_string();
-                if !text.contains(&part) {
-                    text.push_str(": ");
-                    text.push_str(&part);
-                }
-                source = s.source();
-            }
-            text
-        }
-        ClientInitializeError::ConnectionClosed(during) => {
-            format!("the server closed the connection while waiting for the {during}")
-        }
-        other => other.to_string(),
-    }
-}
-
-/// Connects to one server over its transport and does the MCP handshake.
-async fn connect(
-    spec: &McpServerSpec,
-    handler: Handler,
-    options: &McpOptions,
-    ct: CancellationToken,
-) -> Result<(Service, Option<StdioChild>), McpError> {
-    match &spec.transport {
-        McpTransportSpec::Stdio { command, args, env } => {
-            let (child, stdout, stdin) = stdio::spawn(
-                &spec.name,
-                command,
-                args,
-                env,
-                &options.cwd,
-                &options.secret_env,
-            )?;
-            match serve_client_with_ct(handler, (stdout, stdin), ct).await {
-                Ok(service) => Ok((service, Some(child))),
-                Err(e) => {
-                    let how = child.wait_then_stop(EXIT_WAIT).await;
-                    child.stderr_eof(EXIT_WAIT).await;
-                    Err(McpError::Handshake(with_stderr(
-                        format!("{} (the process: {how})", init_error(&e)),
-                        &child,
-                    )))
-                }
-            }
-        }
-        McpTransportSpec::Http { url, headers } => {
-            let transport = http::streamable(url, headers)?;
-            let service = serve_client_with_ct(handler, transport, ct)
-                .await
-                .map_err(|e| McpError::Handshake(init_error(&e)))?;
-            Ok((service, None))
-        }
-        McpTransportSpec::Sse { url, headers } => {
-            let (client, headers) = http::client_and_headers(headers)?;
-            let transport = sse::SseTransport::connect(client, url, headers).await?;
-            let service = serve_client_with_ct(handler, transport, ct)
-                .await
-                .map_err(|e| McpError::Handshake(init_error(&e)))?;
-            Ok((service, None))
-        }
-    }
-}
-
-/// Our side of each connection: forwards tool-list changes.
-#[derive(Clone)]
-pub struct Handler {
-    changed: mpsc::UnboundedSender<()>,
-}
-
-impl ClientHandler for Handler {
-    /// `notifications/tools/list_changed` outside a subscription (protocol
-    /// versions before 2026-07-28).
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.changed.send(());
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("acp-coder", env!("CARGO_PKG_VERSION")),
-        )
     }
 }
