@@ -153,7 +153,7 @@ pub async fn run(
             let content = if was_cancelled {
                 "Error: not run; the user cancelled the turn.".to_owned()
             } else {
-                let result = call::run(
+                let result = tool_call::run(
                     session,
                     req,
                     cancel,

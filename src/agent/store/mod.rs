@@ -15,6 +15,9 @@ use serde_json::Value;
 use crate::acp::{ContentBlock, PlanEntry, ToolCall};
 use crate::llm::{ChatMessage, ToolCallRequest, UserPart};
 
+pub(in crate::agent) mod lock;
+pub(in crate::agent) mod restore;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot write session data in {}: {source}", path.display())]
