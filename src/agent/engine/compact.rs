@@ -10,7 +10,7 @@ use crate::agent::session::{History, Session};
 use crate::agent::store::{Record, StoredMessage};
 use crate::agent::engine::turn::{self, Outcome, TurnEnv, status};
 
-const INSTRUCTIONS: &str = include_str!("../../prompts/compact.md");
+const INSTRUCTIONS: &str = include_str!("../../../prompts/compact.md");
 /// Compact when the next request would use this share of the window.
 const THRESHOLD: f64 = 0.8;
 /// Each tool output is cut to this many characters in the transcript to summarize.

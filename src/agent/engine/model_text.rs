@@ -6,7 +6,7 @@ use crate::acp::{ContentBlock, ResourceContents, file_uri_to_path};
 use crate::editor::Editor;
 use crate::llm::{ChatMessage, UserPart};
 
-const SYSTEM: &str = include_str!("../../prompts/system.md");
+const SYSTEM: &str = include_str!("../../../prompts/system.md");
 /// Project instructions larger than this are cut (they are paid on every call).
 const AGENTS_MD_LIMIT: usize = 32 * 1024;
 
