@@ -66,11 +66,7 @@ fn agents_files(cwd: &Path, repo: Option<&Path>) -> Vec<(PathBuf, String)> {
         let path = dir.join("AGENTS.md");
         if let Ok(mut text) = std::fs::read_to_string(&path) {
             if text.len() > AGENTS_MD_LIMIT {
-                let mut cut = AGENTS_MD_LIMIT;
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                text.truncate(cut);
+                text.truncate(crate::utf8::floor_boundary(&text, AGENTS_MD_LIMIT));
                 text.push_str("\n[… truncated]");
             }
             out.push((path, text));
