@@ -2,9 +2,7 @@
 //! of the connection (the rmcp client handler), with failures in words.
 use rmcp::ClientHandler;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{
-    ClientInitializeError, NotificationContext, RoleClient, serve_client_with_ct,
-};
+use rmcp::service::{ClientInitializeError, NotificationContext, RoleClient, serve_client_with_ct};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

@@ -16,6 +16,7 @@ use crate::editor::Editor;
 use crate::tools::{Tool, ToolSource};
 
 use super::connect::{Handler, connect, with_stderr};
+use super::stdio::StdioChild;
 use super::tool::McpTool;
 use super::{McpError, names};
 
@@ -301,78 +302,24 @@ impl Drop for Settle<'_> {
     }
 }
 
-/// Starts, watches and stops server `idx` of `inner`.
+/// Starts, watches and stops server `idx` of `inner`: connect, list its
+/// tools, serve until it ends or the session stops, then clean up.
 async fn run_server(inner: Arc<Inner>, idx: usize) {
-    let spec = inner.slots[idx].spec.clone();
-    let name = spec.name.clone();
+    let name = inner.slots[idx].spec.name.clone();
     let mut settle = Settle(&inner, false);
     let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
-    let handler = Handler {
-        changed: changed_tx.clone(),
-    };
     let began = Instant::now();
-    let connected = tokio::select! {
-        biased;
-        _ = inner.stop.cancelled() => {
-            inner.set(idx, State::Stopped);
-            return;
-        }
-        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(&spec, handler, &inner.options, inner.stop.child_token())) => r,
-    };
-    let connected = match connected {
-        Err(_) => Err(McpError::Connect(format!(
-            "it did not finish starting within {} s",
-            BACKGROUND_START_LIMIT.as_secs()
-        ))),
-        Ok(r) => r,
-    };
-    let (service, child) = match connected {
-        Ok(x) => x,
-        Err(e) => {
-            tracing::warn!(server = %name, error = %e, "MCP server failed to start");
-            inner.set(idx, State::Failed);
-            if !inner.stop.is_cancelled() {
-                inner.notify(format!(
-                    "MCP server `{name}` failed to start: {e}. Its tools are not available; other servers are not affected."
-                ));
-            }
-            return;
-        }
+    let Some((service, child)) = start_server(&inner, idx, changed_tx.clone()).await else {
+        return;
     };
     let peer = service.peer().clone();
-    let tools = match peer.list_all_tools().await {
-        Ok(t) => t,
-        Err(e) => {
-            tracing::warn!(server = %name, error = %e, "tools/list failed");
-            inner.set(idx, State::Failed);
-            inner.notify(format!(
-                "MCP server `{name}` started but listing its tools failed: {e}. Its tools are not available."
-            ));
-            drop(service);
-            if let Some(child) = child {
-                child.stop().await;
-            }
-            return;
+    let Some(count) = list_tools(&inner, idx, &peer, began).await else {
+        drop(service);
+        if let Some(child) = child {
+            child.stop().await;
         }
+        return;
     };
-    let info = peer.peer_info();
-    tracing::info!(
-        server = %name,
-        tools = tools.len(),
-        protocol = %info.as_ref().map(|i| i.protocol_version.to_string()).unwrap_or_default(),
-        implementation = %info.as_ref().and_then(|i| i.server_info.as_ref()).map(|s| format!("{} {}", s.name, s.version)).unwrap_or_default(),
-        elapsed_ms = began.elapsed().as_millis() as u64,
-        "MCP server ready"
-    );
-    let count = tools.len();
-    inner.set(
-        idx,
-        State::Ready {
-            peer: peer.clone(),
-            tools,
-        },
-    );
-    inner.rebuild();
     let late = inner.startup_over.load(Ordering::SeqCst);
     settle.done();
     if late {
@@ -381,20 +328,7 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
             if count == 1 { "" } else { "s" }
         ));
     }
-
-    // From protocol 2026-07-28 on, list changes come on a `subscriptions/listen`
-    // stream (SEP-2575) instead of as plain notifications: ask for them.
-    let listener = info
-        .filter(|i| !i.protocol_version.has_initialize())
-        .filter(|i| {
-            i.capabilities
-                .tools
-                .as_ref()
-                .and_then(|t| t.list_changed)
-                .unwrap_or(false)
-        })
-        .map(|_| tokio::spawn(listen(peer.clone(), name.clone(), changed_tx.clone())));
-
+    let listener = subscribe(&peer, &name, &changed_tx);
     let waiting = service.waiting();
     tokio::pin!(waiting);
     let ended = loop {
@@ -420,24 +354,127 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
             inner.set(idx, State::Stopped);
             tracing::info!(server = %name, "MCP server stopped");
         }
-        Some(quit) => {
-            let how = match &child {
-                Some(c) => {
-                    let how = c.wait_then_stop(EXIT_WAIT).await;
-                    c.stderr_eof(EXIT_WAIT).await;
-                    with_stderr(format!("its process ended ({how})"), c)
-                }
-                None => format!("the connection closed ({quit:?})"),
-            };
-            tracing::warn!(server = %name, how = %how, "MCP server gone");
-            inner.set(idx, State::Gone);
-            inner.rebuild();
+        Some(quit) => gone(&inner, idx, child.as_ref(), &format!("{quit:?}")).await,
+    }
+}
+
+/// Connects to server `idx` within [`BACKGROUND_START_LIMIT`]; `None` when
+/// the session stopped first or the server failed to start (reported).
+async fn start_server(
+    inner: &Inner,
+    idx: usize,
+    changed: mpsc::UnboundedSender<()>,
+) -> Option<(Service, Option<StdioChild>)> {
+    let spec = &inner.slots[idx].spec;
+    let name = &spec.name;
+    let handler = Handler { changed };
+    let connected = tokio::select! {
+        biased;
+        _ = inner.stop.cancelled() => {
+            inner.set(idx, State::Stopped);
+            return None;
+        }
+        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(spec, handler, &inner.options, inner.stop.child_token())) => r,
+    };
+    let connected = connected.unwrap_or_else(|_| {
+        Err(McpError::Connect(format!(
+            "it did not finish starting within {} s",
+            BACKGROUND_START_LIMIT.as_secs()
+        )))
+    });
+    match connected {
+        Ok(x) => Some(x),
+        Err(e) => {
+            tracing::warn!(server = %name, error = %e, "MCP server failed to start");
+            inner.set(idx, State::Failed);
             if !inner.stop.is_cancelled() {
                 inner.notify(format!(
-                    "MCP server `{name}` stopped unexpectedly: {how}. Its tools were removed; the session goes on."
+                    "MCP server `{name}` failed to start: {e}. Its tools are not available; other servers are not affected."
                 ));
             }
+            None
         }
+    }
+}
+
+/// Lists the tools of a connected server and offers them; their number, or
+/// `None` when listing failed (reported; the caller stops the server).
+async fn list_tools(
+    inner: &Inner,
+    idx: usize,
+    peer: &Peer<RoleClient>,
+    began: Instant,
+) -> Option<usize> {
+    let name = &inner.slots[idx].spec.name;
+    let tools = match peer.list_all_tools().await {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(server = %name, error = %e, "tools/list failed");
+            inner.set(idx, State::Failed);
+            inner.notify(format!(
+                "MCP server `{name}` started but listing its tools failed: {e}. Its tools are not available."
+            ));
+            return None;
+        }
+    };
+    let info = peer.peer_info();
+    tracing::info!(
+        server = %name,
+        tools = tools.len(),
+        protocol = %info.as_ref().map(|i| i.protocol_version.to_string()).unwrap_or_default(),
+        implementation = %info.as_ref().and_then(|i| i.server_info.as_ref()).map(|s| format!("{} {}", s.name, s.version)).unwrap_or_default(),
+        elapsed_ms = began.elapsed().as_millis() as u64,
+        "MCP server ready"
+    );
+    let count = tools.len();
+    inner.set(
+        idx,
+        State::Ready {
+            peer: peer.clone(),
+            tools,
+        },
+    );
+    inner.rebuild();
+    Some(count)
+}
+
+/// From protocol 2026-07-28 on, list changes come on a `subscriptions/listen`
+/// stream (SEP-2575) instead of as plain notifications: asks for them.
+fn subscribe(
+    peer: &Peer<RoleClient>,
+    name: &str,
+    changed: &mpsc::UnboundedSender<()>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    peer.peer_info()
+        .filter(|i| !i.protocol_version.has_initialize())
+        .filter(|i| {
+            i.capabilities
+                .tools
+                .as_ref()
+                .and_then(|t| t.list_changed)
+                .unwrap_or(false)
+        })
+        .map(|_| tokio::spawn(listen(peer.clone(), name.to_owned(), changed.clone())))
+}
+
+/// The server went away by itself: reaps it, removes its tools and tells the user.
+async fn gone(inner: &Inner, idx: usize, child: Option<&StdioChild>, quit: &str) {
+    let name = &inner.slots[idx].spec.name;
+    let how = match child {
+        Some(c) => {
+            let how = c.wait_then_stop(EXIT_WAIT).await;
+            c.stderr_eof(EXIT_WAIT).await;
+            with_stderr(format!("its process ended ({how})"), c)
+        }
+        None => format!("the connection closed ({quit})"),
+    };
+    tracing::warn!(server = %name, how = %how, "MCP server gone");
+    inner.set(idx, State::Gone);
+    inner.rebuild();
+    if !inner.stop.is_cancelled() {
+        inner.notify(format!(
+            "MCP server `{name}` stopped unexpectedly: {how}. Its tools were removed; the session goes on."
+        ));
     }
 }
 
