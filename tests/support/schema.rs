@@ -226,16 +226,6 @@ const AGENT_NOTIFICATIONS: &[(&str, ValidatorFn)] = &[
     ),
 ];
 
-/// Methods of requests the editor may send (for tests that list them).
-pub fn client_request_methods() -> impl Iterator<Item = &'static str> {
-    CLIENT_REQUESTS.iter().map(|(m, _, _)| *m)
-}
-
-/// Methods of requests the agent may send.
-pub fn agent_request_methods() -> impl Iterator<Item = &'static str> {
-    AGENT_REQUESTS.iter().map(|(m, _, _)| *m)
-}
-
 /// The JSON Schema for `T`, generated like the official `schema.json`.
 pub fn schema_value<T: JsonSchema>() -> Value {
     let mut settings = SchemaSettings::draft2020_12();
@@ -367,18 +357,6 @@ pub fn check_against(validator: &Validator, instance: &Value) -> Result<(), Stri
 /// Checks a value against the schema of `T`.
 pub fn check_type<T: JsonSchema>(instance: &Value) -> Result<(), String> {
     check_against(validator::<T>(), instance)
-}
-
-/// Asserts a value matches the schema of `T`.
-#[track_caller]
-pub fn assert_valid<T: JsonSchema>(instance: &Value) {
-    if let Err(e) = check_type::<T>(instance) {
-        panic!(
-            "value does not match the schema of {}:\n  {e}\nvalue: {}",
-            std::any::type_name::<T>(),
-            shorten(&instance.to_string(), 2000)
-        );
-    }
 }
 
 fn shorten(s: &str, max: usize) -> String {
