@@ -33,7 +33,7 @@ where
     let flag = Arc::new(AtomicBool::new(false));
     let worker_flag = flag.clone();
     let task = tokio::task::spawn_blocking(move || f(&worker_flag));
-    // Dropped on cancel (call.rs races the token): the guard raises the flag so the walk stops.
+    // Dropped on cancel (agent/engine/tool_call.rs races the token): the guard raises the flag so the walk stops.
     struct Raise(Arc<AtomicBool>);
     impl Drop for Raise {
         fn drop(&mut self) {
