@@ -1,8 +1,10 @@
 //! acp-coder: a coding agent speaking the Agent Client Protocol (ACP v1) over stdio.
 //!
-//! Layering (an arrow is "may use"): `rpc` and `acp` know nothing of the rest;
-//! `editor` uses both; `llm` stands alone; `tools` use `editor` and `acp`;
-//! `agent` ties everything together. See `DESIGN` notes in README.md.
+//! Layering (an arrow is "may use"; README.md "Layout" lists the folders): `rpc`,
+//! `acp`, `llm` and `utf8` know nothing of the rest; `editor` uses `rpc` and
+//! `acp`; `tools` use `editor` and `acp`; `mcp` uses `acp`, `tools` and
+//! `config`; `agent` ties everything together; `a2a` drives the agent in
+//! process, as `exec` does.
 pub mod a2a;
 pub mod acp;
 pub mod agent;
@@ -19,3 +21,4 @@ pub mod skills;
 pub mod term;
 pub mod tools;
 pub mod trace;
+pub mod utf8;

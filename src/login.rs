@@ -222,6 +222,7 @@ async fn interactive(
         .map_err(|_| LoginError::Cancelled)?
 }
 
+/// The questions, in order: endpoint, key, model (from the endpoint's list).
 fn ask_all(
     mut tty: Tty,
     opts: &LoginOptions,
@@ -236,15 +237,35 @@ fn ask_all(
         path.display()
     ));
     let mut changes = Vec::new();
+    let base_url = ask_endpoint(&mut tty, opts, existing)?;
+    changes.push(Change {
+        key: "base_url",
+        value: base_url.clone(),
+    });
+    let key = ask_key(&mut tty, opts, existing, &base_url, &mut changes)?;
+    let models = list_models(&mut tty, &base_url, key, rt);
+    if let Some(m) = ask_model(&mut tty, opts, existing, &models)? {
+        changes.push(Change {
+            key: "model",
+            value: m,
+        });
+    }
+    Ok(changes)
+}
 
-    // Endpoint.
+/// The endpoint's base URL, asked until it is valid.
+fn ask_endpoint(
+    tty: &mut Tty,
+    opts: &LoginOptions,
+    existing: &Existing,
+) -> Result<String, LoginError> {
     let current_url = opts
         .base_url
         .clone()
         .or_else(|| std::env::var(BASE_URL_ENV).ok().filter(|v| !v.is_empty()))
         .or_else(|| existing.base_url.clone())
         .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-    let base_url = loop {
+    loop {
         let answer = tty
             .ask(&format!(
                 "Endpoint base URL (OpenAI-compatible) [{current_url}]: "
@@ -256,16 +277,22 @@ fn ask_all(
             answer
         };
         match check_base_url(&answer) {
-            Ok(u) => break u,
+            Ok(u) => return Ok(u),
             Err(e) => tty.write(&format!("{e}\n")),
         }
-    };
-    changes.push(Change {
-        key: "base_url",
-        value: base_url.clone(),
-    });
+    }
+}
 
-    // Key.
+/// The key (typed, hidden, or `$NAME` of a variable): records the change
+/// and returns the key to list the models with.
+fn ask_key(
+    tty: &mut Tty,
+    opts: &LoginOptions,
+    existing: &Existing,
+    base_url: &str,
+    changes: &mut Vec<Change>,
+) -> Result<Option<String>, LoginError> {
+    let style = tty.style();
     let env_name = opts
         .api_key_env
         .clone()
@@ -279,7 +306,7 @@ fn ask_all(
     } else if env_has_key {
         // The variable is set: Enter keeps reading it from there.
         "$VAR"
-    } else if config::is_local_endpoint(&base_url) {
+    } else if config::is_local_endpoint(base_url) {
         "none; local servers need no key"
     } else {
         "none"
@@ -331,16 +358,25 @@ fn ask_all(
             .clone()
             .or_else(|| std::env::var(&env_name).ok());
     }
+    Ok(key_for_listing)
+}
 
-    // Model, picked from the endpoint's list when it has one.
+/// The endpoint's models, shown numbered (none when it lists none or fails).
+fn list_models(
+    tty: &mut Tty,
+    base_url: &str,
+    key: Option<String>,
+    rt: &tokio::runtime::Handle,
+) -> Vec<String> {
+    let style = tty.style();
     tty.write(&format!(
         "{}\n",
         style.dim(&format!("Listing models at {base_url}/models …"))
     ));
     let listed = rt.block_on(async {
         let m = OpenAiModel::new(
-            &base_url,
-            key_for_listing,
+            base_url,
+            key,
             &[],
             Duration::from_secs(5),
             Duration::from_secs(10),
@@ -348,7 +384,7 @@ fn ask_all(
         .ok()?;
         Some(m.list_models().await)
     });
-    let models = match listed {
+    match listed {
         Some(Ok(models)) if !models.is_empty() => {
             for (i, m) in models.iter().take(40).enumerate() {
                 tty.write(&format!("  {:>2}) {m}\n", i + 1));
@@ -370,7 +406,16 @@ fn ask_all(
             Vec::new()
         }
         None => Vec::new(),
-    };
+    }
+}
+
+/// The default model: a number from the list, an id, or Enter for the current one.
+fn ask_model(
+    tty: &mut Tty,
+    opts: &LoginOptions,
+    existing: &Existing,
+    models: &[String],
+) -> Result<Option<String>, LoginError> {
     let current_model = opts
         .model
         .clone()
@@ -395,13 +440,7 @@ fn ask_all(
     } else {
         Some(answer.to_owned())
     };
-    if let Some(m) = model {
-        changes.push(Change {
-            key: "model",
-            value: m,
-        });
-    }
-    Ok(changes)
+    Ok(model)
 }
 
 /// Sets `changes` in the root table of the TOML file at `path`, keeping every

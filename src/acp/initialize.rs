@@ -61,14 +61,6 @@ where
 }
 
 impl ClientCapabilities {
-    /// Whether the editor can render boolean config options.
-    pub fn boolean_config_options(&self) -> bool {
-        self.session
-            .as_ref()
-            .and_then(|s| s.get("configOptions"))
-            .and_then(|c| c.get("boolean"))
-            .is_some_and(|b| !b.is_null())
-    }
     /// Whether the editor supports terminal auth (stable capability or the older `_meta` key).
     pub fn terminal_auth(&self) -> bool {
         self.auth.terminal

@@ -1,8 +1,9 @@
 //! The whole decoding path of incoming bytes, as one function per step, for
 //! the fuzzer (`fuzz/`) and the corpus replay test: frames
 //! ([`crate::rpc::LineReader`]) → envelope ([`crate::rpc::Incoming::parse`]) →
-//! the params type of each method ([`crate::rpc::decode_params`]), with the
-//! same types the agent's handlers and its editor client decode into.
+//! the params of each method through the agent's own dispatch table
+//! ([`EditorRequest::decode`], [`EditorNotification::decode`]), and the
+//! editor's results into the types the editor client decodes into.
 //!
 //! Every step must return an error the agent can send, never panic; the
 //! checks in [`check_input`] state what else must hold (errors are one line,
@@ -10,30 +11,12 @@
 //! the session log needs).
 use serde_json::value::RawValue;
 
+use super::handlers::requests::{EditorNotification, EditorRequest};
 use crate::acp::{
-    AuthenticateRequest, ContentBlock, CreateTerminalResponse, InitializeRequest,
-    ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
-    ReadTextFileResponse, RequestPermissionResponse, SessionRef, SetConfigOptionRequest,
-    SetModeRequest, TerminalExitStatus, TerminalOutputResponse, method,
+    ContentBlock, CreateTerminalResponse, PromptRequest, ReadTextFileResponse,
+    RequestPermissionResponse, TerminalExitStatus, TerminalOutputResponse, method,
 };
 use crate::rpc::{Frame, Id, Incoming, LineReader, RpcError, decode_params};
-
-/// Methods the editor may call (requests and notifications), as the agent dispatches them.
-pub const INCOMING_METHODS: [&str; 13] = [
-    method::INITIALIZE,
-    method::AUTHENTICATE,
-    method::SESSION_NEW,
-    method::SESSION_LOAD,
-    method::SESSION_RESUME,
-    method::SESSION_LIST,
-    method::SESSION_CLOSE,
-    method::SESSION_DELETE,
-    method::SESSION_PROMPT,
-    method::SESSION_SET_MODE,
-    method::SESSION_SET_CONFIG_OPTION,
-    method::SESSION_CANCEL,
-    method::CANCEL_REQUEST,
-];
 
 /// Requests the agent sends the editor, whose results it decodes.
 pub const REVERSE_METHODS: [&str; 9] = [
@@ -57,37 +40,25 @@ pub enum Decoded {
     Unknown,
 }
 
-/// Decodes the params of an editor request or notification into the type the
-/// agent's handler for `method` takes.
+/// Decodes an editor request as the agent's handler does
+/// ([`EditorRequest::decode`], after reading a prompt's session id first).
 pub fn decode_request(method: &str, params: Option<&RawValue>) -> Result<Decoded, RpcError> {
-    fn other<T>(r: Result<T, RpcError>) -> Result<Decoded, RpcError> {
-        r.map(|_| Decoded::Other)
+    if method == method::SESSION_PROMPT {
+        let _ = EditorRequest::prompt_session(params);
     }
-    match method {
-        method::INITIALIZE => other(decode_params::<InitializeRequest>(params)),
-        method::AUTHENTICATE => other(decode_params::<AuthenticateRequest>(params)),
-        method::SESSION_NEW => other(decode_params::<NewSessionRequest>(params)),
-        method::SESSION_LOAD | method::SESSION_RESUME => {
-            other(decode_params::<LoadSessionRequest>(params))
-        }
-        method::SESSION_LIST => other(decode_params::<ListSessionsRequest>(params)),
-        method::SESSION_CLOSE | method::SESSION_DELETE | method::SESSION_CANCEL => {
-            other(decode_params::<SessionRef>(params))
-        }
-        method::SESSION_PROMPT => {
-            // The reader loop first reads only the session id (to register the turn).
-            let _ = decode_params::<SessionRef>(params);
-            decode_params::<PromptRequest>(params).map(Decoded::Prompt)
-        }
-        method::SESSION_SET_MODE => other(decode_params::<SetModeRequest>(params)),
-        method::SESSION_SET_CONFIG_OPTION => other(decode_params::<SetConfigOptionRequest>(params)),
-        // Unstable: providers, MCP over ACP.
-        method::PROVIDERS_LIST => Ok(Decoded::Other),
-        method::PROVIDERS_SET => other(decode_params::<super::SetProviderRequest>(params)),
-        method::PROVIDERS_DISABLE => other(decode_params::<super::DisableProviderRequest>(params)),
-        method::MCP_MESSAGE => other(decode_params::<super::MessageMcp>(params)),
-        _ => Ok(Decoded::Unknown),
-    }
+    Ok(match EditorRequest::decode(method, params)? {
+        Some(EditorRequest::Prompt(p)) => Decoded::Prompt(p),
+        Some(_) => Decoded::Other,
+        None => Decoded::Unknown,
+    })
+}
+
+/// Decodes an editor notification as the agent's handler does.
+pub fn decode_notification(method: &str, params: Option<&RawValue>) -> Result<Decoded, RpcError> {
+    Ok(match EditorNotification::decode(method, params)? {
+        Some(_) => Decoded::Other,
+        None => Decoded::Unknown,
+    })
 }
 
 /// Decodes the editor's `result` for one of the agent's own requests, as
@@ -174,11 +145,14 @@ pub fn check_input(input: &[u8], max_frame: usize, chunk: usize) -> Summary {
             Ok(Incoming::Request { id, method, params }) => {
                 summary.requests += 1;
                 check_id(&id);
-                check_params(&method, params.as_deref(), &mut summary);
+                check_params(decode_request(&method, params.as_deref()), &mut summary);
             }
             Ok(Incoming::Notification { method, params }) => {
                 summary.notifications += 1;
-                check_params(&method, params.as_deref(), &mut summary);
+                check_params(
+                    decode_notification(&method, params.as_deref()),
+                    &mut summary,
+                );
             }
             Ok(Incoming::Response { id, result }) => {
                 summary.responses += 1;
@@ -204,8 +178,8 @@ pub fn check_input(input: &[u8], max_frame: usize, chunk: usize) -> Summary {
     summary
 }
 
-fn check_params(method: &str, params: Option<&RawValue>, summary: &mut Summary) {
-    match decode_request(method, params) {
+fn check_params(decoded: Result<Decoded, RpcError>, summary: &mut Summary) {
+    match decoded {
         Err(e) => {
             summary.bad_params += 1;
             check_error(&e);
@@ -256,17 +230,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_dispatched_method_is_covered() {
-        // A method the agent serves but this table forgot would decode as Unknown.
-        for m in INCOMING_METHODS {
-            if m == method::CANCEL_REQUEST {
-                continue;
-            }
+    fn every_served_method_is_dispatched() {
+        for m in [
+            method::INITIALIZE,
+            method::SESSION_NEW,
+            method::SESSION_PROMPT,
+        ] {
             assert!(
                 !matches!(decode_request(m, None), Ok(Decoded::Unknown)),
                 "{m} is not decoded"
             );
         }
+        assert!(matches!(decode_request("nope", None), Ok(Decoded::Unknown)));
+        assert!(matches!(
+            decode_notification(method::CANCEL_REQUEST, None),
+            Ok(Decoded::Other)
+        ));
     }
 
     #[test]

@@ -22,10 +22,12 @@ use futures::future::BoxFuture;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::acp::{ClientCapabilities, SessionRef, method};
+use crate::acp::{ClientCapabilities, method};
 use crate::config::{Overrides, Settings};
 use crate::llm::{LlmError, Model, OpenAiModel};
-use crate::rpc::{self, Connection, Handler, Peer, Reply, RpcError, ServeOptions, decode_params};
+use crate::rpc::{self, Connection, Handler, Peer, Reply, RpcError, ServeOptions};
+
+use handlers::requests::{EditorNotification, EditorRequest};
 
 /// Builds the model client for the current settings (tests substitute their own).
 pub type ModelFactory = Arc<dyn Fn(&Settings) -> Result<Arc<dyn Model>, LlmError> + Send + Sync>;
@@ -98,7 +100,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let conn = Connection::new(config.serve.tracer.clone());
+    let conn = Connection::new(config.serve);
     // Every frame to the editor passes the one redactor (SECURITY.md §3).
     conn.set_filter(crate::secrets::redact_frame);
     crate::secrets::learn(config.settings.secret_values());
@@ -116,7 +118,7 @@ where
         providers: providers::Providers::default(),
         mcp_links: Arc::new(crate::mcp::acp_transport::Links::new(conn.peer.clone())),
     });
-    let (read_loop, writer_done) = rpc::serve(conn, reader, writer, agent.clone(), config.serve);
+    let (read_loop, writer_done) = rpc::serve(conn, reader, writer, agent.clone());
     read_loop.await;
     tracing::info!("input closed; shutting down");
     agent.shutdown();
@@ -203,36 +205,32 @@ impl Handler for Agent {
         // now, so a `session/cancel` read right after it cancels it even if
         // the prompt's task has not started yet.
         let turn = if method == method::SESSION_PROMPT {
-            decode_params::<SessionRef>(params.as_deref())
-                .ok()
-                .and_then(|r| self.session(&r.session_id).ok())
+            EditorRequest::prompt_session(params.as_deref())
+                .and_then(|id| self.session(&id).ok())
                 .map(|s| s.register_turn())
         } else {
             None
         };
         Box::pin(async move {
-            let p = params.as_deref();
-            match method.as_str() {
-                method::INITIALIZE => to_raw(&self.initialize(decode_params(p)?)),
-                method::AUTHENTICATE => to_raw(&self.authenticate(decode_params(p)?).await?),
-                method::SESSION_NEW => self.new_session(decode_params(p)?).await,
-                method::SESSION_LOAD => self.load_session(decode_params(p)?).await,
-                method::SESSION_RESUME => self.resume_session(decode_params(p)?).await,
-                method::SESSION_LIST => to_raw(&self.list_sessions(decode_params(p)?)?),
-                method::SESSION_CLOSE => to_raw(&self.close_session(decode_params(p)?)?),
-                method::SESSION_DELETE => to_raw(&self.delete_session(decode_params(p)?)?),
-                method::SESSION_PROMPT => to_raw(&self.prompt(decode_params(p)?, turn).await?),
-                method::SESSION_SET_MODE => to_raw(&self.set_mode(decode_params(p)?).await?),
-                method::SESSION_SET_CONFIG_OPTION => {
-                    to_raw(&self.set_config_option(decode_params(p)?).await?)
-                }
-                method::PROVIDERS_LIST => to_raw(&self.list_providers()),
-                method::PROVIDERS_SET => to_raw(&self.set_provider(decode_params(p)?).await?),
-                method::PROVIDERS_DISABLE => {
-                    to_raw(&self.disable_provider(decode_params(p)?).await?)
-                }
-                method::MCP_MESSAGE => self.mcp_links.request(decode_params(p)?).await,
-                _ => Err(RpcError::method_not_found(&method)),
+            let Some(request) = EditorRequest::decode(&method, params.as_deref())? else {
+                return Err(RpcError::method_not_found(&method));
+            };
+            match request {
+                EditorRequest::Initialize(p) => to_raw(&self.initialize(p)),
+                EditorRequest::Authenticate(p) => to_raw(&self.authenticate(p).await?),
+                EditorRequest::NewSession(p) => self.new_session(p).await,
+                EditorRequest::LoadSession(p) => self.load_session(p).await,
+                EditorRequest::ResumeSession(p) => self.resume_session(p).await,
+                EditorRequest::ListSessions(p) => to_raw(&self.list_sessions(p)?),
+                EditorRequest::CloseSession(p) => to_raw(&self.close_session(p)?),
+                EditorRequest::DeleteSession(p) => to_raw(&self.delete_session(p)?),
+                EditorRequest::Prompt(p) => to_raw(&self.prompt(p, turn).await?),
+                EditorRequest::SetMode(p) => to_raw(&self.set_mode(p).await?),
+                EditorRequest::SetConfigOption(p) => to_raw(&self.set_config_option(p).await?),
+                EditorRequest::ListProviders => to_raw(&self.list_providers()),
+                EditorRequest::SetProvider(p) => to_raw(&self.set_provider(p).await?),
+                EditorRequest::DisableProvider(p) => to_raw(&self.disable_provider(p).await?),
+                EditorRequest::McpMessage(p) => self.mcp_links.request(p).await,
             }
         })
     }
@@ -248,23 +246,21 @@ impl Handler for Agent {
     }
 
     fn notification(&self, method: &str, params: Option<&RawValue>) {
-        match method {
-            method::SESSION_CANCEL => match decode_params::<SessionRef>(params) {
-                Ok(r) => match self.session(&r.session_id) {
-                    Ok(s) => {
-                        tracing::info!(session = %r.session_id, "cancel");
-                        s.cancel();
-                    }
-                    Err(_) => {
-                        tracing::debug!(session = %r.session_id, "cancel for an unknown session")
-                    }
-                },
-                Err(e) => tracing::debug!(error = %e.message, "malformed session/cancel"),
+        match EditorNotification::decode(method, params) {
+            Ok(Some(EditorNotification::Cancel(r))) => match self.session(&r.session_id) {
+                Ok(s) => {
+                    tracing::info!(session = %r.session_id, "cancel");
+                    s.cancel();
+                }
+                Err(_) => {
+                    tracing::debug!(session = %r.session_id, "cancel for an unknown session")
+                }
             },
-            method::MCP_MESSAGE => self.mcp_links.notification(params),
-            // `$/cancel_request` is optional to honour; our handlers are short
-            // except prompts, which are cancelled with `session/cancel`.
-            other => tracing::debug!(method = other, "ignored notification"),
+            Ok(Some(EditorNotification::McpMessage(m))) => self.mcp_links.notification(m),
+            Ok(Some(EditorNotification::CancelRequest) | None) => {
+                tracing::debug!(method, "ignored notification")
+            }
+            Err(e) => tracing::debug!(method, error = %e.message, "malformed notification"),
         }
     }
 }

@@ -15,10 +15,10 @@ use crate::llm::ChatMessage;
 use crate::skills::Shelf;
 use crate::tools::Registry;
 
-use super::modes::Mode;
-use super::permission::Grants;
-use super::protected::Protected;
-use super::store::{self, Log, Record, StoredMessage, Summary};
+use crate::agent::policy::permission::Grants;
+use crate::agent::policy::protected::Protected;
+use crate::agent::store::{self, Log, Record, StoredMessage, Summary};
+use crate::config::Mode;
 
 /// The conversation, held for the whole of a turn (turns of one session run one at a time).
 #[derive(Default)]
@@ -187,8 +187,9 @@ impl Session {
             .chain(init.additional_dirs.iter())
             .map(|d| crate::tools::paths::canonicalize_lenient(d))
             .collect();
-        let system_prompt = super::prompt::system_prompt(&init.cwd, &init.additional_dirs)
-            + &init.skills.get().index;
+        let system_prompt =
+            crate::agent::engine::model_text::system_prompt(&init.cwd, &init.additional_dirs)
+                + &init.skills.get().index;
         let recorder = init.recorder.clone();
         let editor = init
             .editor
@@ -234,7 +235,8 @@ impl Session {
         let places = crate::skills::places_for_session(&self.cwd, &self.additional_dirs);
         let catalog = crate::skills::discover(&places);
         let prompt =
-            super::prompt::system_prompt(&self.cwd, &self.additional_dirs) + &catalog.index;
+            crate::agent::engine::model_text::system_prompt(&self.cwd, &self.additional_dirs)
+                + &catalog.index;
         self.skills.set(catalog);
         *self
             .system_prompt

@@ -90,7 +90,11 @@ impl std::fmt::Debug for McpServerSpec {
 
 impl McpServerConfig {
     /// Validates one entry of the file.
-    pub(super) fn to_spec(&self, name: &str, path: &Path) -> Result<Option<McpServerSpec>, ConfigError> {
+    pub(super) fn to_spec(
+        &self,
+        name: &str,
+        path: &Path,
+    ) -> Result<Option<McpServerSpec>, ConfigError> {
         if self.enabled == Some(false) {
             return Ok(None);
         }

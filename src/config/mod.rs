@@ -9,9 +9,11 @@ use std::time::Duration;
 use serde::Deserialize;
 
 mod mcp;
+mod mode;
 mod paths;
 
 pub use mcp::{McpServerConfig, McpServerSpec, McpTransportSpec};
+pub use mode::Mode;
 pub use paths::{config_home, data_home, is_local_endpoint, state_home};
 use paths::{config_home_with, data_home_with};
 
@@ -135,7 +137,7 @@ pub struct Settings {
     pub require_api_key: bool,
     pub model: Option<String>,
     pub config_path: Option<PathBuf>,
-    pub default_mode: String,
+    pub default_mode: Mode,
     pub max_turn_requests: u32,
     pub context_window: u64,
     pub max_retries: u32,
@@ -225,7 +227,7 @@ impl Default for Settings {
             require_api_key: true,
             model: None,
             config_path: None,
-            default_mode: "ask".into(),
+            default_mode: Mode::Ask,
             max_turn_requests: 100,
             context_window: 128_000,
             max_retries: 5,
@@ -250,9 +252,6 @@ impl Default for Settings {
         }
     }
 }
-
-/// The modes an agent session can be in (DESIGN §3 "Modes and permissions").
-pub const MODE_IDS: [&str; 4] = ["read-only", "ask", "accept-edits", "full-auto"];
 
 impl Settings {
     /// Builds the settings from overrides, the process environment and the file.
@@ -332,14 +331,14 @@ impl Settings {
             .or_else(|| env(MODEL_ENV))
             .or(file.model.clone().filter(|m| !m.trim().is_empty()));
         if let Some(mode) = &file.default_mode {
-            if !MODE_IDS.contains(&mode.as_str()) {
+            let Some(m) = Mode::parse(mode) else {
                 return Err(ConfigError::Invalid(format!(
                     "default_mode {mode:?} in {} is not one of {}",
                     path.unwrap_or_default().display(),
-                    MODE_IDS.join(", ")
+                    Mode::ids()
                 )));
-            }
-            s.default_mode = mode.clone();
+            };
+            s.default_mode = m;
         }
         if let Some(n) = file.max_turn_requests {
             s.max_turn_requests = n.max(1);

@@ -1,90 +1,89 @@
 //! Unit tests of config loading (kept apart: the module is long enough).
 use super::*;
-    use std::collections::HashMap;
+use std::collections::HashMap;
 
-    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| map.get(k).cloned()
-    }
+fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |k| map.get(k).cloned()
+}
 
-    #[test]
-    fn precedence_flag_env_file_default() {
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = dir.path().join("c.toml");
-        std::fs::write(
-            &cfg,
-            "model = \"file-model\"\nbase_url = \"http://file/v1\"\n",
-        )
-        .unwrap();
-        let over = Overrides {
-            config: Some(cfg.clone()),
-            ..Default::default()
-        };
-        let s = Settings::load_with(&over, &env_of(&[])).unwrap();
-        assert_eq!(s.model.as_deref(), Some("file-model"));
-        assert_eq!(s.base_url, "http://file/v1");
-        let s = Settings::load_with(
-            &over,
-            &env_of(&[(MODEL_ENV, "env-model"), (BASE_URL_ENV, "http://env/v1/")]),
-        )
-        .unwrap();
-        assert_eq!(s.model.as_deref(), Some("env-model"));
-        assert_eq!(s.base_url, "http://env/v1");
-        let over = Overrides {
-            model: Some("flag-model".into()),
-            ..over
-        };
-        let s = Settings::load_with(&over, &env_of(&[(MODEL_ENV, "env-model")])).unwrap();
-        assert_eq!(s.model.as_deref(), Some("flag-model"));
-        let s = Settings::load_with(&Overrides::default(), &env_of(&[("HOME", "/nonexistent")]))
-            .unwrap();
-        assert_eq!(s.base_url, DEFAULT_BASE_URL);
-        assert!(s.model.is_none());
-    }
+#[test]
+fn precedence_flag_env_file_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        "model = \"file-model\"\nbase_url = \"http://file/v1\"\n",
+    )
+    .unwrap();
+    let over = Overrides {
+        config: Some(cfg.clone()),
+        ..Default::default()
+    };
+    let s = Settings::load_with(&over, &env_of(&[])).unwrap();
+    assert_eq!(s.model.as_deref(), Some("file-model"));
+    assert_eq!(s.base_url, "http://file/v1");
+    let s = Settings::load_with(
+        &over,
+        &env_of(&[(MODEL_ENV, "env-model"), (BASE_URL_ENV, "http://env/v1/")]),
+    )
+    .unwrap();
+    assert_eq!(s.model.as_deref(), Some("env-model"));
+    assert_eq!(s.base_url, "http://env/v1");
+    let over = Overrides {
+        model: Some("flag-model".into()),
+        ..over
+    };
+    let s = Settings::load_with(&over, &env_of(&[(MODEL_ENV, "env-model")])).unwrap();
+    assert_eq!(s.model.as_deref(), Some("flag-model"));
+    let s =
+        Settings::load_with(&Overrides::default(), &env_of(&[("HOME", "/nonexistent")])).unwrap();
+    assert_eq!(s.base_url, DEFAULT_BASE_URL);
+    assert!(s.model.is_none());
+}
 
-    #[test]
-    fn credentials_rules() {
-        let s = Settings::load_with(&Overrides::default(), &env_of(&[("HOME", "/nonexistent")]))
-            .unwrap();
-        let msg = s.missing_credentials().unwrap();
-        assert!(msg.contains("OPENAI_API_KEY"), "{msg}");
-        let s = Settings::load_with(
-            &Overrides::default(),
-            &env_of(&[(BASE_URL_ENV, "http://127.0.0.1:11434/v1")]),
-        )
-        .unwrap();
-        assert!(s.missing_credentials().is_none());
-        let s =
-            Settings::load_with(&Overrides::default(), &env_of(&[(API_KEY_ENV, "sk-x")])).unwrap();
-        assert!(s.missing_credentials().is_none());
-        assert!(!format!("{s:?}").contains("sk-x"));
-    }
+#[test]
+fn credentials_rules() {
+    let s =
+        Settings::load_with(&Overrides::default(), &env_of(&[("HOME", "/nonexistent")])).unwrap();
+    let msg = s.missing_credentials().unwrap();
+    assert!(msg.contains("OPENAI_API_KEY"), "{msg}");
+    let s = Settings::load_with(
+        &Overrides::default(),
+        &env_of(&[(BASE_URL_ENV, "http://127.0.0.1:11434/v1")]),
+    )
+    .unwrap();
+    assert!(s.missing_credentials().is_none());
+    let s = Settings::load_with(&Overrides::default(), &env_of(&[(API_KEY_ENV, "sk-x")])).unwrap();
+    assert!(s.missing_credentials().is_none());
+    assert!(!format!("{s:?}").contains("sk-x"));
+}
 
-    #[test]
-    fn bad_file_is_reported_with_path() {
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = dir.path().join("c.toml");
-        std::fs::write(&cfg, "modle = 1\n").unwrap();
-        let over = Overrides {
-            config: Some(cfg.clone()),
-            ..Default::default()
-        };
-        let err = Settings::load_with(&over, &env_of(&[]))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("c.toml") && err.contains("modle"), "{err}");
-    }
+#[test]
+fn bad_file_is_reported_with_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "modle = 1\n").unwrap();
+    let over = Overrides {
+        config: Some(cfg.clone()),
+        ..Default::default()
+    };
+    let err = Settings::load_with(&over, &env_of(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("c.toml") && err.contains("modle"), "{err}");
+}
 
-    #[test]
-    fn mcp_servers_from_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = dir.path().join("c.toml");
-        std::fs::write(
-            &cfg,
-            r#"
+#[test]
+fn mcp_servers_from_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        r#"
 mcp_startup_timeout_secs = 3
 mcp_tool_timeout_secs = 20
 [mcp_servers.files]
@@ -101,67 +100,67 @@ url = "http://127.0.0.1:9/sse"
 command = "x"
 enabled = false
 "#,
-        )
-        .unwrap();
-        let over = Overrides {
-            config: Some(cfg.clone()),
-            ..Default::default()
-        };
-        let s = Settings::load_with(&over, &env_of(&[])).unwrap();
-        assert_eq!(s.mcp_startup_timeout, Duration::from_secs(3));
-        assert_eq!(s.mcp_tool_timeout, Duration::from_secs(20));
-        let names: Vec<&str> = s.mcp_servers.iter().map(|m| m.name.as_str()).collect();
-        assert_eq!(names, ["files", "old", "remote"]);
-        assert!(
-            matches!(&s.mcp_servers[0].transport, McpTransportSpec::Stdio { env, .. } if env[0].0 == "TOKEN")
-        );
-        assert!(matches!(
-            &s.mcp_servers[1].transport,
-            McpTransportSpec::Sse { .. }
-        ));
-        assert!(matches!(
-            &s.mcp_servers[2].transport,
-            McpTransportSpec::Http { .. }
-        ));
-        assert!(!format!("{s:?}").contains("secret-value"));
+    )
+    .unwrap();
+    let over = Overrides {
+        config: Some(cfg.clone()),
+        ..Default::default()
+    };
+    let s = Settings::load_with(&over, &env_of(&[])).unwrap();
+    assert_eq!(s.mcp_startup_timeout, Duration::from_secs(3));
+    assert_eq!(s.mcp_tool_timeout, Duration::from_secs(20));
+    let names: Vec<&str> = s.mcp_servers.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["files", "old", "remote"]);
+    assert!(
+        matches!(&s.mcp_servers[0].transport, McpTransportSpec::Stdio { env, .. } if env[0].0 == "TOKEN")
+    );
+    assert!(matches!(
+        &s.mcp_servers[1].transport,
+        McpTransportSpec::Sse { .. }
+    ));
+    assert!(matches!(
+        &s.mcp_servers[2].transport,
+        McpTransportSpec::Http { .. }
+    ));
+    assert!(!format!("{s:?}").contains("secret-value"));
 
-        for (text, want) in [
-            ("[mcp_servers.a]\nargs = []\n", "needs `command`"),
-            (
-                "[mcp_servers.a]\ncommand = \"x\"\nurl = \"http://h\"\n",
-                "not both",
-            ),
-            (
-                "[mcp_servers.a]\ntype = \"ws\"\nurl = \"http://h\"\n",
-                "\"ws\"",
-            ),
-            ("[mcp_servers.a]\nurl = \"ftp://h\"\n", "http://"),
-            ("[mcp_servers.a]\ncommand = \"x\"\nheaderz = 1\n", "headerz"),
-        ] {
-            std::fs::write(&cfg, text).unwrap();
-            let err = Settings::load_with(&over, &env_of(&[]))
-                .unwrap_err()
-                .to_string();
-            assert!(err.contains(want), "{text}: {err}");
-        }
+    for (text, want) in [
+        ("[mcp_servers.a]\nargs = []\n", "needs `command`"),
+        (
+            "[mcp_servers.a]\ncommand = \"x\"\nurl = \"http://h\"\n",
+            "not both",
+        ),
+        (
+            "[mcp_servers.a]\ntype = \"ws\"\nurl = \"http://h\"\n",
+            "\"ws\"",
+        ),
+        ("[mcp_servers.a]\nurl = \"ftp://h\"\n", "http://"),
+        ("[mcp_servers.a]\ncommand = \"x\"\nheaderz = 1\n", "headerz"),
+    ] {
+        std::fs::write(&cfg, text).unwrap();
+        let err = Settings::load_with(&over, &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(want), "{text}: {err}");
     }
+}
 
-    #[test]
-    fn local_endpoints() {
-        for u in [
-            "http://localhost:11434/v1",
-            "http://127.0.0.1:8080",
-            "http://[::1]:8000/v1",
-            "http://192.168.1.5:8000/v1",
-            "http://box.local/v1",
-        ] {
-            assert!(is_local_endpoint(u), "{u}");
-        }
-        for u in [
-            "https://api.openai.com/v1",
-            "https://openrouter.ai/api/v1",
-            "http://8.8.8.8/v1",
-        ] {
-            assert!(!is_local_endpoint(u), "{u}");
-        }
+#[test]
+fn local_endpoints() {
+    for u in [
+        "http://localhost:11434/v1",
+        "http://127.0.0.1:8080",
+        "http://[::1]:8000/v1",
+        "http://192.168.1.5:8000/v1",
+        "http://box.local/v1",
+    ] {
+        assert!(is_local_endpoint(u), "{u}");
     }
+    for u in [
+        "https://api.openai.com/v1",
+        "https://openrouter.ai/api/v1",
+        "http://8.8.8.8/v1",
+    ] {
+        assert!(!is_local_endpoint(u), "{u}");
+    }
+}

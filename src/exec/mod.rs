@@ -26,7 +26,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::acp::method;
 use crate::agent::{AgentConfig, serve_with};
-use crate::config::MODE_IDS;
+use crate::config::Mode;
 use crate::rpc::{self, Connection, RpcError, ServeOptions, codes};
 use crate::term::{Stream, Tty};
 
@@ -132,27 +132,12 @@ pub fn report_early_error(json: bool, message: &str, exit_code: u8) {
 /// be resolved ([`read_prompt`]); `config` is the agent's configuration
 /// (tracer included).
 pub async fn run(opts: ExecOptions, mut config: AgentConfig) -> u8 {
-    let cwd = match resolve_cwd(opts.cwd.as_deref()) {
-        Ok(c) => c,
+    let (cwd, permissions) = match prepare(&opts, &mut config) {
+        Ok(x) => x,
         Err(e) => {
             report_early_error(opts.json, &e.to_string(), e.exit_code());
             return e.exit_code();
         }
-    };
-    if let Some(mode) = &opts.mode {
-        if !MODE_IDS.contains(&mode.as_str()) {
-            let e = ExecError::Mode(mode.clone());
-            report_early_error(opts.json, &e.to_string(), e.exit_code());
-            return e.exit_code();
-        }
-        config.settings.default_mode = mode.clone();
-    }
-    let permissions = if opts.yes {
-        Permissions::AllowAll
-    } else if Tty::available() {
-        Permissions::AskTty
-    } else {
-        Permissions::Refuse
     };
 
     // The agent, in process, reading what the client writes until `stop`.
@@ -176,114 +161,140 @@ pub async fn run(opts: ExecOptions, mut config: AgentConfig) -> u8 {
         activity,
         cwd: cwd.clone(),
     });
-    let conn = Connection::new(None);
+    let conn = Connection::new(ServeOptions::default());
     let peer = conn.peer.clone();
-    let (client_loop, _client_done) = rpc::serve(
-        conn,
-        client_r,
-        client_w,
-        handler.clone(),
-        ServeOptions::default(),
-    );
+    let (client_loop, _client_done) = rpc::serve(conn, client_r, client_w, handler.clone());
     tokio::spawn(client_loop);
 
-    let turn = async {
-        peer.request::<_, Value>(
-            method::INITIALIZE,
-            &json!({
-                "protocolVersion": 1,
-                "clientCapabilities": {
-                    "fs": {"readTextFile": true, "writeTextFile": true},
-                    "terminal": false
-                },
-                "clientInfo": {"name": "acp-coder-exec", "title": "acp-coder exec", "version": env!("CARGO_PKG_VERSION")}
-            }),
-        )
-        .await?;
-        let session: Value = peer
-            .request(
-                method::SESSION_NEW,
-                &json!({"cwd": cwd.to_string_lossy(), "mcpServers": []}),
-            )
-            .await?;
-        let session_id = session
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let prompt_params =
-            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": opts.prompt}]});
-        let prompt = peer.request::<_, Value>(method::SESSION_PROMPT, &prompt_params);
-        tokio::pin!(prompt);
-        let waiting = waiting_indicator(opts.json, activity_rx, renderer.clone());
-        tokio::pin!(waiting);
-        let mut interrupts = 0;
-        loop {
-            tokio::select! {
-                r = &mut prompt => return r,
-                () = &mut waiting => {}
-                () = crate::rpc::terminated() => {
-                    interrupts += 1;
-                    if interrupts > 1 {
-                        return Ok(json!({"stopReason": "cancelled"}));
-                    }
-                    renderer.lock().unwrap_or_else(|e| e.into_inner())
-                        .note("Cancelling… (Ctrl-C again to quit at once)");
-                    peer.notify(method::SESSION_CANCEL, &json!({"sessionId": session_id}));
-                }
-            }
-        }
-    };
-    let result: Result<Value, RpcError> = turn.await;
-
+    let result = prompt_once(&peer, &cwd, &opts, activity_rx, &renderer).await;
     let refused = handler.refused.load(Ordering::Relaxed);
-    let code = {
-        let mut r = renderer.lock().unwrap_or_else(|e| e.into_inner());
-        match &result {
-            Ok(v) => {
-                let reason = v
-                    .get("stopReason")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown");
-                let code = stop_reason_exit(reason);
-                r.finish(
-                    Outcome::Stopped {
-                        stop_reason: reason,
-                        exit_code: code,
-                    },
-                    refused,
-                );
-                code
-            }
-            Err(e) => {
-                let code = error_exit(e);
-                let hint = match code {
-                    exit::AUTH => Some(
-                        "Run `acp-coder login` to save an endpoint and key, or `acp-coder doctor` to see what is missing.",
-                    ),
-                    exit::MODEL => Some("Run `acp-coder doctor` to check the endpoint and model."),
-                    _ => None,
-                };
-                r.finish(
-                    Outcome::Failed {
-                        code: Some(e.code),
-                        message: &e.message,
-                        data: e.data.as_ref(),
-                        exit_code: code,
-                        hint,
-                    },
-                    refused,
-                );
-                code
-            }
-        }
-    };
+    let code = report(&renderer, &result, refused);
 
     // End of input for the agent: it cancels what runs and stops its children.
     drop(peer);
     stop.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(2), agent).await;
     code
+}
+
+/// Checks the options before anything starts: the working directory, the
+/// mode (applied to `config`), and how permission requests are answered.
+fn prepare(
+    opts: &ExecOptions,
+    config: &mut AgentConfig,
+) -> Result<(PathBuf, Permissions), ExecError> {
+    let cwd = resolve_cwd(opts.cwd.as_deref())?;
+    if let Some(mode) = &opts.mode {
+        config.settings.default_mode =
+            Mode::parse(mode).ok_or_else(|| ExecError::Mode(mode.clone()))?;
+    }
+    let permissions = if opts.yes {
+        Permissions::AllowAll
+    } else if Tty::available() {
+        Permissions::AskTty
+    } else {
+        Permissions::Refuse
+    };
+    Ok((cwd, permissions))
+}
+
+/// The client's side of one run: `initialize`, `session/new`, one
+/// `session/prompt`; Ctrl-C cancels the turn, a second one gives up.
+async fn prompt_once(
+    peer: &rpc::Peer,
+    cwd: &std::path::Path,
+    opts: &ExecOptions,
+    activity_rx: tokio::sync::watch::Receiver<Activity>,
+    renderer: &Arc<Mutex<Renderer>>,
+) -> Result<Value, RpcError> {
+    peer.request::<_, Value>(
+        method::INITIALIZE,
+        &json!({
+            "protocolVersion": 1,
+            "clientCapabilities": {
+                "fs": {"readTextFile": true, "writeTextFile": true},
+                "terminal": false
+            },
+            "clientInfo": {"name": "acp-coder-exec", "title": "acp-coder exec", "version": env!("CARGO_PKG_VERSION")}
+        }),
+    )
+    .await?;
+    let session: Value = peer
+        .request(
+            method::SESSION_NEW,
+            &json!({"cwd": cwd.to_string_lossy(), "mcpServers": []}),
+        )
+        .await?;
+    let session_id = session
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let prompt_params =
+        json!({"sessionId": session_id, "prompt": [{"type": "text", "text": opts.prompt}]});
+    let prompt = peer.request::<_, Value>(method::SESSION_PROMPT, &prompt_params);
+    tokio::pin!(prompt);
+    let waiting = waiting_indicator(opts.json, activity_rx, renderer.clone());
+    tokio::pin!(waiting);
+    let mut interrupts = 0;
+    loop {
+        tokio::select! {
+            r = &mut prompt => return r,
+            () = &mut waiting => {}
+            () = crate::rpc::terminated() => {
+                interrupts += 1;
+                if interrupts > 1 {
+                    return Ok(json!({"stopReason": "cancelled"}));
+                }
+                renderer.lock().unwrap_or_else(|e| e.into_inner())
+                    .note("Cancelling… (Ctrl-C again to quit at once)");
+                peer.notify(method::SESSION_CANCEL, &json!({"sessionId": session_id}));
+            }
+        }
+    }
+}
+
+/// Renders how the run ended; the process exit code.
+fn report(renderer: &Mutex<Renderer>, result: &Result<Value, RpcError>, refused: usize) -> u8 {
+    let mut r = renderer.lock().unwrap_or_else(|e| e.into_inner());
+    match result {
+        Ok(v) => {
+            let reason = v
+                .get("stopReason")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown");
+            let code = stop_reason_exit(reason);
+            r.finish(
+                Outcome::Stopped {
+                    stop_reason: reason,
+                    exit_code: code,
+                },
+                refused,
+            );
+            code
+        }
+        Err(e) => {
+            let code = error_exit(e);
+            let hint = match code {
+                exit::AUTH => Some(
+                    "Run `acp-coder login` to save an endpoint and key, or `acp-coder doctor` to see what is missing.",
+                ),
+                exit::MODEL => Some("Run `acp-coder doctor` to check the endpoint and model."),
+                _ => None,
+            };
+            r.finish(
+                Outcome::Failed {
+                    code: Some(e.code),
+                    message: &e.message,
+                    data: e.data.as_ref(),
+                    exit_code: code,
+                    hint,
+                },
+                refused,
+            );
+            code
+        }
+    }
 }
 
 fn resolve_cwd(dir: Option<&std::path::Path>) -> Result<PathBuf, ExecError> {

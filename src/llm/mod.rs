@@ -12,19 +12,19 @@
 //! odd error bodies of failures, bounds one SSE event, and replaces its
 //! retries with none: ours ([`RetryPolicy`]) show the user what happens.
 mod assemble;
+mod chat;
 mod layer;
 mod openai;
 mod redact;
 mod retry;
 mod stream;
 mod tls;
-mod chat;
 
 pub use assemble::{Assembler, ToolCallRequest};
+pub use chat::{ChatMessage, ChatRequest, ToolSpec, UserPart};
 pub use openai::OpenAiModel;
 pub use redact::redact_all;
 pub use retry::RetryPolicy;
-pub use chat::{ChatMessage, ChatRequest, ToolSpec, UserPart};
 
 use std::time::Duration;
 

@@ -308,6 +308,31 @@ mod tests {
         assert!(err.contains("max_tool_arguments_bytes"), "{err}");
     }
 
+    /// The idle timer on tokio's paused clock: a server that sends one chunk
+    /// and then nothing ends the reply with a timeout after exactly the idle
+    /// limit, without the test waiting for it.
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_stream_times_out_after_the_idle_limit() {
+        let first: Result<Box<RawValue>, OpenAIError> = Ok(RawValue::from_string(
+            r#"{"choices":[{"delta":{"content":"a"}}]}"#.to_owned(),
+        )
+        .unwrap());
+        let inner = futures::stream::iter([first]).chain(futures::stream::pending());
+        let mut r = Reply::new(
+            Box::pin(inner),
+            "http://m/v1/chat/completions".into(),
+            Arc::new(ReplyState::default()),
+            StreamLimits::default(),
+            Arc::new(Vec::new()),
+            Duration::from_secs(300),
+        );
+        let began = tokio::time::Instant::now();
+        assert_eq!(r.next().await.unwrap().unwrap(), Event::Text("a".into()));
+        let err = r.next().await.unwrap().unwrap_err();
+        assert!(matches!(err, LlmError::Timeout { .. }), "{err}");
+        assert_eq!(began.elapsed(), Duration::from_secs(300));
+    }
+
     #[tokio::test]
     async fn an_end_without_done_or_finish_is_an_interruption() {
         let r = reply(

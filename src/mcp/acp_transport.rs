@@ -116,14 +116,7 @@ impl Links {
 
     /// An `mcp/message` notification from the editor (e.g.
     /// `notifications/tools/list_changed`). Never blocks (reader loop).
-    pub fn notification(&self, params: Option<&RawValue>) {
-        let msg = match decode_params::<MessageMcp>(params) {
-            Ok(m) => m,
-            Err(e) => {
-                tracing::debug!(error = %e.message, "malformed mcp/message notification");
-                return;
-            }
-        };
+    pub fn notification(&self, msg: MessageMcp) {
         let Some(link) = self.get(&msg.connection_id) else {
             tracing::debug!(connection = %msg.connection_id, "mcp/message for no open connection");
             return;

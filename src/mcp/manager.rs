@@ -5,35 +5,29 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::ClientHandler;
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ServerNotification, SubscriptionFilter,
-    Tool as McpToolDef,
-};
-use rmcp::service::{
-    ClientInitializeError, NotificationContext, Peer, RoleClient, RunningService,
-    serve_client_with_ct,
-};
+use rmcp::model::{ServerNotification, SubscriptionFilter, Tool as McpToolDef};
+use rmcp::service::{Peer, RoleClient, RunningService};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::SessionUpdate;
-use crate::config::{McpServerSpec, McpTransportSpec};
+use crate::config::McpServerSpec;
 use crate::editor::Editor;
 use crate::tools::{Tool, ToolSource};
 
-use super::stdio::{self, StdioChild};
+use super::connect::{Handler, connect, with_stderr};
+use super::stdio::StdioChild;
 use super::tool::McpTool;
-use super::{McpError, acp_transport, http, names, sse};
+use super::{McpError, names};
 
 /// A server still starting when `session/new` returned gets this long in all
 /// (`npx`/`uvx` may download first) before it counts as failed.
 const BACKGROUND_START_LIMIT: Duration = Duration::from_secs(300);
 /// After its connection closed, how long a stdio server gets to exit by
 /// itself before its group is killed (its exit status goes in the report).
-const EXIT_WAIT: Duration = Duration::from_millis(500);
+pub(super) const EXIT_WAIT: Duration = Duration::from_millis(500);
 /// stderr lines quoted when a stdio server fails.
-const STDERR_LINES: usize = 3;
+pub(super) const STDERR_LINES: usize = 3;
 
 /// Settings of a session's MCP servers.
 #[derive(Debug, Clone)]
@@ -50,7 +44,7 @@ pub struct McpOptions {
     pub tool_budget: usize,
 }
 
-type Service = RunningService<RoleClient, Handler>;
+pub(super) type Service = RunningService<RoleClient, Handler>;
 
 enum State {
     Starting,
@@ -308,78 +302,24 @@ impl Drop for Settle<'_> {
     }
 }
 
-/// Starts, watches and stops server `idx` of `inner`.
+/// Starts, watches and stops server `idx` of `inner`: connect, list its
+/// tools, serve until it ends or the session stops, then clean up.
 async fn run_server(inner: Arc<Inner>, idx: usize) {
-    let spec = inner.slots[idx].spec.clone();
-    let name = spec.name.clone();
+    let name = inner.slots[idx].spec.name.clone();
     let mut settle = Settle(&inner, false);
     let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
-    let handler = Handler {
-        changed: changed_tx.clone(),
-    };
     let began = Instant::now();
-    let connected = tokio::select! {
-        biased;
-        _ = inner.stop.cancelled() => {
-            inner.set(idx, State::Stopped);
-            return;
-        }
-        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(&spec, handler, &inner.options, inner.editor.mcp_links(), inner.stop.child_token())) => r,
-    };
-    let connected = match connected {
-        Err(_) => Err(McpError::Connect(format!(
-            "it did not finish starting within {} s",
-            BACKGROUND_START_LIMIT.as_secs()
-        ))),
-        Ok(r) => r,
-    };
-    let (service, child) = match connected {
-        Ok(x) => x,
-        Err(e) => {
-            tracing::warn!(server = %name, error = %e, "MCP server failed to start");
-            inner.set(idx, State::Failed);
-            if !inner.stop.is_cancelled() {
-                inner.notify(format!(
-                    "MCP server `{name}` failed to start: {e}. Its tools are not available; other servers are not affected."
-                ));
-            }
-            return;
-        }
+    let Some((service, child)) = start_server(&inner, idx, changed_tx.clone()).await else {
+        return;
     };
     let peer = service.peer().clone();
-    let tools = match peer.list_all_tools().await {
-        Ok(t) => t,
-        Err(e) => {
-            tracing::warn!(server = %name, error = %e, "tools/list failed");
-            inner.set(idx, State::Failed);
-            inner.notify(format!(
-                "MCP server `{name}` started but listing its tools failed: {e}. Its tools are not available."
-            ));
-            drop(service);
-            if let Some(child) = child {
-                child.stop().await;
-            }
-            return;
+    let Some(count) = list_tools(&inner, idx, &peer, began).await else {
+        drop(service);
+        if let Some(child) = child {
+            child.stop().await;
         }
+        return;
     };
-    let info = peer.peer_info();
-    tracing::info!(
-        server = %name,
-        tools = tools.len(),
-        protocol = %info.as_ref().map(|i| i.protocol_version.to_string()).unwrap_or_default(),
-        implementation = %info.as_ref().and_then(|i| i.server_info.as_ref()).map(|s| format!("{} {}", s.name, s.version)).unwrap_or_default(),
-        elapsed_ms = began.elapsed().as_millis() as u64,
-        "MCP server ready"
-    );
-    let count = tools.len();
-    inner.set(
-        idx,
-        State::Ready {
-            peer: peer.clone(),
-            tools,
-        },
-    );
-    inner.rebuild();
     let late = inner.startup_over.load(Ordering::SeqCst);
     settle.done();
     if late {
@@ -388,20 +328,7 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
             if count == 1 { "" } else { "s" }
         ));
     }
-
-    // From protocol 2026-07-28 on, list changes come on a `subscriptions/listen`
-    // stream (SEP-2575) instead of as plain notifications: ask for them.
-    let listener = info
-        .filter(|i| !i.protocol_version.has_initialize())
-        .filter(|i| {
-            i.capabilities
-                .tools
-                .as_ref()
-                .and_then(|t| t.list_changed)
-                .unwrap_or(false)
-        })
-        .map(|_| tokio::spawn(listen(peer.clone(), name.clone(), changed_tx.clone())));
-
+    let listener = subscribe(&peer, &name, &changed_tx);
     let waiting = service.waiting();
     tokio::pin!(waiting);
     let ended = loop {
@@ -427,24 +354,127 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
             inner.set(idx, State::Stopped);
             tracing::info!(server = %name, "MCP server stopped");
         }
-        Some(quit) => {
-            let how = match &child {
-                Some(c) => {
-                    let how = c.wait_then_stop(EXIT_WAIT).await;
-                    c.stderr_eof(EXIT_WAIT).await;
-                    with_stderr(format!("its process ended ({how})"), c)
-                }
-                None => format!("the connection closed ({quit:?})"),
-            };
-            tracing::warn!(server = %name, how = %how, "MCP server gone");
-            inner.set(idx, State::Gone);
-            inner.rebuild();
+        Some(quit) => gone(&inner, idx, child.as_ref(), &format!("{quit:?}")).await,
+    }
+}
+
+/// Connects to server `idx` within [`BACKGROUND_START_LIMIT`]; `None` when
+/// the session stopped first or the server failed to start (reported).
+async fn start_server(
+    inner: &Inner,
+    idx: usize,
+    changed: mpsc::UnboundedSender<()>,
+) -> Option<(Service, Option<StdioChild>)> {
+    let spec = &inner.slots[idx].spec;
+    let name = &spec.name;
+    let handler = Handler { changed };
+    let connected = tokio::select! {
+        biased;
+        _ = inner.stop.cancelled() => {
+            inner.set(idx, State::Stopped);
+            return None;
+        }
+        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(spec, handler, &inner.options, inner.editor.mcp_links(), inner.stop.child_token())) => r,
+    };
+    let connected = connected.unwrap_or_else(|_| {
+        Err(McpError::Connect(format!(
+            "it did not finish starting within {} s",
+            BACKGROUND_START_LIMIT.as_secs()
+        )))
+    });
+    match connected {
+        Ok(x) => Some(x),
+        Err(e) => {
+            tracing::warn!(server = %name, error = %e, "MCP server failed to start");
+            inner.set(idx, State::Failed);
             if !inner.stop.is_cancelled() {
                 inner.notify(format!(
-                    "MCP server `{name}` stopped unexpectedly: {how}. Its tools were removed; the session goes on."
+                    "MCP server `{name}` failed to start: {e}. Its tools are not available; other servers are not affected."
                 ));
             }
+            None
         }
+    }
+}
+
+/// Lists the tools of a connected server and offers them; their number, or
+/// `None` when listing failed (reported; the caller stops the server).
+async fn list_tools(
+    inner: &Inner,
+    idx: usize,
+    peer: &Peer<RoleClient>,
+    began: Instant,
+) -> Option<usize> {
+    let name = &inner.slots[idx].spec.name;
+    let tools = match peer.list_all_tools().await {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(server = %name, error = %e, "tools/list failed");
+            inner.set(idx, State::Failed);
+            inner.notify(format!(
+                "MCP server `{name}` started but listing its tools failed: {e}. Its tools are not available."
+            ));
+            return None;
+        }
+    };
+    let info = peer.peer_info();
+    tracing::info!(
+        server = %name,
+        tools = tools.len(),
+        protocol = %info.as_ref().map(|i| i.protocol_version.to_string()).unwrap_or_default(),
+        implementation = %info.as_ref().and_then(|i| i.server_info.as_ref()).map(|s| format!("{} {}", s.name, s.version)).unwrap_or_default(),
+        elapsed_ms = began.elapsed().as_millis() as u64,
+        "MCP server ready"
+    );
+    let count = tools.len();
+    inner.set(
+        idx,
+        State::Ready {
+            peer: peer.clone(),
+            tools,
+        },
+    );
+    inner.rebuild();
+    Some(count)
+}
+
+/// From protocol 2026-07-28 on, list changes come on a `subscriptions/listen`
+/// stream (SEP-2575) instead of as plain notifications: asks for them.
+fn subscribe(
+    peer: &Peer<RoleClient>,
+    name: &str,
+    changed: &mpsc::UnboundedSender<()>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    peer.peer_info()
+        .filter(|i| !i.protocol_version.has_initialize())
+        .filter(|i| {
+            i.capabilities
+                .tools
+                .as_ref()
+                .and_then(|t| t.list_changed)
+                .unwrap_or(false)
+        })
+        .map(|_| tokio::spawn(listen(peer.clone(), name.to_owned(), changed.clone())))
+}
+
+/// The server went away by itself: reaps it, removes its tools and tells the user.
+async fn gone(inner: &Inner, idx: usize, child: Option<&StdioChild>, quit: &str) {
+    let name = &inner.slots[idx].spec.name;
+    let how = match child {
+        Some(c) => {
+            let how = c.wait_then_stop(EXIT_WAIT).await;
+            c.stderr_eof(EXIT_WAIT).await;
+            with_stderr(format!("its process ended ({how})"), c)
+        }
+        None => format!("the connection closed ({quit})"),
+    };
+    tracing::warn!(server = %name, how = %how, "MCP server gone");
+    inner.set(idx, State::Gone);
+    inner.rebuild();
+    if !inner.stop.is_cancelled() {
+        inner.notify(format!(
+            "MCP server `{name}` stopped unexpectedly: {how}. Its tools were removed; the session goes on."
+        ));
     }
 }
 
@@ -495,124 +525,5 @@ async fn listen(peer: Peer<RoleClient>, server: String, changed: mpsc::Unbounded
                 return;
             }
         }
-    }
-}
-
-fn with_stderr(mut text: String, child: &StdioChild) -> String {
-    let tail = child.stderr_tail(STDERR_LINES);
-    if !tail.is_empty() {
-        text.push_str("; its last stderr output: ");
-        text.push_str(&tail.join(" | "));
-    }
-    text
-}
-
-/// A handshake failure in words: rmcp's transport errors name Rust types;
-/// the causes (connection refused, HTTP status) are in the source chain.
-fn init_error(e: &ClientInitializeError) -> String {
-    match e {
-        ClientInitializeError::TransportError { error, context } => {
-            let mut text = format!("{context}: {}", error.error);
-            // rmcp's HTTP client error does not chain its reqwest cause.
-            let client = error
-                .error
-                .downcast_ref::<rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>>()
-                .and_then(|e| match e {
-                    rmcp::transport::streamable_http_client::StreamableHttpError::Client(c) => {
-                        Some(c as &(dyn std::error::Error + 'static))
-                    }
-                    _ => None,
-                });
-            let mut source = client.or_else(|| error.error.source());
-            while let Some(s) = source {
-                let part = s.to_string();
-                if !text.contains(&part) {
-                    text.push_str(": ");
-                    text.push_str(&part);
-                }
-                source = s.source();
-            }
-            text
-        }
-        ClientInitializeError::ConnectionClosed(during) => {
-            format!("the server closed the connection while waiting for the {during}")
-        }
-        other => other.to_string(),
-    }
-}
-
-/// Connects to one server over its transport and does the MCP handshake.
-async fn connect(
-    spec: &McpServerSpec,
-    handler: Handler,
-    options: &McpOptions,
-    links: Option<&std::sync::Arc<acp_transport::Links>>,
-    ct: CancellationToken,
-) -> Result<(Service, Option<StdioChild>), McpError> {
-    match &spec.transport {
-        McpTransportSpec::Stdio { command, args, env } => {
-            let (child, stdout, stdin) = stdio::spawn(
-                &spec.name,
-                command,
-                args,
-                env,
-                &options.cwd,
-                &options.secret_env,
-            )?;
-            match serve_client_with_ct(handler, (stdout, stdin), ct).await {
-                Ok(service) => Ok((service, Some(child))),
-                Err(e) => {
-                    let how = child.wait_then_stop(EXIT_WAIT).await;
-                    child.stderr_eof(EXIT_WAIT).await;
-                    Err(McpError::Handshake(with_stderr(
-                        format!("{} (the process: {how})", init_error(&e)),
-                        &child,
-                    )))
-                }
-            }
-        }
-        McpTransportSpec::Http { url, headers } => {
-            let transport = http::streamable(url, headers)?;
-            let service = serve_client_with_ct(handler, transport, ct)
-                .await
-                .map_err(|e| McpError::Handshake(init_error(&e)))?;
-            Ok((service, None))
-        }
-        McpTransportSpec::Acp { server_id } => {
-            let transport = acp_transport::connect(links, server_id).await?;
-            let service = serve_client_with_ct(handler, transport, ct)
-                .await
-                .map_err(|e| McpError::Handshake(init_error(&e)))?;
-            Ok((service, None))
-        }
-        McpTransportSpec::Sse { url, headers } => {
-            let (client, headers) = http::client_and_headers(headers)?;
-            let transport = sse::SseTransport::connect(client, url, headers).await?;
-            let service = serve_client_with_ct(handler, transport, ct)
-                .await
-                .map_err(|e| McpError::Handshake(init_error(&e)))?;
-            Ok((service, None))
-        }
-    }
-}
-
-/// Our side of each connection: forwards tool-list changes.
-#[derive(Clone)]
-pub struct Handler {
-    changed: mpsc::UnboundedSender<()>,
-}
-
-impl ClientHandler for Handler {
-    /// `notifications/tools/list_changed` outside a subscription (protocol
-    /// versions before 2026-07-28).
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.changed.send(());
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("acp-coder", env!("CARGO_PKG_VERSION")),
-        )
     }
 }

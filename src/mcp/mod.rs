@@ -12,6 +12,7 @@
 //! - [`tool`]: one MCP tool as a [`crate::tools::Tool`]; result conversion.
 //! - [`names`]: model-facing tool names.
 pub mod acp_transport;
+mod connect;
 pub mod http;
 pub mod manager;
 pub mod names;

@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::tools::process::{register_group, signal_name, unregister_group};
+use crate::tools::process::{kill_group, register_group, signal_name, unregister_group};
 
 use super::McpError;
 
@@ -97,11 +97,7 @@ pub fn spawn(
         let mut lines = BufReader::new(stderr).lines();
         while let Ok(Some(mut line)) = lines.next_line().await {
             if line.len() > STDERR_LINE_MAX {
-                let mut cut = STDERR_LINE_MAX;
-                while !line.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                line.truncate(cut);
+                line.truncate(crate::utf8::floor_boundary(&line, STDERR_LINE_MAX));
                 line.push('…');
             }
             tracing::info!(target: "acp_coder::mcp::stderr", server = %server, "{line}");
@@ -174,15 +170,6 @@ fn leader_exited(pid: i32) -> bool {
     }
 }
 
-fn killpg(pgid: i32, sig: i32) {
-    // SAFETY: plain syscall on a group we created (pgid > 1 checked).
-    if pgid > 1 {
-        unsafe {
-            libc::killpg(pgid, sig);
-        }
-    }
-}
-
 impl StdioChild {
     pub fn pid(&self) -> i32 {
         self.pid
@@ -219,13 +206,13 @@ impl StdioChild {
                 .unwrap_or_else(|| "stopped".into());
         };
         if !leader_exited(self.pid) {
-            killpg(self.pid, libc::SIGTERM);
+            kill_group(self.pid, libc::SIGTERM);
             let deadline = tokio::time::Instant::now() + TERM_GRACE;
             while !leader_exited(self.pid) && tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
-        killpg(self.pid, libc::SIGKILL);
+        kill_group(self.pid, libc::SIGKILL);
         unregister_group(self.pid);
         let how = match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
             Ok(Ok(status)) => describe(status),
@@ -257,7 +244,7 @@ impl Drop for StdioChild {
             Err(_) => true,
         };
         if live {
-            killpg(self.pid, libc::SIGKILL);
+            kill_group(self.pid, libc::SIGKILL);
             unregister_group(self.pid);
         }
     }

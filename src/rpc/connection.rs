@@ -95,6 +95,8 @@ struct Shared {
     next_id: AtomicI64,
     /// Observer of every frame in both directions (the `--trace` file).
     tracer: Option<Tracer>,
+    /// Longest accepted incoming frame in bytes.
+    max_frame: usize,
     /// Rewrites every outgoing frame before it is traced or written (the
     /// agent's secret redactor).
     filter: std::sync::OnceLock<OutFilter>,
@@ -313,7 +315,8 @@ impl Default for ServeOptions {
     }
 }
 
-/// A running connection: the peer handle plus the future that runs it.
+/// A connection before it runs: the peer handle (usable at once) and the
+/// outgoing queue [`serve`] drains. Its [`ServeOptions`] are given once, here.
 pub struct Connection {
     pub peer: Peer,
     rx: mpsc::UnboundedReceiver<String>,
@@ -321,7 +324,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn new(tracer: Option<Tracer>) -> Self {
+    pub fn new(opts: ServeOptions) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let backlog = Arc::new(Backlog::default());
         let shared = Arc::new(Shared {
@@ -329,7 +332,8 @@ impl Connection {
             backlog: backlog.clone(),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(0),
-            tracer,
+            tracer: opts.tracer,
+            max_frame: opts.max_frame,
             filter: std::sync::OnceLock::new(),
         });
         Self {
@@ -359,7 +363,6 @@ pub fn serve<R, W, H>(
     reader: R,
     writer: W,
     handler: Arc<H>,
-    opts: ServeOptions,
 ) -> (BoxFuture<'static, ()>, WriterDone)
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -369,7 +372,8 @@ where
     let Connection { peer, rx, backlog } = conn;
     let (done_tx, done_rx) = oneshot::channel();
     tokio::spawn(write_loop(writer, rx, backlog, done_tx));
-    let tracer = opts.tracer.clone();
+    let tracer = peer.shared.tracer.clone();
+    let max_frame = peer.shared.max_frame;
     let (seq_tx, mut seq_rx) = mpsc::unbounded_channel::<BoxFuture<'static, ()>>();
     tokio::spawn(async move {
         while let Some(job) = seq_rx.recv().await {
@@ -377,8 +381,7 @@ where
         }
     });
     let read = async move {
-        let mut lines =
-            LineReader::new(BufReader::with_capacity(64 * 1024, reader), opts.max_frame);
+        let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, reader), max_frame);
         loop {
             let frame = match lines.next().await {
                 Ok(Some(frame)) => frame,
@@ -395,8 +398,7 @@ where
                     peer.respond(
                         &Id::null(),
                         Err(RpcError::parse_error(format!(
-                            "line of {len} bytes exceeds the {} byte limit and was skipped",
-                            opts.max_frame
+                            "line of {len} bytes exceeds the {max_frame} byte limit and was skipped"
                         ))),
                     );
                     continue;

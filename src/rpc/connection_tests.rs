@@ -47,16 +47,10 @@ struct Ends {
 fn start() -> Ends {
     let (agent_in, to_agent) = tokio::io::duplex(64 * 1024);
     let (agent_out, from_agent) = tokio::io::duplex(64 * 1024);
-    let conn = Connection::new(None);
+    let conn = Connection::new(ServeOptions::default());
     let peer = conn.peer.clone();
     let handler = Arc::new(Echo::default());
-    let (read, _done) = serve(
-        conn,
-        agent_in,
-        agent_out,
-        handler.clone(),
-        ServeOptions::default(),
-    );
+    let (read, _done) = serve(conn, agent_in, agent_out, handler.clone());
     tokio::spawn(read);
     Ends {
         peer,

@@ -1,7 +1,7 @@
 //! `grep`, `glob` and `list_directory`: the model-facing wrappers of the
 //! in-process search engine (`tools::search`), run off the async threads and
 //! stopped promptly when the turn is cancelled.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -33,7 +33,7 @@ where
     let flag = Arc::new(AtomicBool::new(false));
     let worker_flag = flag.clone();
     let task = tokio::task::spawn_blocking(move || f(&worker_flag));
-    // Dropped on cancel (call.rs races the token): the guard raises the flag so the walk stops.
+    // Dropped on cancel (agent/engine/tool_call.rs races the token): the guard raises the flag so the walk stops.
     struct Raise(Arc<AtomicBool>);
     impl Drop for Raise {
         fn drop(&mut self) {
@@ -74,15 +74,64 @@ fn output(out: SearchOutput) -> ToolOutput {
     }
 }
 
-fn invocation(title: String, root: PathBuf, action: Box<dyn Action>) -> Invocation {
+fn list_output(out: SearchOutput) -> ToolOutput {
+    ToolOutput {
+        for_model: out.text,
+        raw_output: Some(json!({"entries": out.matches, "truncated": out.truncated})),
+        ..Default::default()
+    }
+}
+
+/// A search to run on a blocking thread, given the cancel flag.
+type Search = Box<dyn FnOnce(&AtomicBool) -> Result<SearchOutput, SearchError> + Send>;
+
+/// The action of all three tools: one search, and how its result is shown.
+struct RunSearch {
+    search: Search,
+    shape: fn(SearchOutput) -> ToolOutput,
+}
+
+#[async_trait::async_trait]
+impl Action for RunSearch {
+    async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let shape = self.shape;
+        run_search(self.search).await.map(shape)
+    }
+}
+
+/// A read-only search of `root` (the permission policy sees `root`).
+fn invocation(
+    title: String,
+    root: PathBuf,
+    search: Search,
+    shape: fn(SearchOutput) -> ToolOutput,
+) -> Invocation {
     Invocation {
         title,
         kind: ToolKind::Search,
         locations: Vec::new(),
         content: Vec::new(),
         access: Access::Read(vec![root]),
-        action,
+        action: Box::new(RunSearch { search, shape }),
     }
+}
+
+/// The title before the arguments are checked: `verb` and the raw `key` argument.
+fn early_title(args: &Value, key: &str, verb: &str, missing: &str) -> String {
+    match args.get(key).and_then(Value::as_str) {
+        Some(p) => format!("{verb} {}", super::sanitize_title(p, 80)),
+        None => missing.into(),
+    }
+}
+
+/// `verb pattern`, then ` in dir` when the search does not start at the cwd.
+fn search_title(verb: &str, pattern: &str, root: &Path, cwd: &Path) -> String {
+    let mut title = format!("{verb} {}", super::sanitize_title(pattern, 80));
+    let shown = display(root, cwd);
+    if shown != "." {
+        title.push_str(&format!(" in {shown}"));
+    }
+    title
 }
 
 pub struct Grep;
@@ -128,19 +177,12 @@ impl Tool for Grep {
         ToolKind::Search
     }
     fn title(&self, args: &Value) -> String {
-        match args.get("pattern").and_then(Value::as_str) {
-            Some(p) => format!("grep {}", super::sanitize_title(p, 80)),
-            None => "grep".into(),
-        }
+        early_title(args, "pattern", "grep", "grep")
     }
     async fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Invocation, ToolError> {
         let a: GrepArgs = parse_args(args)?;
         let root = root_of(ctx, a.path.as_deref())?;
-        let shown = display(&root, &ctx.cwd);
-        let mut title = format!("grep {}", super::sanitize_title(&a.pattern, 80));
-        if shown != "." {
-            title.push_str(&format!(" in {shown}"));
-        }
+        let mut title = search_title("grep", &a.pattern, &root, &ctx.cwd);
         if let Some(g) = &a.glob {
             title.push_str(&format!(" ({})", super::sanitize_title(g, 40)));
         }
@@ -153,19 +195,8 @@ impl Tool for Grep {
             context: a.context.unwrap_or(0).min(10) as usize,
             limits: SearchLimits::default(),
         };
-        Ok(invocation(title, root, Box::new(RunGrep(opts))))
-    }
-}
-
-struct RunGrep(GrepOptions);
-
-#[async_trait::async_trait]
-impl Action for RunGrep {
-    async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let opts = self.0;
-        run_search(move |c| search::grep(&opts, c))
-            .await
-            .map(output)
+        let search: Search = Box::new(move |c| search::grep(&opts, c));
+        Ok(invocation(title, root, search, output))
     }
 }
 
@@ -203,38 +234,20 @@ impl Tool for Glob {
         ToolKind::Search
     }
     fn title(&self, args: &Value) -> String {
-        match args.get("pattern").and_then(Value::as_str) {
-            Some(p) => format!("Find {}", super::sanitize_title(p, 80)),
-            None => "Find files".into(),
-        }
+        early_title(args, "pattern", "Find", "Find files")
     }
     async fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Invocation, ToolError> {
         let a: GlobArgs = parse_args(args)?;
         let root = root_of(ctx, a.path.as_deref())?;
-        let shown = display(&root, &ctx.cwd);
-        let mut title = format!("Find {}", super::sanitize_title(&a.pattern, 80));
-        if shown != "." {
-            title.push_str(&format!(" in {shown}"));
-        }
+        let title = search_title("Find", &a.pattern, &root, &ctx.cwd);
         let opts = GlobOptions {
             pattern: a.pattern,
             root: root.clone(),
             display_base: ctx.cwd.clone(),
             limits: SearchLimits::default(),
         };
-        Ok(invocation(title, root, Box::new(RunGlob(opts))))
-    }
-}
-
-struct RunGlob(GlobOptions);
-
-#[async_trait::async_trait]
-impl Action for RunGlob {
-    async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let opts = self.0;
-        run_search(move |c| search::glob(&opts, c))
-            .await
-            .map(output)
+        let search: Search = Box::new(move |c| search::glob(&opts, c));
+        Ok(invocation(title, root, search, output))
     }
 }
 
@@ -268,37 +281,20 @@ impl Tool for ListDirectory {
         ToolKind::Search
     }
     fn title(&self, args: &Value) -> String {
-        match args.get("path").and_then(Value::as_str) {
-            Some(p) => format!("List {}", super::sanitize_title(p, 80)),
-            None => "List .".into(),
-        }
+        early_title(args, "path", "List", "List .")
     }
     async fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Invocation, ToolError> {
         let a: ListArgs = parse_args(args)?;
         let dir = root_of(ctx, a.path.as_deref())?;
         let title = format!("List {}", display(&dir, &ctx.cwd));
-        let mut inv = invocation(title, dir.clone(), Box::new(RunList(dir.clone())));
+        let (listed, base) = (dir.clone(), ctx.cwd.clone());
+        let search: Search =
+            Box::new(move |_| search::list_directory(&listed, &base, &SearchLimits::default()));
+        let mut inv = invocation(title, dir.clone(), search, list_output);
         inv.locations = vec![ToolCallLocation {
             path: dir.display().to_string(),
             line: None,
         }];
         Ok(inv)
-    }
-}
-
-struct RunList(PathBuf);
-
-#[async_trait::async_trait]
-impl Action for RunList {
-    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let dir = self.0;
-        let base = ctx.cwd.clone();
-        run_search(move |_| search::list_directory(&dir, &base, &SearchLimits::default()))
-            .await
-            .map(|out| ToolOutput {
-                for_model: out.text,
-                raw_output: Some(json!({"entries": out.matches, "truncated": out.truncated})),
-                ..Default::default()
-            })
     }
 }

@@ -242,6 +242,16 @@ pub trait ToolSource: Send + Sync {
     }
 }
 
+/// How a tool describes itself to the model (name, description, JSON
+/// Schema of its parameters); the agent turns it into the model client's
+/// type, so `tools` does not use `llm` (DESIGN §2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDescription {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
 /// The tools of a session, by name: built-in ones, then those of its
 /// [`ToolSource`]s.
 #[derive(Clone, Default)]
@@ -313,8 +323,8 @@ impl Registry {
     }
 
     /// Tool specs for the model: fixed tools in registration order, then the sources'.
-    pub fn specs(&self) -> Vec<crate::llm::ToolSpec> {
-        let spec = |t: &Arc<dyn Tool>| crate::llm::ToolSpec {
+    pub fn specs(&self) -> Vec<ToolDescription> {
+        let spec = |t: &Arc<dyn Tool>| ToolDescription {
             name: t.name().to_owned(),
             description: t.description().to_owned(),
             parameters: t.parameters(),

@@ -362,10 +362,7 @@ impl Run {
         let result = run_local(spec, ctx.cancel.clone(), move |chunk: &str| {
             live.push_str(chunk);
             if live.len() > LIVE_PREVIEW_LIMIT * 2 {
-                let mut cut = live.len() - LIVE_PREVIEW_LIMIT;
-                while !live.is_char_boundary(cut) {
-                    cut += 1;
-                }
+                let cut = crate::utf8::ceil_boundary(&live, live.len() - LIVE_PREVIEW_LIMIT);
                 live.drain(..cut);
             }
             // A preview the next one replaces: skipped while the editor is
@@ -448,15 +445,9 @@ fn model_text(summary: &str, output: &str, dropped: u64, editor_truncated: bool)
 
 /// The last `limit` bytes of `text` at a char boundary; counts what was dropped.
 fn tail(text: &str, limit: usize, dropped: &mut u64) -> String {
-    if text.len() <= limit {
-        return text.to_owned();
-    }
-    let mut cut = text.len() - limit;
-    while !text.is_char_boundary(cut) {
-        cut += 1;
-    }
-    *dropped += cut as u64;
-    text[cut..].to_owned()
+    let kept = crate::utf8::tail(text, limit);
+    *dropped += (text.len() - kept.len()) as u64;
+    kept.to_owned()
 }
 
 #[cfg(test)]

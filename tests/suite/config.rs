@@ -183,13 +183,7 @@ async fn without_a_model_and_an_empty_listing_the_prompt_says_what_to_set() {
     let model = FakeModel::start().await;
     model.set_models(&[]);
     let r = ready_with(&model, &[("ACP_CODER_MODEL", "")], Workspace::new()).await;
-    let err = r
-        .editor
-        .start_prompt(&r.sid, "a")
-        .await
-        .response()
-        .await
-        .expect_err("no model to use");
+    let err = r.editor.prompt_error(&r.sid, "a").await;
     assert!(err.message.contains("ACP_CODER_MODEL"), "{err}");
     assert!(model.chat_requests().is_empty());
 }

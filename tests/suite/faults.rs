@@ -127,13 +127,7 @@ async fn a_stream_cut_mid_response_fails_clearly_and_keeps_the_conversation() {
     for _ in 0..2 {
         model.push(Reply::text("the first half of an answer").cut_after(3));
     }
-    let err = a
-        .editor
-        .start_prompt(&a.sid, "first question")
-        .await
-        .response()
-        .await
-        .expect_err("a stream cut on every attempt fails the prompt");
+    let err = a.editor.prompt_error(&a.sid, "first question").await;
     assert_eq!(err.code, -32603, "{err}");
     let endpoint = format!("{}/chat/completions", model.base_url());
     for part in [endpoint.as_str(), "dropped mid-reply", "after 2 attempts"] {
@@ -172,13 +166,7 @@ async fn malformed_sse_fails_the_prompt_naming_the_bad_line() {
             .raw("data: {\"choices\": [{\"delta\": {\"content\": \"lo\"\n\n")
             .chunk(chunk::text(" never seen")),
     );
-    let err = a
-        .editor
-        .start_prompt(&a.sid, "hi")
-        .await
-        .response()
-        .await
-        .expect_err("malformed SSE fails the prompt");
+    let err = a.editor.prompt_error(&a.sid, "hi").await;
     assert_eq!(err.code, -32603, "{err}");
     assert!(
         err.message.contains("not valid chat-completion JSON")
@@ -212,13 +200,7 @@ async fn a_hung_model_times_out_with_a_clear_message() {
     model.push(Reply::text("I am thinking about").hang_after(2));
     model.push(Reply::text("never").first_byte_delay(Duration::from_secs(60)));
     let started = Instant::now();
-    let err = a
-        .editor
-        .start_prompt(&a.sid, "hello?")
-        .await
-        .response()
-        .await
-        .expect_err("a hung model fails the prompt");
+    let err = a.editor.prompt_error(&a.sid, "hello?").await;
     let took = started.elapsed();
     eprintln!("hung model → error after {took:?}");
     assert!(took < Duration::from_secs(10), "took {took:?}");
@@ -319,10 +301,11 @@ async fn an_editor_failing_fs_write_leaves_the_file_alone() {
     assert_eq!(a.ws.read("a.txt"), "alpha\n", "nothing was written");
 }
 
-#[tokio::test]
-async fn an_editor_failing_terminal_create_fails_the_call_clearly() {
+/// `echo hi` where the editor fails `method`: the call fails, saying
+/// `what` and the editor's reason.
+async fn command_against_failing_terminal(method: &str, what: &str) -> Agent {
     let (a, last, result) = tool_against_failing_editor(
-        "terminal/create",
+        method,
         "run_command",
         json!({"command": "echo hi"}),
         Some(PermissionDecision::AllowOnce),
@@ -330,28 +313,27 @@ async fn an_editor_failing_terminal_create_fails_the_call_clearly() {
     .await;
     assert_eq!(last["status"], "failed", "{last}");
     assert!(
-        result.contains("the editor could not start a terminal")
-            && result.contains("the buffer is locked by another process"),
+        result.contains(what) && result.contains("the buffer is locked by another process"),
         "{result}"
     );
+    a
+}
+
+#[tokio::test]
+async fn an_editor_failing_terminal_create_fails_the_call_clearly() {
+    let a = command_against_failing_terminal(
+        "terminal/create",
+        "the editor could not start a terminal",
+    )
+    .await;
     a.editor.assert_all_terminals_released();
 }
 
 #[tokio::test]
 async fn an_editor_failing_terminal_output_still_gets_its_terminal_released() {
-    let (a, last, result) = tool_against_failing_editor(
-        "terminal/output",
-        "run_command",
-        json!({"command": "echo hi"}),
-        Some(PermissionDecision::AllowOnce),
-    )
-    .await;
-    assert_eq!(last["status"], "failed", "{last}");
-    assert!(
-        result.contains("could not read the terminal's output")
-            && result.contains("the buffer is locked by another process"),
-        "{result}"
-    );
+    let a =
+        command_against_failing_terminal("terminal/output", "could not read the terminal's output")
+            .await;
     assert_eq!(a.editor.terminals_created().len(), 1);
     a.editor.assert_all_terminals_released();
 }

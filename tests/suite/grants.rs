@@ -3,7 +3,7 @@
 //! that ask in every mode. Each finding of the issue is replayed here against
 //! the real binary.
 
-use super::tools_common::{Harness, Via};
+use super::tools_common::{Harness, Via, both};
 use crate::support::{PermissionDecision, Workspace, full_capabilities, full_sandbox};
 use serde_json::{Value, json};
 
@@ -104,15 +104,7 @@ async fn a_read_grant_does_not_write(via: Via) {
     assert_eq!(h.ws.read("outside/notes.txt"), "notes\n");
 }
 
-#[tokio::test]
-async fn a_read_grant_does_not_write_editor() {
-    a_read_grant_does_not_write(Via::Editor).await;
-}
-
-#[tokio::test]
-async fn a_read_grant_does_not_write_local() {
-    a_read_grant_does_not_write(Via::Local).await;
-}
+both!(a_read_grant_does_not_write, a_read_grant_does_not_write);
 
 /// Finding 1b: in `full-auto` "Always allow" on `list_directory ../victim`
 /// let `rm -rf ../victim` run without asking.
@@ -293,15 +285,7 @@ async fn protected_paths_ask(via: Via) {
     }
 }
 
-#[tokio::test]
-async fn protected_paths_ask_editor() {
-    protected_paths_ask(Via::Editor).await;
-}
-
-#[tokio::test]
-async fn protected_paths_ask_local() {
-    protected_paths_ask(Via::Local).await;
-}
+both!(protected_paths_ask, protected_paths_ask);
 
 /// An "always" on a protected file covers that file and writes only; a
 /// symlink into `.git` is the file it points to.

@@ -122,13 +122,7 @@ async fn exhausted_retries_fail_the_prompt_naming_status_and_endpoint() {
         model.push(Reply::error(503, "overloaded"));
     }
     let r = ready(&model).await;
-    let err = r
-        .editor
-        .start_prompt(&r.sid, "hi")
-        .await
-        .response()
-        .await
-        .expect_err("the prompt fails once the retries are used up");
+    let err = r.editor.prompt_error(&r.sid, "hi").await;
     assert_eq!(err.code, -32603, "{err}");
     let endpoint = format!("{}/chat/completions", model.base_url());
     assert!(err.message.contains("503"), "{err}");
@@ -166,12 +160,7 @@ async fn rejected_key_fails_with_auth_required_and_never_leaks_the_key() {
     editor.initialize(full_capabilities()).await;
     let ws = Workspace::new();
     let sid = editor.new_session(ws.path()).await;
-    let err = editor
-        .start_prompt(&sid, "hi")
-        .await
-        .response()
-        .await
-        .expect_err("a rejected key fails the prompt");
+    let err = editor.prompt_error(&sid, "hi").await;
     assert_eq!(err.code, -32000, "{err}");
     assert!(err.message.contains("OPENAI_API_KEY"), "{err}");
     assert_eq!(model.chat_requests().len(), 1, "401 is not retried");
@@ -206,13 +195,7 @@ async fn forbidden_is_an_auth_error_too() {
     let model = FakeModel::start().await;
     model.push(Reply::error(403, "not allowed"));
     let r = ready(&model).await;
-    let err = r
-        .editor
-        .start_prompt(&r.sid, "hi")
-        .await
-        .response()
-        .await
-        .expect_err("403 fails the prompt");
+    let err = r.editor.prompt_error(&r.sid, "hi").await;
     assert_eq!(err.code, -32000, "{err}");
     assert!(err.message.contains("OPENAI_API_KEY"), "{err}");
 }
@@ -230,13 +213,7 @@ async fn unknown_model_names_the_model_and_base_url() {
         Workspace::new(),
     )
     .await;
-    let err = r
-        .editor
-        .start_prompt(&r.sid, "hi")
-        .await
-        .response()
-        .await
-        .expect_err("404 fails the prompt");
+    let err = r.editor.prompt_error(&r.sid, "hi").await;
     assert_eq!(err.code, -32603, "{err}");
     assert!(err.message.contains("\"no-such-model\""), "{err}");
     assert!(err.message.contains(&model.base_url()), "{err}");
@@ -291,13 +268,7 @@ async fn a_malformed_stream_fails_the_prompt_without_retrying() {
     let model = FakeModel::start().await;
     model.push(Reply::stream([crate::support::chunk::role()]).raw("data: {not json\n\n"));
     let r = ready(&model).await;
-    let err = r
-        .editor
-        .start_prompt(&r.sid, "hi")
-        .await
-        .response()
-        .await
-        .expect_err("malformed reply");
+    let err = r.editor.prompt_error(&r.sid, "hi").await;
     assert_eq!(err.code, -32603, "{err}");
     assert!(
         err.message.contains("not valid chat-completion JSON"),

@@ -50,13 +50,7 @@ async fn flood_ends_with_the_limit(kind: Flood, key: &str) {
     let model = FakeModel::start().await;
     model.push(Reply::flood(kind));
     let a = agent(&model, "").await;
-    let err = a
-        .editor
-        .start_prompt(&a.sid, "hi")
-        .await
-        .response()
-        .await
-        .expect_err("a flood fails the prompt");
+    let err = a.editor.prompt_error(&a.sid, "hi").await;
     assert!(err.message.contains(key), "{kind:?}: {err}");
     assert!(err.message.contains("config file"), "{kind:?}: {err}");
     assert_eq!(model.chat_requests().len(), 1, "{kind:?}: not retried");

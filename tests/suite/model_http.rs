@@ -125,13 +125,7 @@ async fn error_bodies_that_are_not_openai_shaped_show_with_their_status() {
         let model = FakeModel::start().await;
         model.push(Reply::status(status, body));
         let r = ready(&model).await;
-        let err = r
-            .editor
-            .start_prompt(&r.sid, "hi")
-            .await
-            .response()
-            .await
-            .expect_err("an error status fails the prompt");
+        let err = r.editor.prompt_error(&r.sid, "hi").await;
         assert!(err.message.contains(shown), "{err}");
         assert!(err.message.contains(&status.to_string()), "{err}");
         assert_eq!(model.chat_requests().len(), 1, "4xx is not retried");

@@ -2,7 +2,7 @@
 //! once/always and their scopes, cancellation, and paths that escape the
 //! project (`..`, absolute, symlinks) asking even in full-auto.
 
-use super::tools_common::{Harness, Via, content_text, diffs};
+use super::tools_common::{Harness, Via, both, content_text, diffs};
 use crate::support::{PermissionDecision, Reply, Workspace};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -546,15 +546,7 @@ async fn full_auto_asks_outside(via: Via) {
     }
 }
 
-#[tokio::test]
-async fn full_auto_asks_before_escaping_editor() {
-    full_auto_asks_outside(Via::Editor).await;
-}
-
-#[tokio::test]
-async fn full_auto_asks_before_escaping_local() {
-    full_auto_asks_outside(Via::Local).await;
-}
+both!(full_auto_asks_before_escaping, full_auto_asks_outside);
 
 /// Read-only: escaping reads ask (and run when allowed); escaping writes and
 /// commands are refused without asking.
@@ -584,15 +576,10 @@ async fn read_only_refuses_escaping_writes(via: Via) {
     assert!(h.editor.terminal_calls().is_empty());
 }
 
-#[tokio::test]
-async fn read_only_refuses_escaping_writes_editor() {
-    read_only_refuses_escaping_writes(Via::Editor).await;
-}
-
-#[tokio::test]
-async fn read_only_refuses_escaping_writes_local() {
-    read_only_refuses_escaping_writes(Via::Local).await;
-}
+both!(
+    read_only_refuses_escaping_writes,
+    read_only_refuses_escaping_writes
+);
 
 /// "Always allow" for a path outside the project covers that path only.
 #[tokio::test]
@@ -676,15 +663,7 @@ async fn file_symlinks_ask(via: Via) {
     );
 }
 
-#[tokio::test]
-async fn file_symlinks_ask_editor() {
-    file_symlinks_ask(Via::Editor).await;
-}
-
-#[tokio::test]
-async fn file_symlinks_ask_local() {
-    file_symlinks_ask(Via::Local).await;
-}
+both!(file_symlinks_ask, file_symlinks_ask);
 
 /// The user edits the buffer while the edit waits for approval: the edit is
 /// applied to what is there now, or refused when it no longer applies; the

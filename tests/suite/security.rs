@@ -303,12 +303,7 @@ async fn secrets_never_reach_frames_stderr_logs_or_errors() {
     // A server that echoes credentials back in every kind of error.
     let echo = format!("Incorrect API key provided: {KEY}; token {HEADER_SECRET}");
     model.push(Reply::error(401, &echo));
-    let err = editor
-        .start_prompt(&sid, "hi")
-        .await
-        .response()
-        .await
-        .expect_err("401");
+    let err = editor.prompt_error(&sid, "hi").await;
     assert_eq!(err.code, -32000, "{err}");
     assert!(
         err.message.contains("MY_PROVIDER_KEY"),
@@ -317,20 +312,10 @@ async fn secrets_never_reach_frames_stderr_logs_or_errors() {
     model.push(Reply::stream([chunk::role()]).raw(&format!(
         "data: {{\"error\": {{\"message\": \"{echo}\"}}}}\n\n"
     )));
-    editor
-        .start_prompt(&sid, "again")
-        .await
-        .response()
-        .await
-        .expect_err("in-stream error");
+    editor.prompt_error(&sid, "again").await;
     model
         .push(Reply::stream([chunk::role(), chunk::text("x")]).raw(&format!("data: {{{echo}\n\n")));
-    editor
-        .start_prompt(&sid, "and again")
-        .await
-        .response()
-        .await
-        .expect_err("malformed stream echoing the key");
+    editor.prompt_error(&sid, "and again").await;
     // A command printing its environment, and the MCP status.
     model.push(Reply::tool_call(
         "call_env",

@@ -137,11 +137,7 @@ async fn restart_then_load_replays_everything_and_continues_with_full_history() 
         "end_turn"
     );
     let last = model.chat_requests().last().unwrap().clone();
-    let roles: Vec<&str> = last
-        .messages()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles: Vec<&str> = last.roles();
     assert_eq!(
         roles,
         [
@@ -156,12 +152,7 @@ async fn restart_then_load_replays_everything_and_continues_with_full_history() 
         ]
     );
     assert_eq!(last.messages()[5]["tool_call_id"], "call_a");
-    assert!(
-        last.messages()[5]["content"]
-            .as_str()
-            .unwrap()
-            .contains("alpha")
-    );
+    assert!(last.text(5).contains("alpha"));
     shut_down(editor).await;
 }
 
@@ -361,12 +352,7 @@ async fn compaction_triggers_when_the_window_fills_and_the_user_sees_it() {
         summary_req.tool_names().is_empty(),
         "the summary call offers no tools"
     );
-    assert!(
-        summary_req.messages()[0]["content"]
-            .as_str()
-            .unwrap()
-            .contains("compacting")
-    );
+    assert!(summary_req.text(0).contains("compacting"));
     let after = &requests[2];
     let first_user = after.messages()[1]["content"].as_str().unwrap();
     assert!(
@@ -409,18 +395,9 @@ async fn compaction_triggers_when_the_window_fills_and_the_user_sees_it() {
     model.push(Reply::text("fine"));
     editor.prompt(&sid, "go on").await;
     let last = model.chat_requests().last().unwrap().clone();
-    let roles: Vec<&str> = last
-        .messages()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles: Vec<&str> = last.roles();
     assert_eq!(roles, ["system", "user", "user"]);
-    assert!(
-        last.messages()[1]["content"]
-            .as_str()
-            .unwrap()
-            .contains("SUMMARY TWO")
-    );
+    assert!(last.text(1).contains("SUMMARY TWO"));
     shut_down(editor).await;
 }
 

@@ -131,13 +131,14 @@ fn assert_long_output(out: &str) {
     assert!(out.len() < 64 * 1024, "{} bytes", out.len());
 }
 
-#[tokio::test]
-async fn terminal_timeout_kills_and_releases() {
-    let h = auto(Via::Editor, Workspace::new()).await;
+/// A backgrounded `sleep 30` with a 300 ms timeout: the call answers soon,
+/// saying it timed out; the session, for what each test checks next.
+async fn times_out(via: Via, call: &str) -> Harness {
+    let h = auto(via, Workspace::new()).await;
     let started = Instant::now();
     let out = h
         .run_tool(
-            "t1",
+            call,
             "run_command",
             json!({"command": sleeper("pid"), "timeout_ms": 300}),
         )
@@ -147,7 +148,13 @@ async fn terminal_timeout_kills_and_releases() {
         "sleep 30 was waited out"
     );
     assert!(out.contains("Timed out"), "{out}");
-    assert_eq!(h.final_update("t1")["rawOutput"]["timedOut"], true);
+    assert_eq!(h.final_update(call)["rawOutput"]["timedOut"], true);
+    h
+}
+
+#[tokio::test]
+async fn terminal_timeout_kills_and_releases() {
+    let h = times_out(Via::Editor, "t1").await;
     let methods = terminal_methods(&h);
     assert!(methods.contains(&"terminal/kill".to_owned()), "{methods:?}");
     let pid = wait_pid_file(&h.ws.join("pid")).await;
@@ -212,25 +219,12 @@ async fn runs_locally_with_streamed_output() {
 
 #[tokio::test]
 async fn local_timeout_kills_the_process_group() {
-    let h = auto(Via::Local, Workspace::new()).await;
-    let started = Instant::now();
-    let out = h
-        .run_tool(
-            "c1",
-            "run_command",
-            json!({"command": sleeper("pid"), "timeout_ms": 300}),
-        )
-        .await;
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "sleep 30 was waited out"
-    );
-    assert!(out.contains("Timed out"), "{out}");
-    assert_eq!(h.final_update("c1")["rawOutput"]["timedOut"], true);
+    let h = times_out(Via::Local, "c1").await;
     let pid = wait_pid_file(&h.ws.join("pid")).await;
     eventually("the background sleep is gone", || !process_alive(pid)).await;
 
     // A command that ignores SIGTERM is killed all the same.
+    let started = Instant::now();
     let out = h
         .run_tool(
             "c2",

@@ -12,7 +12,7 @@
 //! already panicking or took them with [`FakeEditor::take_errors`]).
 //! Failures print the whole transcript plus the agent's stderr.
 
-use super::schema::{self, Classified, RpcId};
+use super::schema::{self, RpcId};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsStr;
@@ -92,8 +92,6 @@ pub enum PermissionDecision {
     /// Never answer (until [`FakeEditor::cancel`] or
     /// [`FakeEditor::answer_held_permissions`]).
     NeverAnswer,
-    /// Select this option id verbatim.
-    OptionId(String),
 }
 
 impl PermissionDecision {
@@ -738,10 +736,6 @@ impl FakeEditor {
             .insert(normalize(path.as_ref()), content.to_owned());
     }
 
-    pub fn close_buffer(&self, path: impl AsRef<Path>) {
-        self.shared.lock().buffers.remove(&normalize(path.as_ref()));
-    }
-
     /// Current content of an open buffer.
     pub fn buffer(&self, path: impl AsRef<Path>) -> Option<String> {
         self.shared
@@ -1016,6 +1010,16 @@ impl FakeEditor {
         }
     }
 
+    /// `session/prompt` with one text block that must fail → its error.
+    pub async fn prompt_error(&self, session_id: &str, text: &str) -> RpcError {
+        match self.start_prompt(session_id, text).await.response().await {
+            Ok(r) => self.shared.fail(&format!(
+                "session/prompt succeeded ({r}) where it must fail"
+            )),
+            Err(e) => e,
+        }
+    }
+
     /// Sends `session/cancel`, then (as the spec requires of a client)
     /// answers the session's still-open permission requests with `cancelled`.
     pub async fn cancel(&self, session_id: &str) {
@@ -1213,11 +1217,6 @@ impl FakeEditor {
             .filter(|(d, _)| *d == Dir::In)
             .map(|(_, l)| l.clone())
             .collect()
-    }
-
-    /// Both directions, formatted (also printed on every failure).
-    pub fn transcript(&self) -> String {
-        self.shared.transcript()
     }
 
     /// Fails the test with this message and the transcript.
@@ -1598,7 +1597,6 @@ fn permission_result(shared: &Shared, params: &Value, decision: &PermissionDecis
     let cancelled = json!({"outcome": {"outcome": "cancelled"}});
     let option_id = match decision {
         PermissionDecision::Cancelled | PermissionDecision::NeverAnswer => return cancelled,
-        PermissionDecision::OptionId(id) => Some(id.clone()),
         other => {
             let kind = other.kind().expect("kinded decision");
             let found = params["options"].as_array().and_then(|opts| {

@@ -265,16 +265,6 @@ impl Reply {
         Self::stream(chunks)
     }
 
-    /// Streams one whole tool call in a single delta without `index`, then
-    /// `finish_reason: "tool_calls"` (as some servers do).
-    pub fn tool_call_unindexed(id: &str, name: &str, arguments: Value) -> Self {
-        Self::stream([
-            chunk::role(),
-            chunk::tool_call_unindexed(id, name, &arguments.to_string()),
-            chunk::finish("tool_calls"),
-        ])
-    }
-
     /// Streams one tool call (arguments split across three deltas), then
     /// `finish_reason: "tool_calls"`.
     pub fn tool_call(id: &str, name: &str, arguments: Value) -> Self {
@@ -461,6 +451,22 @@ impl RecordedRequest {
             .as_array()
             .map(Vec::as_slice)
             .unwrap_or(&[])
+    }
+
+    /// The text `content` of message `i` ("" when it has none).
+    pub fn text(&self, i: usize) -> &str {
+        self.messages()
+            .get(i)
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+    }
+
+    /// The `role` of each message, in order.
+    pub fn roles(&self) -> Vec<&str> {
+        self.messages()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap_or_default())
+            .collect()
     }
 
     /// The last message of `body.messages`.

@@ -25,8 +25,6 @@
 //!
 //! Everything the agent sends is schema-checked; any protocol error fails
 //! the test (at the next wait, or when the editor is dropped).
-#![allow(dead_code, unused_imports)]
-
 pub mod editor;
 pub mod fake_model;
 pub mod schema;
@@ -34,10 +32,10 @@ pub mod schema;
 mod selftest;
 
 pub use editor::{
-    FakeEditor, FileRead, FileWrite, PendingRequest, PermissionDecision, PermissionRecord,
-    RpcError, SpawnOptions, TerminalCall, agent_command, full_capabilities, no_capabilities,
+    FakeEditor, PendingRequest, PermissionDecision, RpcError, SpawnOptions, agent_command,
+    full_capabilities, no_capabilities,
 };
-pub use fake_model::{FAKE_MODEL_ID, FakeModel, Flood, RecordedRequest, Reply, SseEvent, chunk};
+pub use fake_model::{FAKE_MODEL_ID, FakeModel, Flood, RecordedRequest, Reply, chunk};
 pub use schema::RpcId;
 
 use serde_json::Value;

@@ -447,18 +447,6 @@ pub fn check_type<T: JsonSchema>(instance: &Value) -> Result<(), String> {
     check_against(validator::<T>(), instance)
 }
 
-/// Asserts a value matches the schema of `T`.
-#[track_caller]
-pub fn assert_valid<T: JsonSchema>(instance: &Value) {
-    if let Err(e) = check_type::<T>(instance) {
-        panic!(
-            "value does not match the schema of {}:\n  {e}\nvalue: {}",
-            std::any::type_name::<T>(),
-            shorten(&instance.to_string(), 2000)
-        );
-    }
-}
-
 fn shorten(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_owned();

@@ -3,14 +3,14 @@
 //! `/compact` runs the same on demand.
 use tokio_util::sync::CancellationToken;
 
-use crate::llm::{ChatMessage, ChatRequest, UserPart};
+use crate::llm::{ChatMessage, UserPart};
 use crate::rpc::RpcError;
 
+use crate::agent::engine::model_call::{self, Outcome, TurnEnv, status};
 use crate::agent::session::{History, Session};
 use crate::agent::store::{Record, StoredMessage};
-use crate::agent::engine::turn::{self, Outcome, TurnEnv, status};
 
-const INSTRUCTIONS: &str = include_str!("../../prompts/compact.md");
+const INSTRUCTIONS: &str = include_str!("../../../prompts/compact.md");
 /// Compact when the next request would use this share of the window.
 const THRESHOLD: f64 = 0.8;
 /// Each tool output is cut to this many characters in the transcript to summarize.
@@ -102,18 +102,12 @@ pub async fn run(
     if let Some(f) = focus.filter(|f| !f.trim().is_empty()) {
         ask.push_str(&format!("\n\nThe user asked to focus on: {f}"));
     }
-    let request = ChatRequest {
-        model: env.model_id.clone(),
-        messages: vec![
-            ChatMessage::System(INSTRUCTIONS.into()),
-            ChatMessage::user_text(ask),
-        ],
-        tools: Vec::new(),
-        stream_usage: env.settings.stream_usage,
-        send_reasoning: false,
-        reasoning_effort: env.reasoning_effort.clone(),
-    };
-    let summary = match turn::call_model(env, session, &request, cancel, false).await? {
+    let messages = vec![
+        ChatMessage::System(INSTRUCTIONS.into()),
+        ChatMessage::user_text(ask),
+    ];
+    let request = model_call::request(env, messages, Vec::new(), false);
+    let summary = match model_call::call_model(env, session, &request, cancel, false).await? {
         Outcome::Cancelled { .. } => return Ok(false),
         Outcome::Done(c) if c.text.trim().is_empty() => {
             return Err(RpcError::internal(
@@ -173,13 +167,13 @@ fn render(messages: &[ChatMessage], window: u64) -> String {
                     out.push_str(&format!(
                         "[called {} {}]\n",
                         c.name,
-                        cut(&c.arguments, TOOL_OUTPUT_IN_TRANSCRIPT)
+                        crate::utf8::shorten(&c.arguments, TOOL_OUTPUT_IN_TRANSCRIPT)
                     ));
                 }
             }
             ChatMessage::Tool { content, .. } => {
                 out.push_str("## Tool result\n");
-                out.push_str(&cut(content, TOOL_OUTPUT_IN_TRANSCRIPT));
+                out.push_str(&crate::utf8::shorten(content, TOOL_OUTPUT_IN_TRANSCRIPT));
                 out.push('\n');
             }
         }
@@ -187,27 +181,12 @@ fn render(messages: &[ChatMessage], window: u64) -> String {
     // Leave room for the instructions and the answer: at most half the window.
     let max_chars = (window as usize).saturating_mul(2).max(8000);
     if out.len() > max_chars {
-        let mut start = out.len() - max_chars;
-        while !out.is_char_boundary(start) {
-            start += 1;
-        }
         out = format!(
             "[… the oldest part of the conversation is omitted …]\n{}",
-            &out[start..]
+            crate::utf8::tail(&out, max_chars)
         );
     }
     out
-}
-
-fn cut(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… [{} more bytes]", &s[..end], s.len() - end)
 }
 
 /// Shortens large tool outputs except the two most recent. Returns whether anything changed.
@@ -227,7 +206,7 @@ fn trim_tool_outputs(history: &mut History) -> bool {
         {
             *content = format!(
                 "{}\n[… output trimmed to save context …]",
-                cut(content, TOOL_OUTPUT_IN_TRANSCRIPT)
+                crate::utf8::shorten(content, TOOL_OUTPUT_IN_TRANSCRIPT)
             );
             changed = true;
         }

@@ -6,7 +6,7 @@ use crate::acp::{ContentBlock, ResourceContents, file_uri_to_path};
 use crate::editor::Editor;
 use crate::llm::{ChatMessage, UserPart};
 
-const SYSTEM: &str = include_str!("../../prompts/system.md");
+const SYSTEM: &str = include_str!("../../../prompts/system.md");
 /// Project instructions larger than this are cut (they are paid on every call).
 const AGENTS_MD_LIMIT: usize = 32 * 1024;
 
@@ -66,11 +66,7 @@ fn agents_files(cwd: &Path, repo: Option<&Path>) -> Vec<(PathBuf, String)> {
         let path = dir.join("AGENTS.md");
         if let Ok(mut text) = std::fs::read_to_string(&path) {
             if text.len() > AGENTS_MD_LIMIT {
-                let mut cut = AGENTS_MD_LIMIT;
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                text.truncate(cut);
+                text.truncate(crate::utf8::floor_boundary(&text, AGENTS_MD_LIMIT));
                 text.push_str("\n[… truncated]");
             }
             out.push((path, text));

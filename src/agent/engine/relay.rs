@@ -121,10 +121,7 @@ impl Relay {
         }
         let mut rest = text.as_str();
         while !rest.is_empty() {
-            let mut cut = rest.len().min(PIECE);
-            while !rest.is_char_boundary(cut) {
-                cut -= 1;
-            }
+            let cut = crate::utf8::floor_boundary(rest, PIECE);
             let (piece, tail) = rest.split_at(cut);
             self.shared.editor.writable().await;
             self.push(kind, piece.to_owned());

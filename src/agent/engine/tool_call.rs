@@ -37,195 +37,255 @@ pub async fn run(
     secret_env: &[String],
     sandbox_network: bool,
 ) -> CallResult {
-    let id = session.claim_tool_id(&req.id);
-    let editor = &session.editor;
-    let fail = |title: Option<String>, msg: String| {
-        editor.update(&SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+    let call = Call {
+        session,
+        id: session.claim_tool_id(&req.id),
+        cancel,
+    };
+    match call.steps(req, secret_env, sandbox_network).await {
+        Ok(done) | Err(done) => done,
+    }
+}
+
+/// One call in flight: what each step reports to. A step that ends the call
+/// early (unknown tool, bad arguments, refused, cancelled) returns `Err` with
+/// the call's result, already reported to the editor.
+struct Call<'a> {
+    session: &'a Arc<Session>,
+    id: String,
+    cancel: &'a CancellationToken,
+}
+
+type Step<T> = Result<T, CallResult>;
+
+impl Call<'_> {
+    /// The steps in order: find the tool, prepare it, ask if needed, run it.
+    async fn steps(
+        &self,
+        req: &ToolCallRequest,
+        secret_env: &[String],
+        sandbox_network: bool,
+    ) -> Step<CallResult> {
+        let args: Value = match serde_json::from_str(&req.arguments) {
+            Ok(v) => v,
+            Err(e) => Value::String(format!("{e}")),
+        };
+        let tool = self.find(req, &args)?;
+        // Titles quote model output (paths, commands): never let control
+        // characters or escape sequences reach the editor's one-line displays.
+        let first_title = sanitize_title(&tool.title(&args), TITLE_CHARS);
+        announce(
+            self.session,
+            &self.id,
+            &first_title,
+            tool.kind(),
+            args.clone(),
+        );
+        if !args.is_object() {
+            return Err(self.fail(format!(
+                "the arguments of {} must be a JSON object matching its schema; got {:?}",
+                req.name,
+                crate::utf8::shorten(&req.arguments, 200)
+            )));
+        }
+        let mut ctx = ToolContext {
+            session_id: self.session.id.clone(),
+            cwd: self.session.cwd.clone(),
+            roots: self.session.roots.clone(),
+            editor: self.session.editor.clone(),
+            cancel: self.cancel.clone(),
+            tool_call_id: self.id.clone(),
+            secret_env: secret_env.to_vec(),
+            sandbox: None,
+        };
+        let invocation = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return Err(self.cancelled()),
+            r = contained(tool.prepare(args.clone(), &ctx)) => r,
+        };
+        let Invocation {
             title,
-            status: Some(ToolCallStatus::Failed),
-            content: Some(vec![ToolCallContent::text(msg.clone())]),
-            raw_output: Some(json!({ "error": msg })),
-            ..ToolCallUpdate::new(&id)
-        }));
+            kind,
+            locations,
+            content,
+            access,
+            action,
+        } = invocation.map_err(|e| self.fail(e.to_string()))?;
+        let title = sanitize_title(&title, TITLE_CHARS);
+        let details = ToolCallUpdate {
+            title: Some(title.clone()),
+            kind: Some(kind),
+            content: Some(content.clone()),
+            locations: Some(locations.clone()),
+            ..ToolCallUpdate::new(&self.id)
+        };
+        if title != first_title
+            || kind != tool.kind()
+            || !content.is_empty()
+            || !locations.is_empty()
+        {
+            self.session
+                .editor
+                .update(&SessionUpdate::ToolCallUpdate(details.clone()));
+        }
+        // Issue 14: a command that runs without the user allowing it (the mode, a
+        // remembered grant) is confined; one the user just allowed runs as allowed.
+        let unasked = self
+            .authorize(tool.name(), &access, &details, &args)
+            .await?;
+        if let (true, crate::tools::Access::Execute { cwd, .. }) = (unasked, &access) {
+            ctx.sandbox = Some(crate::tools::sandbox::policy_for(
+                &self.session.roots,
+                cwd,
+                sandbox_network,
+            ));
+        }
+        Ok(self.execute(action, &ctx).await)
+    }
+
+    /// The tool the model named, or the call fails naming the tools there are.
+    fn find(&self, req: &ToolCallRequest, args: &Value) -> Step<Arc<dyn crate::tools::Tool>> {
+        if let Some(tool) = self.session.registry.get(&req.name) {
+            return Ok(tool);
+        }
+        announce(
+            self.session,
+            &self.id,
+            &sanitize_title(&format!("Unknown tool {}", req.name), TITLE_CHARS),
+            ToolKind::Other,
+            args.clone(),
+        );
+        Err(self.fail(format!(
+            "there is no tool named {:?}; available tools: {}",
+            req.name,
+            self.session.registry.names().join(", ")
+        )))
+    }
+
+    /// The permission step (DESIGN §3): the policy decides, and asks the
+    /// user when it must. `Ok(true)` when the call runs without having asked.
+    async fn authorize(
+        &self,
+        tool: &str,
+        access: &crate::tools::Access,
+        details: &ToolCallUpdate,
+        args: &Value,
+    ) -> Step<bool> {
+        let session = self.session;
+        let decision = {
+            let grants = session.grants.lock().unwrap_or_else(|e| e.into_inner());
+            let bounds = permission::Bounds {
+                roots: &session.roots,
+                protected: &session.protected,
+            };
+            permission::decide(session.mode(), access, tool, &bounds, &grants)
+        };
+        let scope = match decision {
+            Decision::Allow => return Ok(true),
+            Decision::Refuse(reason) => {
+                return Err(self.fail(format!("not allowed: {reason}. Nothing was changed.")));
+            }
+            Decision::Ask(scope) => scope,
+        };
+        let request = ToolCallUpdate {
+            status: Some(ToolCallStatus::Pending),
+            raw_input: Some(args.clone()),
+            ..details.clone()
+        };
+        let options = permission::options(&scope);
+        let outcome = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return Err(self.cancelled()),
+            r = session.editor.request_permission(request, options.clone()) => r,
+        };
+        let kind = match outcome {
+            Ok(PermissionOutcome::Selected { option_id }) => options
+                .iter()
+                .find(|o| o.option_id == option_id)
+                .map(|o| o.kind),
+            Ok(PermissionOutcome::Cancelled) => return Err(self.cancelled()),
+            Err(e) => {
+                tracing::warn!(error = %e, "permission request failed");
+                return Err(self.fail(format!(
+                    "the permission request failed ({}); nothing was done",
+                    e.message
+                )));
+            }
+        };
+        match kind {
+            Some(PermissionOptionKind::AllowOnce) => Ok(false),
+            Some(PermissionOptionKind::AllowAlways) => {
+                remember(session, &scope, true);
+                Ok(false)
+            }
+            Some(PermissionOptionKind::RejectAlways) => {
+                remember(session, &scope, false);
+                Err(self.fail(rejected_text()))
+            }
+            Some(PermissionOptionKind::RejectOnce) | None => Err(self.fail(rejected_text())),
+        }
+    }
+
+    /// Runs the prepared action and reports how it ended.
+    async fn execute(
+        &self,
+        action: Box<dyn crate::tools::Action>,
+        ctx: &ToolContext,
+    ) -> CallResult {
+        let editor = &self.session.editor;
+        editor.update(&SessionUpdate::ToolCallUpdate(
+            ToolCallUpdate::new(&self.id).status(ToolCallStatus::InProgress),
+        ));
+        let result = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Err(ToolError::Cancelled),
+            r = contained(action.run(ctx)) => r,
+        };
+        match result {
+            Ok(ToolOutput {
+                for_model,
+                content,
+                locations,
+                raw_output,
+            }) => {
+                let raw = raw_output.unwrap_or_else(
+                    || json!({ "output": crate::utf8::shorten(&for_model, RAW_OUTPUT_LIMIT) }),
+                );
+                editor.update(&SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+                    status: Some(ToolCallStatus::Completed),
+                    content: (!content.is_empty()).then_some(content),
+                    locations,
+                    raw_output: Some(raw),
+                    ..ToolCallUpdate::new(&self.id)
+                }));
+                CallResult {
+                    for_model: trim_for_model(for_model),
+                    cancelled: false,
+                }
+            }
+            Err(ToolError::Cancelled) => self.cancelled(),
+            Err(e) => self.fail(e.to_string()),
+        }
+    }
+
+    /// Reports the call failed with `msg`, which the model reads too.
+    fn fail(&self, msg: String) -> CallResult {
+        self.session
+            .editor
+            .update(&SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+                status: Some(ToolCallStatus::Failed),
+                content: Some(vec![ToolCallContent::text(msg.clone())]),
+                raw_output: Some(json!({ "error": msg })),
+                ..ToolCallUpdate::new(&self.id)
+            }));
         CallResult {
             for_model: format!("Error: {msg}"),
             cancelled: false,
         }
-    };
-
-    let args: Value = match serde_json::from_str(&req.arguments) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(other) => other,
-        Err(e) => Value::String(format!("{e}")),
-    };
-    let Some(tool) = session.registry.get(&req.name) else {
-        announce(
-            session,
-            &id,
-            &sanitize_title(&format!("Unknown tool {}", req.name), TITLE_CHARS),
-            ToolKind::Other,
-            args,
-        );
-        let names = session.registry.names();
-        return fail(
-            None,
-            format!(
-                "there is no tool named {:?}; available tools: {}",
-                req.name,
-                names.join(", ")
-            ),
-        );
-    };
-    // Titles quote model output (paths, commands): never let control
-    // characters or escape sequences reach the editor's one-line displays.
-    let first_title = sanitize_title(&tool.title(&args), TITLE_CHARS);
-    announce(session, &id, &first_title, tool.kind(), args.clone());
-    if !args.is_object() {
-        return fail(
-            None,
-            format!(
-                "the arguments of {} must be a JSON object matching its schema; got {:?}",
-                req.name,
-                truncate(&req.arguments, 200)
-            ),
-        );
     }
 
-    let mut ctx = ToolContext {
-        session_id: session.id.clone(),
-        cwd: session.cwd.clone(),
-        roots: session.roots.clone(),
-        editor: editor.clone(),
-        cancel: cancel.clone(),
-        tool_call_id: id.clone(),
-        secret_env: secret_env.to_vec(),
-        sandbox: None,
-    };
-    let invocation = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => return cancelled(session, &id),
-        r = contained(tool.prepare(args.clone(), &ctx)) => r,
-    };
-    let Invocation {
-        title,
-        kind,
-        locations,
-        content,
-        access,
-        action,
-    } = match invocation {
-        Ok(inv) => inv,
-        Err(e) => return fail(None, e.to_string()),
-    };
-    let title = sanitize_title(&title, TITLE_CHARS);
-    let details = ToolCallUpdate {
-        title: Some(title.clone()),
-        kind: Some(kind),
-        content: Some(content.clone()),
-        locations: Some(locations.clone()),
-        ..ToolCallUpdate::new(&id)
-    };
-    if title != first_title || kind != tool.kind() || !content.is_empty() || !locations.is_empty() {
-        editor.update(&SessionUpdate::ToolCallUpdate(details.clone()));
-    }
-
-    let decision = {
-        let grants = session.grants.lock().unwrap_or_else(|e| e.into_inner());
-        let bounds = permission::Bounds {
-            roots: &session.roots,
-            protected: &session.protected,
-        };
-        permission::decide(session.mode(), &access, tool.name(), &bounds, &grants)
-    };
-    // Issue 14: a command that runs without the user allowing it (the mode, a
-    // remembered grant) is confined; one the user just allowed runs as allowed.
-    let unasked = decision == Decision::Allow;
-    match decision {
-        Decision::Allow => {}
-        Decision::Refuse(reason) => {
-            return fail(None, format!("not allowed: {reason}. Nothing was changed."));
-        }
-        Decision::Ask(scope) => {
-            let request = ToolCallUpdate {
-                status: Some(ToolCallStatus::Pending),
-                raw_input: Some(args.clone()),
-                ..details.clone()
-            };
-            let options = permission::options(&scope);
-            let outcome = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return cancelled(session, &id),
-                r = editor.request_permission(request, options.clone()) => r,
-            };
-            let kind = match outcome {
-                Ok(PermissionOutcome::Selected { option_id }) => options
-                    .iter()
-                    .find(|o| o.option_id == option_id)
-                    .map(|o| o.kind),
-                Ok(PermissionOutcome::Cancelled) => return cancelled(session, &id),
-                Err(e) => {
-                    tracing::warn!(error = %e, "permission request failed");
-                    return fail(
-                        None,
-                        format!(
-                            "the permission request failed ({}); nothing was done",
-                            e.message
-                        ),
-                    );
-                }
-            };
-            match kind {
-                Some(PermissionOptionKind::AllowOnce) => {}
-                Some(PermissionOptionKind::AllowAlways) => remember(session, &scope, true),
-                Some(PermissionOptionKind::RejectAlways) => {
-                    remember(session, &scope, false);
-                    return fail(None, rejected_text());
-                }
-                Some(PermissionOptionKind::RejectOnce) | None => {
-                    return fail(None, rejected_text());
-                }
-            }
-        }
-    }
-
-    if let (true, crate::tools::Access::Execute { cwd, .. }) = (unasked, &access) {
-        ctx.sandbox = Some(crate::tools::sandbox::policy_for(
-            &session.roots,
-            cwd,
-            sandbox_network,
-        ));
-    }
-    editor.update(&SessionUpdate::ToolCallUpdate(
-        ToolCallUpdate::new(&id).status(ToolCallStatus::InProgress),
-    ));
-    let result = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => Err(ToolError::Cancelled),
-        r = contained(action.run(&ctx)) => r,
-    };
-    match result {
-        Ok(ToolOutput {
-            for_model,
-            content: out_content,
-            locations: out_locations,
-            raw_output,
-        }) => {
-            let raw = raw_output
-                .unwrap_or_else(|| json!({ "output": truncate(&for_model, RAW_OUTPUT_LIMIT) }));
-            editor.update(&SessionUpdate::ToolCallUpdate(ToolCallUpdate {
-                status: Some(ToolCallStatus::Completed),
-                content: (!out_content.is_empty()).then_some(out_content),
-                locations: out_locations,
-                raw_output: Some(raw),
-                ..ToolCallUpdate::new(&id)
-            }));
-            CallResult {
-                for_model: trim_for_model(for_model),
-                cancelled: false,
-            }
-        }
-        Err(ToolError::Cancelled) => cancelled(session, &id),
-        Err(e) => fail(None, e.to_string()),
+    fn cancelled(&self) -> CallResult {
+        cancelled(self.session, &self.id)
     }
 }
 
@@ -289,31 +349,14 @@ fn cancelled(session: &Session, id: &str) -> CallResult {
     }
 }
 
-fn truncate(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut cut = max;
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}… [{} more bytes]", &s[..cut], s.len() - cut)
-}
-
 /// Keeps the head and the tail of a long result, saying what was dropped.
 pub fn trim_for_model(text: String) -> String {
     if text.len() <= MODEL_RESULT_LIMIT {
         return text;
     }
     let half = MODEL_RESULT_LIMIT / 2;
-    let mut head = half;
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = text.len() - half;
-    while !text.is_char_boundary(tail) {
-        tail += 1;
-    }
+    let head = crate::utf8::floor_boundary(&text, half);
+    let tail = crate::utf8::ceil_boundary(&text, text.len() - half);
     format!(
         "{}\n\n[… {} bytes omitted from the middle of this output; narrow the request to see them …]\n\n{}",
         &text[..head],

@@ -11,10 +11,10 @@ use crate::config::Settings;
 use crate::rpc::RpcError;
 
 use crate::agent::Agent;
-use crate::agent::policy::modes::Mode;
 use crate::agent::policy::options::{self, MODE, MODEL, REASONING_EFFORT};
 use crate::agent::session::Session;
 use crate::agent::store::Record;
+use crate::config::Mode;
 
 pub(in crate::agent) const AUTH_METHOD_ID: &str = "openai-api-key";
 
@@ -83,7 +83,10 @@ impl Agent {
 
     /// `authenticate` (ACP §4): re-reads environment and config; succeeds when
     /// a usable key (or a keyless local endpoint) is there.
-    pub(in crate::agent) async fn authenticate(&self, req: AuthenticateRequest) -> Result<Empty, RpcError> {
+    pub(in crate::agent) async fn authenticate(
+        &self,
+        req: AuthenticateRequest,
+    ) -> Result<Empty, RpcError> {
         if req.method_id != AUTH_METHOD_ID {
             return Err(RpcError::invalid_params(format!(
                 "params.methodId: unknown auth method {:?}; this agent offers {AUTH_METHOD_ID:?}",
@@ -108,7 +111,10 @@ impl Agent {
     }
 
     /// The session's complete option list.
-    pub(in crate::agent) async fn session_options(&self, session: &Session) -> Vec<SessionConfigOption> {
+    pub(in crate::agent) async fn session_options(
+        &self,
+        session: &Session,
+    ) -> Vec<SessionConfigOption> {
         let settings = self.settings();
         let models = match self.model() {
             Ok(m) => self.catalog.models(&settings, m.as_ref()).await,

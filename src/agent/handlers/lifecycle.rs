@@ -6,24 +6,39 @@ use std::sync::Arc;
 
 use crate::acp::{
     AvailableCommandsUpdate, Empty, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, SessionInfo, SessionInfoUpdate,
-    SessionRef, SessionUpdate,
+    LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, SessionInfo,
+    SessionInfoUpdate, SessionRef, SessionUpdate,
 };
+use crate::config::Settings;
 use crate::editor::Editor;
+use crate::llm::ChatMessage;
 use crate::rpc::{Reply, RpcError};
 use crate::skills::Shelf;
 use crate::tools::paths::canonicalize_lenient;
 use crate::tools::{Registry, SkillTools};
 
-use crate::agent::policy::modes::Mode;
 use crate::agent::policy::options;
-use crate::agent::store::restore::{Restored, restore};
 use crate::agent::session::{Recorder, Session, SessionInit, SessionMeta};
+use crate::agent::store::restore::{Restored, restore};
 use crate::agent::store::{self, StoreError, Summary};
 use crate::agent::{Agent, policy::commands};
+use crate::config::Mode;
 
 /// Sessions per `session/list` page.
 const PAGE: usize = 50;
+
+/// What differs between a new session and a restored one.
+struct Opening {
+    id: String,
+    cwd: PathBuf,
+    additional: Vec<PathBuf>,
+    mcp_servers: Vec<McpServer>,
+    mode: Mode,
+    meta: SessionMeta,
+    history: Vec<ChatMessage>,
+    used_tool_ids: HashSet<String>,
+    log: store::Log,
+}
 
 impl Agent {
     /// `session/new` (ACP §5.1).
@@ -58,26 +73,19 @@ impl Agent {
             tracing::warn!(session = %id, error = %e, "cannot lock the new session's log");
         });
         let log = self.store.create(&summary).hold(claim.ok());
-        let mode = Mode::parse(&settings.default_mode).unwrap_or(Mode::Ask);
-        let editor = Editor::new(self.peer.clone(), self.client_caps(), &id)
-            .with_mcp_links(self.mcp_links.clone());
-        let skills = find_skills(&cwd, &additional).await;
-        let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor, &skills).await;
-        let session = self.install(SessionInit {
+        let mode = settings.default_mode;
+        let opening = Opening {
             id: id.clone(),
             cwd,
-            additional_dirs: additional,
-            editor,
+            additional,
             mcp_servers: req.mcp_servers,
             mode,
-            registry,
             meta,
             history: Vec::new(),
             used_tool_ids: HashSet::new(),
-            recorder: Recorder::new(Some(log)),
-            protected: protected_for(&settings),
-            skills,
-        });
+            log,
+        };
+        let session = self.open(opening, &settings).await;
         tracing::info!(session = %id, "session created");
         let response = NewSessionResponse {
             session_id: id,
@@ -92,12 +100,7 @@ impl Agent {
         self: &Arc<Self>,
         req: LoadSessionRequest,
     ) -> Result<Reply, RpcError> {
-        let (session, restored) = self.restore_session(req).await?;
-        for update in &restored.replay {
-            session.editor.replay(update);
-        }
-        let response = self.load_response(&session).await;
-        self.reply_then_commands(&response, session)
+        self.reopen(req, true).await
     }
 
     /// `session/resume` (ACP §5.4): restores the session without replaying it.
@@ -105,16 +108,25 @@ impl Agent {
         self: &Arc<Self>,
         req: LoadSessionRequest,
     ) -> Result<Reply, RpcError> {
-        let (session, _) = self.restore_session(req).await?;
-        let response = self.load_response(&session).await;
-        self.reply_then_commands(&response, session)
+        self.reopen(req, false).await
     }
 
-    async fn load_response(&self, session: &Session) -> LoadSessionResponse {
-        LoadSessionResponse {
-            modes: Mode::state(session.mode()),
-            config_options: self.session_options(session).await,
+    async fn reopen(
+        self: &Arc<Self>,
+        req: LoadSessionRequest,
+        replay: bool,
+    ) -> Result<Reply, RpcError> {
+        let (session, restored) = self.restore_session(req).await?;
+        if replay {
+            for update in &restored.replay {
+                session.editor.replay(update);
+            }
         }
+        let response = LoadSessionResponse {
+            modes: Mode::state(session.mode()),
+            config_options: self.session_options(&session).await,
+        };
+        self.reply_then_commands(&response, session)
     }
 
     async fn restore_session(
@@ -162,8 +174,7 @@ impl Agent {
             .mode
             .as_deref()
             .and_then(Mode::parse)
-            .or_else(|| Mode::parse(&settings.default_mode))
-            .unwrap_or(Mode::Ask);
+            .unwrap_or(settings.default_mode);
         let now = store::now_rfc3339();
         let meta = SessionMeta {
             title: restored.title.clone(),
@@ -176,33 +187,27 @@ impl Agent {
             updated_at: now,
         };
         let id = req.session_id.clone();
-        let editor = Editor::new(self.peer.clone(), self.client_caps(), &id)
-            .with_mcp_links(self.mcp_links.clone());
-        // The MCP servers given now are reconnected (ACP §5.3, §5.4).
-        let skills = find_skills(&cwd, &additional).await;
-        let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor, &skills).await;
-        let session = self.install(SessionInit {
+        let opening = Opening {
             id: id.clone(),
             cwd,
-            additional_dirs: additional,
-            editor,
+            additional,
             mcp_servers: req.mcp_servers,
             mode,
-            registry,
             meta,
             history: restored.history.clone(),
             used_tool_ids: restored.tool_ids.clone(),
-            recorder: Recorder::new(Some(self.store.open(&id).hold(claim))),
-            protected: protected_for(&settings),
-            skills,
-        });
+            log: self.store.open(&id).hold(claim),
+        };
+        let session = self.open(opening, &settings).await;
         tracing::info!(session = %id, messages = restored.history.len(), "session restored");
         Ok((session, restored))
     }
 
     /// The settings, if sessions can run on them: the config file loaded and
     /// credentials present (ACP §4 `auth_required` otherwise).
-    pub(in crate::agent) fn usable_settings(&self) -> Result<Arc<crate::config::Settings>, RpcError> {
+    pub(in crate::agent) fn usable_settings(
+        &self,
+    ) -> Result<Arc<crate::config::Settings>, RpcError> {
         let settings = self.settings();
         if let Some(e) = &settings.load_error {
             return Err(RpcError::internal(format!(
@@ -218,8 +223,30 @@ impl Agent {
         Ok(settings)
     }
 
-    fn install(&self, init: SessionInit) -> Arc<Session> {
-        let id = init.id.clone();
+    /// Builds a new or restored session (its editor, skills, tools and MCP
+    /// servers, which are (re)connected now: ACP §5.1, §5.3, §5.4) and
+    /// registers it.
+    async fn open(&self, o: Opening, settings: &Settings) -> Arc<Session> {
+        let editor = Editor::new(self.peer.clone(), self.client_caps(), &o.id)
+            .with_mcp_links(self.mcp_links.clone());
+        let skills = find_skills(&o.cwd, &o.additional).await;
+        let registry = tools_for(&o.mcp_servers, settings, &o.cwd, &editor, &skills).await;
+        let id = o.id.clone();
+        let init = SessionInit {
+            id: o.id,
+            cwd: o.cwd,
+            additional_dirs: o.additional,
+            editor,
+            mcp_servers: o.mcp_servers,
+            mode: o.mode,
+            registry,
+            meta: o.meta,
+            history: o.history,
+            used_tool_ids: o.used_tool_ids,
+            recorder: Recorder::new(Some(o.log)),
+            protected: protected_for(settings),
+            skills,
+        };
         let session = Session::new(init, Some(self.store.clone()));
         self.sessions
             .lock()

@@ -3,3 +3,4 @@
 pub(super) mod handshake;
 pub(super) mod lifecycle;
 pub(super) mod prompt;
+pub mod requests;

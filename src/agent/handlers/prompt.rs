@@ -8,13 +8,14 @@ use crate::config::{MODEL_ENV, Settings};
 use crate::rpc::RpcError;
 
 use crate::agent::Agent;
-use crate::agent::policy::commands::{self, Action};
 use crate::agent::engine::compact;
-use crate::agent::policy::modes::Mode;
+use crate::agent::engine::model_call::{TurnEnv, message_id};
+use crate::agent::engine::turn;
+use crate::agent::policy::commands::{self, Action};
 use crate::agent::policy::options;
 use crate::agent::session::{Session, TurnGuard};
 use crate::agent::store::Record;
-use crate::agent::engine::turn::{self, TurnEnv, message_id};
+use crate::config::Mode;
 
 /// Titles are the first line of the first prompt, this long at most.
 const TITLE_CHARS: usize = 60;

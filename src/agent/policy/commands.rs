@@ -8,8 +8,8 @@ use std::path::Path;
 use crate::acp::{AvailableCommand, CommandInput, ContentBlock};
 use crate::skills::Catalog;
 
-const INIT: &str = include_str!("../../prompts/init.md");
-const REVIEW: &str = include_str!("../../prompts/review.md");
+const INIT: &str = include_str!("../../../prompts/init.md");
+const REVIEW: &str = include_str!("../../../prompts/review.md");
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {

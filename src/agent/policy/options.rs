@@ -6,7 +6,7 @@ use crate::acp::{SelectTag, SessionConfigOption, SessionConfigSelectOption};
 use crate::config::Settings;
 use crate::llm::Model;
 
-use crate::agent::policy::modes::Mode;
+use crate::config::Mode;
 
 pub const MODE: &str = "mode";
 pub const MODEL: &str = "model";

@@ -21,9 +21,9 @@ use crate::tools::Access;
 use crate::tools::paths::{is_inside, outside_paths_in_command};
 use crate::tools::sanitize_title;
 
-use crate::agent::policy::modes::Mode;
 pub use crate::agent::policy::prefix::{command_prefix, matches_prefix};
 use crate::agent::policy::protected::{Protected, linked_elsewhere};
+use crate::config::Mode;
 
 /// What to do with a prepared call.
 #[derive(Debug, Clone, PartialEq)]

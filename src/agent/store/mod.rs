@@ -15,6 +15,9 @@ use serde_json::Value;
 use crate::acp::{ContentBlock, PlanEntry, ToolCall};
 use crate::llm::{ChatMessage, ToolCallRequest, UserPart};
 
+pub(in crate::agent) mod lock;
+pub(in crate::agent) mod restore;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot write session data in {}: {source}", path.display())]
@@ -142,13 +145,7 @@ impl StoredMessage {
         Some(match m {
             ChatMessage::System(_) => return None,
             ChatMessage::User(parts) => StoredMessage::User {
-                parts: parts
-                    .iter()
-                    .map(|p| match p {
-                        UserPart::Text(t) => StoredPart::Text { text: t.clone() },
-                        UserPart::ImageUrl(u) => StoredPart::Image { url: u.clone() },
-                    })
-                    .collect(),
+                parts: parts.iter().map(StoredPart::from).collect(),
             },
             ChatMessage::Assistant {
                 text,
@@ -171,15 +168,9 @@ impl StoredMessage {
 
     pub fn to_chat(&self) -> ChatMessage {
         match self {
-            StoredMessage::User { parts } => ChatMessage::User(
-                parts
-                    .iter()
-                    .map(|p| match p {
-                        StoredPart::Text { text } => UserPart::Text(text.clone()),
-                        StoredPart::Image { url } => UserPart::ImageUrl(url.clone()),
-                    })
-                    .collect(),
-            ),
+            StoredMessage::User { parts } => {
+                ChatMessage::User(parts.iter().map(UserPart::from).collect())
+            }
             StoredMessage::Assistant {
                 text,
                 reasoning,
@@ -196,6 +187,24 @@ impl StoredMessage {
                 tool_call_id: tool_call_id.clone(),
                 content: content.clone(),
             },
+        }
+    }
+}
+
+impl From<&UserPart> for StoredPart {
+    fn from(p: &UserPart) -> Self {
+        match p {
+            UserPart::Text(t) => StoredPart::Text { text: t.clone() },
+            UserPart::ImageUrl(u) => StoredPart::Image { url: u.clone() },
+        }
+    }
+}
+
+impl From<&StoredPart> for UserPart {
+    fn from(p: &StoredPart) -> Self {
+        match p {
+            StoredPart::Text { text } => UserPart::Text(text.clone()),
+            StoredPart::Image { url } => UserPart::ImageUrl(url.clone()),
         }
     }
 }
@@ -342,7 +351,10 @@ impl Store {
     }
 
     /// Takes the session's lock for this process ([`crate::agent::store::lock`]).
-    pub fn claim(&self, id: &str) -> Result<std::sync::Arc<crate::agent::store::lock::Claim>, StoreError> {
+    pub fn claim(
+        &self,
+        id: &str,
+    ) -> Result<std::sync::Arc<crate::agent::store::lock::Claim>, StoreError> {
         if !valid_id(id) {
             return Err(StoreError::Missing(id.to_owned()));
         }

@@ -1,4 +1,4 @@
-//! Unit tests of the session store (kept apart: store.rs is long enough).
+//! Unit tests of the session store (kept apart: store/mod.rs is long enough).
 use super::*;
 
 fn summary(id: &str) -> Summary {

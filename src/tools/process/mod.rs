@@ -39,6 +39,7 @@
 //! reach; if they keep the pipes open the runner stops reading after the
 //! grace periods and returns anyway.
 
+mod ending;
 mod exit;
 mod output;
 mod registry;
@@ -46,11 +47,10 @@ mod registry;
 mod tests;
 
 pub use exit::signal_name;
-pub use registry::{kill_all_children, register_group, unregister_group};
+pub use registry::{kill_all_children, kill_group, register_group, unregister_group};
 
 use exit::{ExitInfo, Status, peek_exit};
 use output::Output;
-use registry::kill_group;
 
 use std::io;
 use std::path::PathBuf;
@@ -168,18 +168,36 @@ pub async fn run_local(
     }
     check_cwd(&spec)?;
     let sink: &mut (dyn FnMut(&str) + Send) = &mut on_output;
-
-    // Listen for SIGCHLD before spawning so that no exit notification is missed.
-    let sigchld = match signal(SignalKind::child()) {
-        Ok(s) => Some(s),
-        Err(err) => {
-            tracing::warn!(%err, "no SIGCHLD listener; polling for child exit");
-            None
+    let mut run = Run::spawn(&spec)?;
+    let start = Instant::now();
+    let timeout_at = start
+        .checked_add(spec.timeout)
+        .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 86_400));
+    let mut result = CommandResult::default();
+    match run
+        .pump(timeout_at, Until::Exited, Some(&cancel), sink)
+        .await
+    {
+        Event::Done => run.end_after_exit(sink).await,
+        Event::Deadline => {
+            result.timed_out = true;
+            run.end_after_timeout(sink).await;
         }
-    };
+        Event::Cancelled => {
+            result.cancelled = true;
+            let term_at = Instant::now();
+            if !run.end_after_cancel(term_at, sink).await {
+                return Ok(run.answer_then_reap(result, term_at, sink));
+            }
+        }
+    }
+    run.report(result, &spec.command, start, sink)
+}
 
-    // Through the agent's launcher when there is one: the sandbox, and a
-    // supervisor that kills the group when the agent dies (even by SIGKILL).
+/// The command line as run: through the agent's launcher when there is one
+/// (the sandbox, and a supervisor that kills the group when the agent dies,
+/// even by SIGKILL), else `sh -c`; in its own process group.
+fn command_for(spec: &CommandSpec) -> Command {
     let mut cmd = match crate::tools::sandbox::wrap(
         "sh",
         &["-c", &spec.command],
@@ -207,133 +225,7 @@ pub async fn run_local(
         cmd.env_remove(key);
     }
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
-
-    let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
-        command: spec.command.clone(),
-        cwd: spec.cwd.clone(),
-        source,
-    })?;
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
-        return Err(ProcessError::Wait {
-            command: spec.command,
-            source: io::Error::other("child has no pid right after spawn"),
-        });
-    };
-    register_group(pid);
-    tracing::debug!(pid, command = %spec.command, "spawned");
-
-    let mut run = Run {
-        group: Group {
-            child,
-            pgid: pid,
-            reaped: false,
-        },
-        stdout,
-        stderr,
-        out_buf: vec![0; READ_CHUNK],
-        err_buf: vec![0; READ_CHUNK],
-        sigchld,
-        exit: None,
-        output: Output::new(spec.output_limit),
-    };
-
-    let start = Instant::now();
-    let timeout_at = start
-        .checked_add(spec.timeout)
-        .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 86_400));
-
-    let mut result = CommandResult::default();
-    match run
-        .pump(timeout_at, Until::Exited, Some(&cancel), sink)
-        .await
-    {
-        Event::Done => {
-            run.pump(Instant::now() + EXIT_DRAIN_GRACE, Until::Eof, None, sink)
-                .await;
-            // Background leftovers die with the command (see module docs).
-            run.group.signal(libc::SIGKILL);
-            run.pump(Instant::now() + POST_KILL_DRAIN, Until::Eof, None, sink)
-                .await;
-        }
-        Event::Deadline => {
-            result.timed_out = true;
-            tracing::debug!(pid, "timed out: SIGTERM");
-            run.group.signal(libc::SIGTERM);
-            run.pump(Instant::now() + TERM_GRACE, Until::ExitedAndEof, None, sink)
-                .await;
-            run.group.signal(libc::SIGKILL);
-            run.pump(Instant::now() + KILL_WAIT, Until::Exited, None, sink)
-                .await;
-            run.pump(Instant::now() + POST_KILL_DRAIN, Until::Eof, None, sink)
-                .await;
-        }
-        Event::Cancelled => {
-            result.cancelled = true;
-            let term_at = Instant::now();
-            tracing::debug!(pid, "cancelled: SIGTERM");
-            run.group.signal(libc::SIGTERM);
-            let ev = run
-                .pump(term_at + CANCEL_RETURN, Until::ExitedAndEof, None, sink)
-                .await;
-            if ev != Event::Done {
-                // Return now; finish the TERM → KILL sequence in the background.
-                run.output.flush(sink);
-                let status = run.exit.and_then(|e| e.status);
-                run.output.fill(&mut result);
-                set_status(&mut result, status);
-                run.output = Output::new(0);
-                tokio::spawn(async move {
-                    let mut discard = |_: &str| {};
-                    run.pump(
-                        term_at + TERM_GRACE,
-                        Until::ExitedAndEof,
-                        None,
-                        &mut discard,
-                    )
-                    .await;
-                    run.group.signal(libc::SIGKILL);
-                    run.pump(
-                        Instant::now() + KILL_WAIT,
-                        Until::Exited,
-                        None,
-                        &mut discard,
-                    )
-                    .await;
-                    let status = run.finish();
-                    tracing::debug!(pid, ?status, "cancelled command reaped");
-                });
-                return Ok(result);
-            }
-            run.group.signal(libc::SIGKILL);
-        }
-    }
-
-    run.output.flush(sink);
-    let reaped = run.finish();
-    let status = match reaped {
-        Ok(Some(status)) => ExitInfo::from(status).status,
-        Ok(None) => None,
-        Err(source) if run.exit.is_none() => {
-            return Err(ProcessError::Wait {
-                command: spec.command,
-                source,
-            });
-        }
-        Err(_) => None,
-    }
-    .or(run.exit.and_then(|e| e.status));
-    run.output.fill(&mut result);
-    set_status(&mut result, status);
-    tracing::debug!(
-        pid,
-        exit_code = ?result.exit_code,
-        signal = ?result.signal,
-        elapsed_ms = start.elapsed().as_millis() as u64,
-        "command finished"
-    );
-    Ok(result)
+    cmd
 }
 
 fn check_cwd(spec: &CommandSpec) -> Result<(), ProcessError> {
@@ -428,6 +320,48 @@ struct Run {
 }
 
 impl Run {
+    /// Starts the command and registers its group.
+    fn spawn(spec: &CommandSpec) -> Result<Run, ProcessError> {
+        // Listen for SIGCHLD before spawning so that no exit notification is missed.
+        let sigchld = match signal(SignalKind::child()) {
+            Ok(s) => Some(s),
+            Err(err) => {
+                tracing::warn!(%err, "no SIGCHLD listener; polling for child exit");
+                None
+            }
+        };
+        let mut child = command_for(spec)
+            .spawn()
+            .map_err(|source| ProcessError::Spawn {
+                command: spec.command.clone(),
+                cwd: spec.cwd.clone(),
+                source,
+            })?;
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
+            return Err(ProcessError::Wait {
+                command: spec.command.clone(),
+                source: io::Error::other("child has no pid right after spawn"),
+            });
+        };
+        register_group(pid);
+        tracing::debug!(pid, command = %spec.command, "spawned");
+        Ok(Run {
+            group: Group {
+                child,
+                pgid: pid,
+                reaped: false,
+            },
+            stdout,
+            stderr,
+            out_buf: vec![0; READ_CHUNK],
+            err_buf: vec![0; READ_CHUNK],
+            sigchld,
+            exit: None,
+            output: Output::new(spec.output_limit),
+        })
+    }
+
     fn eof(&self) -> bool {
         self.stdout.is_none() && self.stderr.is_none()
     }

@@ -96,10 +96,7 @@ pub(super) fn keep_tail(s: &mut String, limit: usize) {
     if s.len() <= limit {
         return;
     }
-    let mut start = s.len() - limit;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
+    let start = crate::utf8::ceil_boundary(s, s.len() - limit);
     s.drain(..start);
 }
 

@@ -82,7 +82,9 @@ pub(super) fn is_foreign_group(pgid: i32) -> bool {
     pgid > 1 && pgid != unsafe { libc::getpgrp() }
 }
 
-pub(super) fn kill_group(pgid: i32, sig: i32) {
+/// Signals process group `pgid`, unless it is not ours to signal (0, 1, the
+/// agent's own group); a group that is already gone is not an error.
+pub fn kill_group(pgid: i32, sig: i32) {
     if !is_foreign_group(pgid) {
         return;
     }

@@ -119,15 +119,10 @@ struct Visitor<'s> {
 impl ParallelVisitor for Visitor<'_> {
     fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
         let shared = self.shared;
-        if shared.cancel.load(Ordering::Relaxed) {
-            return WalkState::Quit;
-        }
-        let Ok(entry) = entry else {
-            return WalkState::Continue;
+        let entry = match super::file_entry(entry, shared.cancel) {
+            Ok(e) => e,
+            Err(state) => return state,
         };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            return WalkState::Continue;
-        }
         if !shared
             .matcher
             .is_match(rel_to_root(entry.path(), shared.root))

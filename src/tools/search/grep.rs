@@ -204,16 +204,10 @@ impl Drop for Visitor<'_> {
 impl ParallelVisitor for Visitor<'_> {
     fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
         let shared = self.shared;
-        if shared.cancel.load(Ordering::Relaxed) {
-            return WalkState::Quit;
-        }
-        // Unreadable entries are skipped, as ripgrep does (it only warns).
-        let Ok(entry) = entry else {
-            return WalkState::Continue;
+        let entry = match super::file_entry(entry, shared.cancel) {
+            Ok(e) => e,
+            Err(state) => return state,
         };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            return WalkState::Continue;
-        }
         let path = entry.path();
         if let Some(glob) = shared.glob
             && !glob.is_match(rel_to_root(path, shared.root))

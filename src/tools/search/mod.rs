@@ -196,6 +196,22 @@ pub(crate) fn compile_glob(pattern: &str, root: &Path) -> Result<GlobMatcher, Se
         .map_err(|e| invalid(e.kind().to_string()))
 }
 
+/// The next file of a parallel walk: `Err(Quit)` once the search is
+/// cancelled, `Err(Continue)` for directories and for unreadable entries,
+/// which are skipped as ripgrep does (it only warns).
+pub(crate) fn file_entry(
+    entry: Result<ignore::DirEntry, ignore::Error>,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Result<ignore::DirEntry, ignore::WalkState> {
+    if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(ignore::WalkState::Quit);
+    }
+    match entry {
+        Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => Ok(e),
+        _ => Err(ignore::WalkState::Continue),
+    }
+}
+
 /// The part of `path` below `root`, or its file name when `path` is `root`
 /// itself (a single-file search).
 pub(crate) fn rel_to_root<'a>(path: &'a Path, root: &Path) -> &'a Path {

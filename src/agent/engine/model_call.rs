@@ -1,0 +1,218 @@
+//! One model call and its environment, shared by the turn loop and
+//! compaction (ACP §6): the request they send, the call with its retries
+//! (DESIGN §3 "Model endpoint"), and failures mapped to JSON-RPC errors.
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::acp::SessionUpdate;
+use crate::config::Settings;
+use crate::llm::{
+    ChatMessage, ChatRequest, Completion, Event, LlmError, Model, RetryPolicy, ToolSpec,
+};
+use crate::rpc::RpcError;
+use crate::tools::ToolDescription;
+
+use crate::agent::engine::relay::Relay;
+use crate::agent::session::{History, Session};
+
+/// What a turn needs besides the session.
+pub struct TurnEnv {
+    pub model: Arc<dyn Model>,
+    pub model_id: String,
+    pub reasoning_effort: Option<String>,
+    pub settings: Arc<Settings>,
+}
+
+impl TurnEnv {
+    pub fn context_window(&self) -> u64 {
+        self.settings.context_window_for(&self.model_id)
+    }
+
+    fn policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_retries: self.settings.max_retries,
+            base: self.settings.retry_base_delay,
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+pub fn message_id() -> String {
+    format!("msg_{:016x}", fastrand::u64(..))
+}
+
+/// The request for the next call of a turn: system prompt, history, and the
+/// session's tools.
+pub fn turn_request(env: &TurnEnv, session: &Session, history: &History) -> ChatRequest {
+    let mut messages = Vec::with_capacity(history.messages.len() + 1);
+    messages.push(ChatMessage::System(session.system_prompt()));
+    messages.extend(history.messages.iter().cloned());
+    let tools = session
+        .registry
+        .specs()
+        .into_iter()
+        .map(tool_spec)
+        .collect();
+    request(env, messages, tools, env.settings.send_reasoning)
+}
+
+/// The one place a model request is put together (turns and compaction).
+pub fn request(
+    env: &TurnEnv,
+    messages: Vec<ChatMessage>,
+    tools: Vec<ToolSpec>,
+    send_reasoning: bool,
+) -> ChatRequest {
+    ChatRequest {
+        model: env.model_id.clone(),
+        messages,
+        tools,
+        stream_usage: env.settings.stream_usage,
+        send_reasoning,
+        reasoning_effort: env.reasoning_effort.clone(),
+    }
+}
+
+/// A tool as the model sees it: tools describe themselves with their own
+/// type (DESIGN §2: `tools` does not use `llm`); the agent converts.
+pub fn tool_spec(t: ToolDescription) -> ToolSpec {
+    ToolSpec {
+        name: t.name,
+        description: t.description,
+        parameters: t.parameters,
+    }
+}
+
+pub enum Outcome {
+    Done(Completion),
+    /// Cancelled; `partial` is the text the user already saw.
+    Cancelled {
+        partial: String,
+    },
+}
+
+/// One model call with retries. When `visible`, text and thoughts stream to the
+/// editor; otherwise (compaction) only status lines do.
+pub async fn call_model(
+    env: &TurnEnv,
+    session: &Session,
+    request: &ChatRequest,
+    cancel: &CancellationToken,
+    visible: bool,
+) -> Result<Outcome, RpcError> {
+    let editor = &session.editor;
+    let policy = env.policy();
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        let text_id = message_id();
+        let thought_id = message_id();
+        let mut partial = String::new();
+        let outcome = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => None,
+            r = async {
+                let mut stream = env.model.stream(request).await?;
+                // Batches what streams faster than it can be written; flushed when dropped.
+                // It waits while the editor is behind, which slows the stream down
+                // instead of growing the queue to the editor (rpc::Peer::writable).
+                let relay = visible.then(|| Relay::new(editor, &text_id, &thought_id));
+                while let Some(event) = stream.next().await {
+                    match event? {
+                        Event::Text(t) => {
+                            partial.push_str(&t);
+                            if let Some(relay) = &relay {
+                                relay.text(t).await;
+                            }
+                        }
+                        Event::Reasoning(t) => {
+                            if let Some(relay) = &relay {
+                                relay.thought(t).await;
+                            }
+                        }
+                        Event::ToolCallStarted { .. } => {}
+                        Event::Done(c) => return Ok(c),
+                    }
+                }
+                Err(LlmError::Interrupted { url: env.settings.base_url.clone(), reason: "the stream ended early".into() })
+            } => Some(r),
+        };
+        let err = match outcome {
+            None => {
+                return Ok(Outcome::Cancelled {
+                    partial: if visible { partial } else { String::new() },
+                });
+            }
+            Some(Ok(c)) => return Ok(Outcome::Done(c)),
+            Some(Err(e)) => e,
+        };
+        tracing::warn!(attempt, error = %err, "model call failed");
+        match policy.delay(&err, attempt) {
+            Some(delay) => {
+                if visible && !partial.is_empty() {
+                    // The retry streams the whole answer again as a new message;
+                    // close the broken one so the text does not run together.
+                    editor.update(&SessionUpdate::agent_text(
+                        "\n\n_(connection lost — the answer restarts below)_\n\n",
+                        Some(text_id.clone()),
+                    ));
+                }
+                status(
+                    session,
+                    &format!(
+                        "Model endpoint: {} — retrying in {} (attempt {} of {})…",
+                        err.short(),
+                        human_delay(delay),
+                        attempt + 1,
+                        policy.max_retries + 1
+                    ),
+                );
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return Ok(Outcome::Cancelled { partial: String::new() }),
+                    _ = tokio::time::sleep(delay) => {}
+                }
+            }
+            None => return Err(to_rpc_error(env, &err, attempt)),
+        }
+    }
+}
+
+fn human_delay(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        format!("{:.1} s", d.as_secs_f64())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+/// A short status line for long waits (retries, compaction, start-up), shown
+/// as a thought so it does not become part of the answer.
+pub fn status(session: &Session, text: &str) {
+    session.editor.status(text);
+}
+
+/// Maps a final model failure to an actionable wire error (DESIGN §4 "Auth").
+pub fn to_rpc_error(env: &TurnEnv, err: &LlmError, attempts: u32) -> RpcError {
+    let s = &env.settings;
+    let data = serde_json::json!({ "endpoint": s.base_url, "model": env.model_id });
+    match err {
+        LlmError::Status { status: 401 | 403, url, message, .. } => RpcError::auth_required(format!(
+            "{url} rejected the API key ({message}); check {}",
+            s.key_hint()
+        ))
+        .with_data(data),
+        LlmError::Status { status: 404, url, message, .. } => RpcError::internal(format!(
+            "{url} answered HTTP 404 ({message}): check the model name {:?} (--model or ACP_CODER_MODEL) and the base URL (--base-url or OPENAI_BASE_URL)",
+            env.model_id
+        ))
+        .with_data(data),
+        other if attempts > 1 => {
+            RpcError::internal(format!("the model request failed after {attempts} attempts: {other}")).with_data(data)
+        }
+        other => RpcError::internal(format!("the model request failed: {other}")).with_data(data),
+    }
+}

@@ -1,0 +1,53 @@
+//! The session modes (DESIGN §3 "Modes and permissions"): one type for the
+//! config file's `default_mode`, the `--mode` flag and the sessions. How the
+//! agent shows them over ACP is in `agent::policy::modes`.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    ReadOnly,
+    Ask,
+    AcceptEdits,
+    FullAuto,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 4] = [Mode::ReadOnly, Mode::Ask, Mode::AcceptEdits, Mode::FullAuto];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Mode::ReadOnly => "read-only",
+            Mode::Ask => "ask",
+            Mode::AcceptEdits => "accept-edits",
+            Mode::FullAuto => "full-auto",
+        }
+    }
+
+    pub fn parse(id: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.id() == id)
+    }
+
+    /// Every mode id, for messages that list the choices.
+    pub fn ids() -> String {
+        Mode::ALL.map(Mode::id).join(", ")
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::ReadOnly => "Read only",
+            Mode::Ask => "Ask",
+            Mode::AcceptEdits => "Accept edits",
+            Mode::FullAuto => "Full auto",
+        }
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            Mode::ReadOnly => "Reads and searches only; edits and commands are refused",
+            Mode::Ask => "Asks before every edit and command",
+            Mode::AcceptEdits => "Edits files in the project without asking; asks before commands",
+            Mode::FullAuto => {
+                "Edits and runs commands without asking; still asks outside the project"
+            }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Connecting to one MCP server: the transport, the handshake, and our side
+//! of the connection (the rmcp client handler), with failures in words.
+use rmcp::ClientHandler;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{ClientInitializeError, NotificationContext, RoleClient, serve_client_with_ct};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{McpServerSpec, McpTransportSpec};
+
+use super::manager::{EXIT_WAIT, McpOptions, STDERR_LINES, Service};
+use super::stdio::{self, StdioChild};
+use super::{McpError, acp_transport, http, sse};
+
+pub(super) fn with_stderr(mut text: String, child: &StdioChild) -> String {
+    let tail = child.stderr_tail(STDERR_LINES);
+    if !tail.is_empty() {
+        text.push_str("; its last stderr output: ");
+        text.push_str(&tail.join(" | "));
+    }
+    text
+}
+
+/// A handshake failure in words: rmcp's transport errors name Rust types;
+/// the causes (connection refused, HTTP status) are in the source chain.
+fn init_error(e: &ClientInitializeError) -> String {
+    match e {
+        ClientInitializeError::TransportError { error, context } => {
+            let mut text = format!("{context}: {}", error.error);
+            // rmcp's HTTP client error does not chain its reqwest cause.
+            let client = error
+                .error
+                .downcast_ref::<rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>>()
+                .and_then(|e| match e {
+                    rmcp::transport::streamable_http_client::StreamableHttpError::Client(c) => {
+                        Some(c as &(dyn std::error::Error + 'static))
+                    }
+                    _ => None,
+                });
+            let mut source = client.or_else(|| error.error.source());
+            while let Some(s) = source {
+                let part = s.to_string();
+                if !text.contains(&part) {
+                    text.push_str(": ");
+                    text.push_str(&part);
+                }
+                source = s.source();
+            }
+            text
+        }
+        ClientInitializeError::ConnectionClosed(during) => {
+            format!("the server closed the connection while waiting for the {during}")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Connects to one server over its transport and does the MCP handshake.
+pub(super) async fn connect(
+    spec: &McpServerSpec,
+    handler: Handler,
+    options: &McpOptions,
+    links: Option<&std::sync::Arc<acp_transport::Links>>,
+    ct: CancellationToken,
+) -> Result<(Service, Option<StdioChild>), McpError> {
+    match &spec.transport {
+        McpTransportSpec::Stdio { command, args, env } => {
+            let (child, stdout, stdin) = stdio::spawn(
+                &spec.name,
+                command,
+                args,
+                env,
+                &options.cwd,
+                &options.secret_env,
+            )?;
+            match serve_client_with_ct(handler, (stdout, stdin), ct).await {
+                Ok(service) => Ok((service, Some(child))),
+                Err(e) => {
+                    let how = child.wait_then_stop(EXIT_WAIT).await;
+                    child.stderr_eof(EXIT_WAIT).await;
+                    Err(McpError::Handshake(with_stderr(
+                        format!("{} (the process: {how})", init_error(&e)),
+                        &child,
+                    )))
+                }
+            }
+        }
+        McpTransportSpec::Http { url, headers } => {
+            let transport = http::streamable(url, headers)?;
+            let service = serve_client_with_ct(handler, transport, ct)
+                .await
+                .map_err(|e| McpError::Handshake(init_error(&e)))?;
+            Ok((service, None))
+        }
+        McpTransportSpec::Acp { server_id } => {
+            let transport = acp_transport::connect(links, server_id).await?;
+            let service = serve_client_with_ct(handler, transport, ct)
+                .await
+                .map_err(|e| McpError::Handshake(init_error(&e)))?;
+            Ok((service, None))
+        }
+        McpTransportSpec::Sse { url, headers } => {
+            let (client, headers) = http::client_and_headers(headers)?;
+            let transport = sse::SseTransport::connect(client, url, headers).await?;
+            let service = serve_client_with_ct(handler, transport, ct)
+                .await
+                .map_err(|e| McpError::Handshake(init_error(&e)))?;
+            Ok((service, None))
+        }
+    }
+}
+
+/// Our side of each connection: forwards tool-list changes.
+#[derive(Clone)]
+pub struct Handler {
+    pub(super) changed: mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for Handler {
+    /// `notifications/tools/list_changed` outside a subscription (protocol
+    /// versions before 2026-07-28).
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.changed.send(());
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("acp-coder", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
