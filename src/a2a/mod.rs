@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::acp::method;
 use crate::agent::{AgentConfig, serve_with};
-use crate::config::MODE_IDS;
+use crate::config::Mode;
 use crate::exec::UntilCancelled;
 use crate::rpc::{self, Connection, ServeOptions};
 
@@ -174,11 +174,11 @@ pub async fn run(opts: A2aOptions, mut config: AgentConfig) -> Result<(), ServeE
         }
         c
     };
-    let mode = opts.mode.clone().unwrap_or_else(|| "ask".to_owned());
-    if !MODE_IDS.contains(&mode.as_str()) {
-        return Err(ServeError::Mode(mode));
-    }
-    if mode == "full-auto" {
+    let id = opts.mode.clone().unwrap_or_else(|| Mode::Ask.id().to_owned());
+    let Some(mode) = Mode::parse(&id) else {
+        return Err(ServeError::Mode(id));
+    };
+    if mode == Mode::FullAuto {
         let level = crate::tools::sandbox::level();
         if !level.confines() {
             return Err(ServeError::FullAutoWithoutSandbox(level.describe()));
@@ -212,11 +212,10 @@ pub async fn run(opts: A2aOptions, mut config: AgentConfig) -> Result<(), ServeE
         config,
     ));
     let hub = Arc::new(tasks::Hub::new(opts.limits));
-    let conn = Connection::new(None);
+    let conn = Connection::new(ServeOptions::default());
     let peer = conn.peer.clone();
     let handler = Arc::new(client::A2aClient { hub: hub.clone() });
-    let (client_loop, _done) =
-        rpc::serve(conn, client_r, client_w, handler, ServeOptions::default());
+    let (client_loop, _done) = rpc::serve(conn, client_r, client_w, handler);
     tokio::spawn(client_loop);
     peer.request::<_, Value>(
         method::INITIALIZE,

@@ -28,7 +28,7 @@ use crate::config::{KeySource, Settings};
 use crate::rpc::RpcError;
 
 use super::Agent;
-use super::options;
+use super::policy::options;
 use super::store::Record;
 
 /// Our one provider's id (the RFD's example name for the main endpoint).

@@ -27,12 +27,11 @@ use std::time::Duration;
 use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::acp::{ConnectMcpRequest, ConnectMcpResponse, DisconnectMcpRequest, MessageMcp, method};
-use crate::rpc::{Peer, Reply, RpcError, decode_params};
+use crate::rpc::{Peer, Reply, RpcError};
 
 use super::McpError;
 

@@ -304,16 +304,6 @@ fn mcp_disconnect_response() -> &'static Validator {
     unstable_validator("DisconnectMcpResponse")
 }
 
-/// Methods of requests the editor may send (for tests that list them).
-pub fn client_request_methods() -> impl Iterator<Item = &'static str> {
-    CLIENT_REQUESTS.iter().map(|(m, _, _)| *m)
-}
-
-/// Methods of requests the agent may send.
-pub fn agent_request_methods() -> impl Iterator<Item = &'static str> {
-    AGENT_REQUESTS.iter().map(|(m, _, _)| *m)
-}
-
 /// The JSON Schema for `T`, generated like the official `schema.json`.
 pub fn schema_value<T: JsonSchema>() -> Value {
     let mut settings = SchemaSettings::draft2020_12();
