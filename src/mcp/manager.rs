@@ -24,7 +24,7 @@ use crate::tools::{Tool, ToolSource};
 
 use super::stdio::{self, StdioChild};
 use super::tool::McpTool;
-use super::{McpError, http, names, sse};
+use super::{McpError, http, names, oauth, oauth_flow, sse};
 
 /// A server still starting when `session/new` returned gets this long in all
 /// (`npx`/`uvx` may download first) before it counts as failed.
@@ -48,6 +48,8 @@ pub struct McpOptions {
     pub secret_env: Vec<String>,
     /// How many tools the servers may add in all.
     pub tool_budget: usize,
+    /// Where HTTP servers' OAuth tokens are stored (`mcp-oauth/` under it).
+    pub data_dir: PathBuf,
 }
 
 type Service = RunningService<RoleClient, Handler>;
@@ -66,6 +68,7 @@ enum State {
 struct Slot {
     spec: McpServerSpec,
     state: Mutex<State>,
+    auth: oauth::AuthStatus,
 }
 
 struct Notices {
@@ -113,6 +116,7 @@ impl McpManager {
                 .map(|spec| Slot {
                     spec,
                     state: Mutex::new(State::Starting),
+                    auth: Default::default(),
                 })
                 .collect(),
             editor,
@@ -205,6 +209,10 @@ impl ToolSource for McpManager {
                 State::Stopped => "stopped".to_owned(),
             };
             lines.push(format!("- **{name}**: {state}"));
+            if let Some(url) = spec_url(&slot.spec) {
+                let store = oauth::TokenStore::for_server(&self.inner.options.data_dir, url);
+                lines.push(format!("  - sign-in: {}", slot.auth.describe(name, &store)));
+            }
             let prefix = format!("mcp__{}__", super::names::sanitize(name));
             let offered: Vec<String> = tools
                 .iter()
@@ -217,6 +225,24 @@ impl ToolSource for McpManager {
             }
         }
         Some(lines.join("\n"))
+    }
+
+    fn sign_out(&self, server: &str) -> Option<String> {
+        let slot = self.inner.slots.iter().find(|s| s.spec.name == server)?;
+        Some(oauth::sign_out(
+            server,
+            spec_url(&slot.spec),
+            &self.inner.options.data_dir,
+            &slot.auth,
+        ))
+    }
+}
+
+/// The URL of an HTTP or SSE server (the key of its stored sign-in).
+fn spec_url(spec: &McpServerSpec) -> Option<&str> {
+    match &spec.transport {
+        McpTransportSpec::Http { url, .. } | McpTransportSpec::Sse { url, .. } => Some(url),
+        McpTransportSpec::Stdio { .. } => None,
     }
 }
 
@@ -290,13 +316,13 @@ impl Inner {
     }
 }
 
-/// Counts a server as settled exactly once, however its start ends.
-struct Settle<'a>(&'a Inner, bool);
+/// Counts a server as settled exactly once, however its start ends (or
+/// when it waits for the user to sign in: `session/new` does not wait for that).
+struct Settle<'a>(&'a Inner, AtomicBool);
 
 impl Settle<'_> {
-    fn done(&mut self) {
-        if !self.1 {
-            self.1 = true;
+    fn done(&self) {
+        if !self.1.swap(true, Ordering::SeqCst) {
             self.0.settled.send_modify(|n| *n += 1);
         }
     }
@@ -312,7 +338,11 @@ impl Drop for Settle<'_> {
 async fn run_server(inner: Arc<Inner>, idx: usize) {
     let spec = inner.slots[idx].spec.clone();
     let name = spec.name.clone();
-    let mut settle = Settle(&inner, false);
+    let settle = Settle(&inner, AtomicBool::new(false));
+    let sign_in_notice = |text: String| {
+        settle.done();
+        inner.notify(text);
+    };
     let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
     let handler = Handler {
         changed: changed_tx.clone(),
@@ -324,7 +354,7 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
             inner.set(idx, State::Stopped);
             return;
         }
-        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(&spec, handler, &inner.options, inner.stop.child_token())) => r,
+        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(&spec, handler, &inner.options, inner.stop.child_token(), &inner.slots[idx].auth, &sign_in_notice)) => r,
     };
     let connected = match connected {
         Err(_) => Err(McpError::Connect(format!(
@@ -541,12 +571,16 @@ fn init_error(e: &ClientInitializeError) -> String {
     }
 }
 
-/// Connects to one server over its transport and does the MCP handshake.
+/// Connects to one server over its transport and does the MCP handshake;
+/// an HTTP server that answers 401 gets the OAuth sign-in (`oauth_flow`),
+/// its link shown through `notify`.
 async fn connect(
     spec: &McpServerSpec,
     handler: Handler,
     options: &McpOptions,
     ct: CancellationToken,
+    auth: &oauth::AuthStatus,
+    notify: &(dyn Fn(String) + Send + Sync),
 ) -> Result<(Service, Option<StdioChild>), McpError> {
     match &spec.transport {
         McpTransportSpec::Stdio { command, args, env } => {
@@ -571,7 +605,33 @@ async fn connect(
             }
         }
         McpTransportSpec::Http { url, headers } => {
-            let transport = http::streamable(url, headers)?;
+            let store = Arc::new(oauth::TokenStore::for_server(&options.data_dir, url));
+            if store.exists() {
+                auth.set_required();
+            }
+            let signed_in = oauth_flow::manager(url, store.clone())
+                .await
+                .map_err(|e| McpError::Connect(e.to_string()))?;
+            let transport = http::streamable(url, headers, signed_in)?;
+            let e = match serve_client_with_ct(handler.clone(), transport, ct.clone()).await {
+                Ok(service) => return Ok((service, None)),
+                Err(e) => e,
+            };
+            let Some(challenge) = oauth_flow::challenge_of(&e) else {
+                return Err(McpError::Handshake(init_error(&e)));
+            };
+            auth.set_required();
+            let signed_in = oauth_flow::sign_in(
+                &spec.name,
+                url,
+                &challenge,
+                store,
+                notify,
+                oauth_flow::SIGN_IN_WAIT,
+            )
+            .await
+            .map_err(|e| McpError::Connect(format!("signing in failed: {e}")))?;
+            let transport = http::streamable(url, headers, signed_in)?;
             let service = serve_client_with_ct(handler, transport, ct)
                 .await
                 .map_err(|e| McpError::Handshake(init_error(&e)))?;

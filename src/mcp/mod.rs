@@ -14,6 +14,8 @@
 pub mod http;
 pub mod manager;
 pub mod names;
+pub mod oauth;
+pub mod oauth_flow;
 pub mod servers;
 pub mod sse;
 pub mod stdio;
@@ -69,6 +71,7 @@ pub async fn attach(
         call_timeout: settings.mcp_tool_timeout,
         cwd: cwd.to_path_buf(),
         secret_env: settings.secret_env.clone(),
+        data_dir: settings.data_dir.clone(),
         tool_budget: MAX_TOOLS.saturating_sub(registry.fixed_len()),
     };
     let manager = McpManager::start(specs, editor.clone(), options).await;

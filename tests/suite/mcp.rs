@@ -37,7 +37,7 @@ fn stdio(name: &str, args: &[&str]) -> Value {
 
 /// An external reference server from the environment (set by .ci/run). In
 /// CI a missing one fails the test; elsewhere the test is skipped loudly.
-fn external(var: &str, install: &str) -> Option<String> {
+pub(super) fn external(var: &str, install: &str) -> Option<String> {
     if let Ok(v) = std::env::var(var)
         && !v.is_empty()
     {
@@ -80,7 +80,11 @@ async fn spawn(model: &FakeModel, config: Option<&str>) -> (FakeEditor, Option<t
 }
 
 /// `session/new` with these `mcpServers`; the session id and how long it took.
-async fn new_session(editor: &FakeEditor, cwd: &Path, servers: Value) -> (String, Duration) {
+pub(super) async fn new_session(
+    editor: &FakeEditor,
+    cwd: &Path,
+    servers: Value,
+) -> (String, Duration) {
     let began = Instant::now();
     let result = editor
         .request_with_id(
@@ -97,7 +101,7 @@ async fn new_session(editor: &FakeEditor, cwd: &Path, servers: Value) -> (String
 }
 
 /// The `tool` messages of a chat request, by tool_call_id.
-fn tool_result(model: &FakeModel, request: usize, call_id: &str) -> String {
+pub(super) fn tool_result(model: &FakeModel, request: usize, call_id: &str) -> String {
     let req = &model.chat_requests()[request];
     req.messages()
         .iter()
@@ -196,7 +200,7 @@ async fn http_server(cmd: &mut tokio::process::Command) -> (tokio::process::Chil
     (child, url)
 }
 
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -204,7 +208,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-async fn wait_port(port: u16) {
+pub(super) async fn wait_port(port: u16) {
     for _ in 0..200 {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
