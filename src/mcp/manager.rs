@@ -24,7 +24,7 @@ use crate::tools::{Tool, ToolSource};
 
 use super::stdio::{self, StdioChild};
 use super::tool::McpTool;
-use super::{McpError, http, names, oauth, oauth_flow, sse};
+use super::{McpError, names, oauth, oauth_connect};
 
 /// A server still starting when `session/new` returned gets this long in all
 /// (`npx`/`uvx` may download first) before it counts as failed.
@@ -209,7 +209,7 @@ impl ToolSource for McpManager {
                 State::Stopped => "stopped".to_owned(),
             };
             lines.push(format!("- **{name}**: {state}"));
-            if let Some(url) = spec_url(&slot.spec) {
+            if let Some(url) = oauth::server_url(&slot.spec) {
                 let store = oauth::TokenStore::for_server(&self.inner.options.data_dir, url);
                 lines.push(format!("  - sign-in: {}", slot.auth.describe(name, &store)));
             }
@@ -231,18 +231,10 @@ impl ToolSource for McpManager {
         let slot = self.inner.slots.iter().find(|s| s.spec.name == server)?;
         Some(oauth::sign_out(
             server,
-            spec_url(&slot.spec),
+            oauth::server_url(&slot.spec),
             &self.inner.options.data_dir,
             &slot.auth,
         ))
-    }
-}
-
-/// The URL of an HTTP or SSE server (the key of its stored sign-in).
-fn spec_url(spec: &McpServerSpec) -> Option<&str> {
-    match &spec.transport {
-        McpTransportSpec::Http { url, .. } | McpTransportSpec::Sse { url, .. } => Some(url),
-        McpTransportSpec::Stdio { .. } => None,
     }
 }
 
@@ -582,6 +574,12 @@ async fn connect(
     auth: &oauth::AuthStatus,
     notify: &(dyn Fn(String) + Send + Sync),
 ) -> Result<(Service, Option<StdioChild>), McpError> {
+    let sign_in = oauth_connect::SignIn {
+        server: &spec.name,
+        data_dir: &options.data_dir,
+        status: auth,
+        notify,
+    };
     match &spec.transport {
         McpTransportSpec::Stdio { command, args, env } => {
             let (child, stdout, stdin) = stdio::spawn(
@@ -605,44 +603,13 @@ async fn connect(
             }
         }
         McpTransportSpec::Http { url, headers } => {
-            let store = Arc::new(oauth::TokenStore::for_server(&options.data_dir, url));
-            if store.exists() {
-                auth.set_required();
-            }
-            let signed_in = oauth_flow::manager(url, store.clone())
-                .await
-                .map_err(|e| McpError::Connect(e.to_string()))?;
-            let transport = http::streamable(url, headers, signed_in)?;
-            let e = match serve_client_with_ct(handler.clone(), transport, ct.clone()).await {
-                Ok(service) => return Ok((service, None)),
-                Err(e) => e,
-            };
-            let Some(challenge) = oauth_flow::challenge_of(&e) else {
-                return Err(McpError::Handshake(init_error(&e)));
-            };
-            auth.set_required();
-            let signed_in = oauth_flow::sign_in(
-                &spec.name,
-                url,
-                &challenge,
-                store,
-                notify,
-                oauth_flow::SIGN_IN_WAIT,
-            )
-            .await
-            .map_err(|e| McpError::Connect(format!("signing in failed: {e}")))?;
-            let transport = http::streamable(url, headers, signed_in)?;
-            let service = serve_client_with_ct(handler, transport, ct)
-                .await
-                .map_err(|e| McpError::Handshake(init_error(&e)))?;
+            let service =
+                oauth_connect::streamable(url, headers, handler, ct, &sign_in, init_error).await?;
             Ok((service, None))
         }
         McpTransportSpec::Sse { url, headers } => {
-            let (client, headers) = http::client_and_headers(headers)?;
-            let transport = sse::SseTransport::connect(client, url, headers).await?;
-            let service = serve_client_with_ct(handler, transport, ct)
-                .await
-                .map_err(|e| McpError::Handshake(init_error(&e)))?;
+            let service =
+                oauth_connect::legacy_sse(url, headers, handler, ct, &sign_in, init_error).await?;
             Ok((service, None))
         }
     }

@@ -15,6 +15,7 @@ pub mod http;
 pub mod manager;
 pub mod names;
 pub mod oauth;
+pub mod oauth_connect;
 pub mod oauth_flow;
 pub mod servers;
 pub mod sse;
@@ -48,6 +49,9 @@ pub enum McpError {
     Connect(String),
     #[error("the MCP handshake failed: {0}")]
     Handshake(String),
+    /// HTTP 401 with this `WWW-Authenticate` challenge (OAuth, `oauth_connect`).
+    #[error("the server asks for sign-in (HTTP 401)")]
+    SignIn(String),
 }
 
 /// Adds the session's MCP servers (the editor's `servers` merged with the

@@ -242,6 +242,15 @@ impl AuthStatus {
     }
 }
 
+/// The URL of an HTTP or SSE server (the key of its stored sign-in).
+pub fn server_url(spec: &crate::config::McpServerSpec) -> Option<&str> {
+    use crate::config::McpTransportSpec;
+    match &spec.transport {
+        McpTransportSpec::Http { url, .. } | McpTransportSpec::Sse { url, .. } => Some(url),
+        McpTransportSpec::Stdio { .. } => None,
+    }
+}
+
 /// `/mcp logout <server>`: deletes the stored sign-in of `server` (whose URL
 /// is `url`, `None` for a stdio server) and says what happened.
 pub fn sign_out(server: &str, url: Option<&str>, data_dir: &Path, status: &AuthStatus) -> String {

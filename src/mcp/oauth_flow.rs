@@ -147,6 +147,29 @@ pub fn challenge_of(e: &rmcp::service::ClientInitializeError) -> Option<String> 
     }
 }
 
+/// The `Authorization` header of the legacy SSE transport's requests (rmcp's
+/// `AuthClient` covers only streamable HTTP): the stored token, refreshed
+/// shortly before it expires; none before the server asked for one.
+#[derive(Clone)]
+pub struct Bearer(Arc<tokio::sync::Mutex<AuthorizationManager>>);
+
+impl Bearer {
+    pub fn new(manager: AuthorizationManager) -> Bearer {
+        Bearer(Arc::new(tokio::sync::Mutex::new(manager)))
+    }
+
+    pub async fn header(&self) -> Option<String> {
+        match self.0.lock().await.get_access_token().await {
+            Ok(token) => Some(format!("Bearer {token}")),
+            Err(AuthError::AuthorizationRequired) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "MCP OAuth token not available; sending without");
+                None
+            }
+        }
+    }
+}
+
 /// [`TokenStore`] shared between the manager and the caller.
 struct SharedStore(Arc<TokenStore>);
 
