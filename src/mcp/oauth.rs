@@ -173,6 +173,8 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
+    // A folder made earlier (or by someone else) with wider rights is narrowed.
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
     let tmp = dir.join(format!(
         ".{}.{}.{:08x}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("token"),
@@ -317,6 +319,29 @@ mod tests {
         a.clear().await.unwrap();
         assert!(!a.exists());
         assert!(a.load().await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_planted_symlink_is_replaced_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let a = TokenStore::for_server(dir.path(), "http://127.0.0.1:9/mcp");
+        std::fs::create_dir_all(a.path().parent().unwrap()).unwrap();
+        std::fs::set_permissions(
+            a.path().parent().unwrap(),
+            std::fs::Permissions::from_mode(0o777),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(&victim, a.path()).unwrap();
+        a.save(credentials("tok-bbbbbbbbbbbbbbbb")).await.unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        let meta = std::fs::symlink_metadata(a.path()).unwrap();
+        assert!(meta.file_type().is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let dir_mode = std::fs::metadata(a.path().parent().unwrap()).unwrap();
+        assert_eq!(dir_mode.permissions().mode() & 0o777, 0o700);
     }
 
     #[tokio::test]

@@ -115,6 +115,7 @@ pub async fn sign_in(
         .await?;
     store.set_client_secret(config.client_secret.clone());
     let link = m.get_authorization_url(&scope_refs).await?;
+    check_link(&link)?;
     let state = reqwest::Url::parse(&link)
         .ok()
         .and_then(|u| {
@@ -130,6 +131,23 @@ pub async fn sign_in(
         .await?;
     tracing::info!(server = %server, "MCP server sign-in complete");
     Ok(m)
+}
+
+/// The link the user is asked to open must be a web address: a hostile
+/// server's metadata must not make the chat show a `javascript:` or `file:`
+/// link, nor plain HTTP to another machine.
+fn check_link(link: &str) -> Result<(), AuthError> {
+    let url = reqwest::Url::parse(link)?;
+    let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        other => Err(AuthError::OAuthError(format!(
+            "the server's authorization endpoint {}://{} is not an https address; refusing to show it",
+            other,
+            url.host_str().unwrap_or("")
+        ))),
+    }
 }
 
 /// The `WWW-Authenticate` challenge of a handshake that failed with 401.
@@ -356,6 +374,15 @@ mod tests {
             err.to_string(),
             "the authorization server refused the sign-in: access_denied: no"
         );
+    }
+
+    #[test]
+    fn only_web_links_are_shown() {
+        assert!(check_link("https://as.example/authorize?x=1").is_ok());
+        assert!(check_link("http://127.0.0.1:8/authorize").is_ok());
+        assert!(check_link("http://as.example/authorize").is_err());
+        assert!(check_link("javascript:alert(1)").is_err());
+        assert!(check_link("file:///etc/passwd").is_err());
     }
 
     #[tokio::test]
