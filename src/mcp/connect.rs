@@ -10,7 +10,7 @@ use crate::config::{McpServerSpec, McpTransportSpec};
 
 use super::manager::{EXIT_WAIT, McpOptions, STDERR_LINES, Service};
 use super::stdio::{self, StdioChild};
-use super::{McpError, acp_transport, http, sse};
+use super::{McpError, acp_transport, oauth, oauth_connect};
 
 pub(super) fn with_stderr(mut text: String, child: &StdioChild) -> String {
     let tail = child.stderr_tail(STDERR_LINES);
@@ -55,14 +55,24 @@ fn init_error(e: &ClientInitializeError) -> String {
     }
 }
 
-/// Connects to one server over its transport and does the MCP handshake.
+/// Connects to one server over its transport and does the MCP handshake;
+/// an HTTP server that answers 401 gets the OAuth sign-in (`oauth_flow`),
+/// its link shown through `notify`.
 pub(super) async fn connect(
     spec: &McpServerSpec,
     handler: Handler,
     options: &McpOptions,
     links: Option<&std::sync::Arc<acp_transport::Links>>,
     ct: CancellationToken,
+    auth: &oauth::AuthStatus,
+    notify: &(dyn Fn(String) + Send + Sync),
 ) -> Result<(Service, Option<StdioChild>), McpError> {
+    let sign_in = oauth_connect::SignIn {
+        server: &spec.name,
+        data_dir: &options.data_dir,
+        status: auth,
+        notify,
+    };
     match &spec.transport {
         McpTransportSpec::Stdio { command, args, env } => {
             let (child, stdout, stdin) = stdio::spawn(
@@ -86,10 +96,8 @@ pub(super) async fn connect(
             }
         }
         McpTransportSpec::Http { url, headers } => {
-            let transport = http::streamable(url, headers)?;
-            let service = serve_client_with_ct(handler, transport, ct)
-                .await
-                .map_err(|e| McpError::Handshake(init_error(&e)))?;
+            let service =
+                oauth_connect::streamable(url, headers, handler, ct, &sign_in, init_error).await?;
             Ok((service, None))
         }
         McpTransportSpec::Acp { server_id } => {
@@ -100,11 +108,8 @@ pub(super) async fn connect(
             Ok((service, None))
         }
         McpTransportSpec::Sse { url, headers } => {
-            let (client, headers) = http::client_and_headers(headers)?;
-            let transport = sse::SseTransport::connect(client, url, headers).await?;
-            let service = serve_client_with_ct(handler, transport, ct)
-                .await
-                .map_err(|e| McpError::Handshake(init_error(&e)))?;
+            let service =
+                oauth_connect::legacy_sse(url, headers, handler, ct, &sign_in, init_error).await?;
             Ok((service, None))
         }
     }

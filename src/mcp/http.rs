@@ -66,11 +66,13 @@ pub fn client_and_headers(
     Ok((client()?, header_map(headers)?))
 }
 
-/// rmcp's streamable HTTP client transport for `url` with `headers`.
+/// rmcp's streamable HTTP client transport for `url` with `headers`; its
+/// requests carry the OAuth token `auth` holds, if any (see `oauth_flow`).
 pub fn streamable(
     url: &str,
     headers: &[(String, String)],
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, McpError> {
+    auth: rmcp::transport::auth::AuthorizationManager,
+) -> Result<StreamableHttpClientTransport<rmcp::transport::AuthClient<reqwest::Client>>, McpError> {
     reqwest::Url::parse(url).map_err(|e| McpError::Config(format!("url {url:?}: {e}")))?;
     let custom: HashMap<HeaderName, HeaderValue> = header_map(headers)?
         .into_iter()
@@ -78,7 +80,7 @@ pub fn streamable(
         .collect();
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
     Ok(StreamableHttpClientTransport::with_client(
-        client()?,
+        rmcp::transport::AuthClient::new(client()?, auth),
         config,
     ))
 }

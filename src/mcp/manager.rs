@@ -18,7 +18,7 @@ use crate::tools::{Tool, ToolSource};
 use super::connect::{Handler, connect, with_stderr};
 use super::stdio::StdioChild;
 use super::tool::McpTool;
-use super::{McpError, names};
+use super::{McpError, names, oauth};
 
 /// A server still starting when `session/new` returned gets this long in all
 /// (`npx`/`uvx` may download first) before it counts as failed.
@@ -42,6 +42,8 @@ pub struct McpOptions {
     pub secret_env: Vec<String>,
     /// How many tools the servers may add in all.
     pub tool_budget: usize,
+    /// Where HTTP servers' OAuth tokens are stored (`mcp-oauth/` under it).
+    pub data_dir: PathBuf,
 }
 
 pub(super) type Service = RunningService<RoleClient, Handler>;
@@ -60,6 +62,7 @@ enum State {
 struct Slot {
     spec: McpServerSpec,
     state: Mutex<State>,
+    auth: oauth::AuthStatus,
 }
 
 struct Notices {
@@ -107,6 +110,7 @@ impl McpManager {
                 .map(|spec| Slot {
                     spec,
                     state: Mutex::new(State::Starting),
+                    auth: Default::default(),
                 })
                 .collect(),
             editor,
@@ -199,6 +203,10 @@ impl ToolSource for McpManager {
                 State::Stopped => "stopped".to_owned(),
             };
             lines.push(format!("- **{name}**: {state}"));
+            if let Some(url) = oauth::server_url(&slot.spec) {
+                let store = oauth::TokenStore::for_server(&self.inner.options.data_dir, url);
+                lines.push(format!("  - sign-in: {}", slot.auth.describe(name, &store)));
+            }
             let prefix = format!("mcp__{}__", super::names::sanitize(name));
             let offered: Vec<String> = tools
                 .iter()
@@ -211,6 +219,16 @@ impl ToolSource for McpManager {
             }
         }
         Some(lines.join("\n"))
+    }
+
+    fn sign_out(&self, server: &str) -> Option<String> {
+        let slot = self.inner.slots.iter().find(|s| s.spec.name == server)?;
+        Some(oauth::sign_out(
+            server,
+            oauth::server_url(&slot.spec),
+            &self.inner.options.data_dir,
+            &slot.auth,
+        ))
     }
 }
 
@@ -284,13 +302,13 @@ impl Inner {
     }
 }
 
-/// Counts a server as settled exactly once, however its start ends.
-struct Settle<'a>(&'a Inner, bool);
+/// Counts a server as settled exactly once, however its start ends (or
+/// when it waits for the user to sign in: `session/new` does not wait for that).
+struct Settle<'a>(&'a Inner, AtomicBool);
 
 impl Settle<'_> {
-    fn done(&mut self) {
-        if !self.1 {
-            self.1 = true;
+    fn done(&self) {
+        if !self.1.swap(true, Ordering::SeqCst) {
             self.0.settled.send_modify(|n| *n += 1);
         }
     }
@@ -306,10 +324,16 @@ impl Drop for Settle<'_> {
 /// tools, serve until it ends or the session stops, then clean up.
 async fn run_server(inner: Arc<Inner>, idx: usize) {
     let name = inner.slots[idx].spec.name.clone();
-    let mut settle = Settle(&inner, false);
+    let settle = Settle(&inner, AtomicBool::new(false));
+    let sign_in_notice = |text: String| {
+        settle.done();
+        inner.notify(text);
+    };
     let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
     let began = Instant::now();
-    let Some((service, child)) = start_server(&inner, idx, changed_tx.clone()).await else {
+    let Some((service, child)) =
+        start_server(&inner, idx, changed_tx.clone(), &sign_in_notice).await
+    else {
         return;
     };
     let peer = service.peer().clone();
@@ -364,6 +388,7 @@ async fn start_server(
     inner: &Inner,
     idx: usize,
     changed: mpsc::UnboundedSender<()>,
+    sign_in_notice: &(dyn Fn(String) + Send + Sync),
 ) -> Option<(Service, Option<StdioChild>)> {
     let spec = &inner.slots[idx].spec;
     let name = &spec.name;
@@ -374,7 +399,7 @@ async fn start_server(
             inner.set(idx, State::Stopped);
             return None;
         }
-        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(spec, handler, &inner.options, inner.editor.mcp_links(), inner.stop.child_token())) => r,
+        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(spec, handler, &inner.options, inner.editor.mcp_links(), inner.stop.child_token(), &inner.slots[idx].auth, sign_in_notice)) => r,
     };
     let connected = connected.unwrap_or_else(|_| {
         Err(McpError::Connect(format!(

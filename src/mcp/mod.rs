@@ -16,6 +16,9 @@ mod connect;
 pub mod http;
 pub mod manager;
 pub mod names;
+pub mod oauth;
+pub mod oauth_connect;
+pub mod oauth_flow;
 pub mod servers;
 pub mod sse;
 pub mod stdio;
@@ -48,6 +51,9 @@ pub enum McpError {
     Connect(String),
     #[error("the MCP handshake failed: {0}")]
     Handshake(String),
+    /// HTTP 401 with this `WWW-Authenticate` challenge (OAuth, `oauth_connect`).
+    #[error("the server asks for sign-in (HTTP 401)")]
+    SignIn(String),
 }
 
 /// Adds the session's MCP servers (the editor's `servers` merged with the
@@ -71,6 +77,7 @@ pub async fn attach(
         call_timeout: settings.mcp_tool_timeout,
         cwd: cwd.to_path_buf(),
         secret_env: settings.secret_env.clone(),
+        data_dir: settings.data_dir.clone(),
         tool_budget: MAX_TOOLS.saturating_sub(registry.fixed_len()),
     };
     let manager = McpManager::start(specs, editor.clone(), options).await;

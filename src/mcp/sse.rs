@@ -15,6 +15,7 @@ use sse_stream::{Sse, SseStream};
 use tokio::sync::mpsc;
 
 use super::McpError;
+use super::oauth_flow::Bearer;
 
 /// How long to wait for the `endpoint` event after the stream opened.
 const ENDPOINT_WAIT: Duration = Duration::from_secs(30);
@@ -38,6 +39,7 @@ pub struct SseTransport {
     client: Client,
     post_url: Url,
     headers: HeaderMap,
+    bearer: Bearer,
     rx: mpsc::Receiver<ServerJsonRpcMessage>,
     reader: tokio::task::JoinHandle<()>,
 }
@@ -90,21 +92,35 @@ fn same_origin(a: &Url, b: &Url) -> bool {
 }
 
 impl SseTransport {
-    /// Opens the event stream and waits for the `endpoint` event.
+    /// Opens the event stream and waits for the `endpoint` event; every
+    /// request carries `bearer`'s token once there is one (OAuth). A 401 is
+    /// [`McpError::SignIn`] with the server's challenge.
     pub async fn connect(
         client: Client,
         url: &str,
         headers: HeaderMap,
+        bearer: Bearer,
     ) -> Result<SseTransport, McpError> {
         let sse_url = Url::parse(url).map_err(|e| McpError::Config(format!("url {url:?}: {e}")))?;
-        let resp = client
+        let mut get = client
             .get(sse_url.clone())
             .headers(headers.clone())
-            .header(ACCEPT, "text/event-stream")
+            .header(ACCEPT, "text/event-stream");
+        if let Some(auth) = bearer.header().await {
+            get = get.header(reqwest::header::AUTHORIZATION, auth);
+        }
+        let resp = get
             .send()
             .await
             .map_err(|e| McpError::Connect(format!("GET {sse_url}: {e}")))?;
         let status = resp.status();
+        if status == reqwest::StatusCode::UNAUTHORIZED
+            && let Some(challenge) = resp.headers().get(reqwest::header::WWW_AUTHENTICATE)
+        {
+            return Err(McpError::SignIn(
+                challenge.to_str().unwrap_or_default().to_owned(),
+            ));
+        }
         if !status.is_success() {
             let body = resp.text().await.unwrap_or_default();
             return Err(McpError::Connect(format!(
@@ -175,6 +191,7 @@ impl SseTransport {
             client,
             post_url,
             headers,
+            bearer,
             rx,
             reader,
         })
@@ -213,20 +230,22 @@ impl Transport<RoleClient> for SseTransport {
         let client = self.client.clone();
         let url = self.post_url.clone();
         let headers = self.headers.clone();
+        let bearer = self.bearer.clone();
         async move {
             let body = serde_json::to_vec(&item).map_err(SseError::Encode)?;
-            let resp = client
+            let mut post = client
                 .post(url.clone())
                 .headers(headers)
                 .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
                 .timeout(POST_TIMEOUT)
-                .body(body)
-                .send()
-                .await
-                .map_err(|source| SseError::Post {
-                    url: url.clone(),
-                    source,
-                })?;
+                .body(body);
+            if let Some(auth) = bearer.header().await {
+                post = post.header(reqwest::header::AUTHORIZATION, auth);
+            }
+            let resp = post.send().await.map_err(|source| SseError::Post {
+                url: url.clone(),
+                source,
+            })?;
             let status = resp.status();
             if status.is_success() {
                 return Ok(());

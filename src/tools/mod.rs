@@ -240,6 +240,11 @@ pub trait ToolSource: Send + Sync {
     fn describe(&self) -> Option<String> {
         None
     }
+    /// `/mcp logout <server>`: signs out of `server` if this source has it
+    /// (what happened, in words); `None` when it does not know the server.
+    fn sign_out(&self, _server: &str) -> Option<String> {
+        None
+    }
 }
 
 /// How a tool describes itself to the model (name, description, JSON
@@ -350,6 +355,11 @@ impl Registry {
     /// What each source says about itself (see [`ToolSource::describe`]).
     pub fn describe_sources(&self) -> Vec<String> {
         self.sources.iter().filter_map(|s| s.describe()).collect()
+    }
+
+    /// See [`ToolSource::sign_out`].
+    pub fn sign_out(&self, server: &str) -> Option<String> {
+        self.sources.iter().find_map(|s| s.sign_out(server))
     }
 
     /// See [`ToolSource::shutdown`].

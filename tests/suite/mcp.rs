@@ -41,7 +41,7 @@ fn stdio(name: &str, args: &[&str]) -> Value {
 
 /// An external reference server from the environment (set by .ci/run); an
 /// ignored test run without it fails saying how to install it.
-fn external(var: &str, install: &str) -> String {
+pub(super) fn external(var: &str, install: &str) -> String {
     match std::env::var(var) {
         Ok(v) if !v.is_empty() => v,
         _ => panic!(
@@ -77,7 +77,11 @@ async fn spawn(model: &FakeModel, config: Option<&str>) -> (FakeEditor, Option<t
 }
 
 /// `session/new` with these `mcpServers`; the session id and how long it took.
-async fn new_session(editor: &FakeEditor, cwd: &Path, servers: Value) -> (String, Duration) {
+pub(super) async fn new_session(
+    editor: &FakeEditor,
+    cwd: &Path,
+    servers: Value,
+) -> (String, Duration) {
     let began = Instant::now();
     let result = editor
         .request_with_id(
@@ -223,7 +227,7 @@ async fn http_server(cmd: &mut tokio::process::Command) -> (tokio::process::Chil
     (child, url)
 }
 
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -231,7 +235,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-async fn wait_port(port: u16) {
+pub(super) async fn wait_port(port: u16) {
     for _ in 0..200 {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await

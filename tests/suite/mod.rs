@@ -19,6 +19,7 @@ mod in_process;
 mod lifecycle;
 mod mcp;
 mod mcp_acp;
+mod mcp_oauth;
 mod model_errors;
 mod model_floods;
 mod model_http;

@@ -78,7 +78,16 @@ impl Agent {
                     return Ok(StopReason::EndTurn);
                 }
                 Some(Action::Mcp) => {
-                    say(session, &self.mcp_status(session));
+                    let text = match args.trim().strip_prefix("logout") {
+                        Some(server) if !server.trim().is_empty() => {
+                            session.registry.sign_out(server.trim()).unwrap_or_else(|| {
+                                format!("No MCP server is named `{}`.", server.trim())
+                            })
+                        }
+                        Some(_) => "Usage: `/mcp logout <server>`.".to_owned(),
+                        None => self.mcp_status(session),
+                    };
+                    say(session, &text);
                     return Ok(StopReason::EndTurn);
                 }
                 Some(Action::Compact) => {

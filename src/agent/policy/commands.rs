@@ -110,9 +110,12 @@ pub fn available(cwd: &Path, config_dir: &Path) -> Vec<Command> {
             None,
             || BuiltinKind::Status,
         ),
-        builtin("mcp", "MCP servers, their state and tools", None, || {
-            BuiltinKind::Mcp
-        }),
+        builtin(
+            "mcp",
+            "MCP servers, their state, tools and sign-in; `/mcp logout <server>` signs out",
+            Some("logout <server>"),
+            || BuiltinKind::Mcp,
+        ),
         builtin(
             "skills",
             "List the skills; `/skills reload` reads them from disk again",

@@ -1,0 +1,111 @@
+//! Connecting to an HTTP MCP server that may ask for OAuth (MCP 2025-11-25
+//! "Authorization"; issue 18 item 8): a stored sign-in is used; a 401 with a
+//! challenge runs the sign-in ([`oauth_flow::sign_in`]) and connects again
+//! with the new token. Streamable HTTP goes through rmcp's `AuthClient`;
+//! the legacy SSE transport (ours) takes a [`oauth_flow::Bearer`].
+use std::path::Path;
+use std::sync::Arc;
+
+use rmcp::ClientHandler;
+use rmcp::service::{RoleClient, RunningService, serve_client_with_ct};
+use tokio_util::sync::CancellationToken;
+
+use super::oauth::{AuthStatus, TokenStore};
+use super::oauth_flow::{self, Bearer};
+use super::{McpError, http, sse};
+
+/// What a sign-in needs from the server's slot.
+pub struct SignIn<'a> {
+    pub server: &'a str,
+    pub data_dir: &'a Path,
+    pub status: &'a AuthStatus,
+    /// Shows the sign-in link to the user (see [`oauth_flow::present_sign_in_link`]).
+    pub notify: &'a (dyn Fn(String) + Send + Sync),
+}
+
+impl SignIn<'_> {
+    /// The server's token store; a stored sign-in means it uses OAuth.
+    async fn stored(
+        &self,
+        url: &str,
+    ) -> Result<(Arc<TokenStore>, rmcp::transport::auth::AuthorizationManager), McpError> {
+        let store = Arc::new(TokenStore::for_server(self.data_dir, url));
+        if store.exists() {
+            self.status.set_required();
+        }
+        let manager = oauth_flow::manager(url, store.clone())
+            .await
+            .map_err(|e| McpError::Connect(e.to_string()))?;
+        Ok((store, manager))
+    }
+
+    async fn run(
+        &self,
+        url: &str,
+        challenge: &str,
+        store: Arc<TokenStore>,
+    ) -> Result<rmcp::transport::auth::AuthorizationManager, McpError> {
+        self.status.set_required();
+        oauth_flow::sign_in(
+            self.server,
+            url,
+            challenge,
+            store,
+            self.notify,
+            oauth_flow::SIGN_IN_WAIT,
+        )
+        .await
+        .map_err(|e| McpError::Connect(format!("signing in failed: {e}")))
+    }
+}
+
+/// A streamable HTTP server, signing in when it answers 401.
+pub async fn streamable<H: ClientHandler + Clone>(
+    url: &str,
+    headers: &[(String, String)],
+    handler: H,
+    ct: CancellationToken,
+    sign_in: &SignIn<'_>,
+    init_error: fn(&rmcp::service::ClientInitializeError) -> String,
+) -> Result<RunningService<RoleClient, H>, McpError> {
+    let (store, manager) = sign_in.stored(url).await?;
+    let transport = http::streamable(url, headers, manager)?;
+    let e = match serve_client_with_ct(handler.clone(), transport, ct.clone()).await {
+        Ok(service) => return Ok(service),
+        Err(e) => e,
+    };
+    let Some(challenge) = oauth_flow::challenge_of(&e) else {
+        return Err(McpError::Handshake(init_error(&e)));
+    };
+    let manager = sign_in.run(url, &challenge, store).await?;
+    let transport = http::streamable(url, headers, manager)?;
+    serve_client_with_ct(handler, transport, ct)
+        .await
+        .map_err(|e| McpError::Handshake(init_error(&e)))
+}
+
+/// A legacy SSE server, signing in when its event stream answers 401.
+pub async fn legacy_sse<H: ClientHandler>(
+    url: &str,
+    headers: &[(String, String)],
+    handler: H,
+    ct: CancellationToken,
+    sign_in: &SignIn<'_>,
+    init_error: fn(&rmcp::service::ClientInitializeError) -> String,
+) -> Result<RunningService<RoleClient, H>, McpError> {
+    let (client, headers) = http::client_and_headers(headers)?;
+    let (store, manager) = sign_in.stored(url).await?;
+    let connected =
+        sse::SseTransport::connect(client.clone(), url, headers.clone(), Bearer::new(manager))
+            .await;
+    let transport = match connected {
+        Err(McpError::SignIn(challenge)) => {
+            let manager = sign_in.run(url, &challenge, store).await?;
+            sse::SseTransport::connect(client, url, headers, Bearer::new(manager)).await?
+        }
+        other => other?,
+    };
+    serve_client_with_ct(handler, transport, ct)
+        .await
+        .map_err(|e| McpError::Handshake(init_error(&e)))
+}

@@ -1,0 +1,395 @@
+//! Signing in to an HTTP MCP server (MCP 2025-11-25 "Authorization"; issue
+//! 18 item 8): the authorization-code flow with PKCE on rmcp's
+//! `AuthorizationManager` (RFC 9728 protected resource metadata from the
+//! 401's `WWW-Authenticate`, RFC 8414 server metadata, RFC 7591 dynamic
+//! registration, the `oauth2` crate's PKCE and token requests). The user
+//! opens the link ([`present_sign_in_link`]); the browser comes back to a
+//! one-shot listener of ours on 127.0.0.1 ([`Callback`]), which checks the
+//! `state` and hands the code over for the token exchange.
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rmcp::transport::auth::{AuthError, AuthorizationManager, OAuthClientConfig};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use super::oauth::TokenStore;
+
+/// How long the browser gets to come back (inside the 300 s an MCP server
+/// has to start in all, see `manager::BACKGROUND_START_LIMIT`).
+pub const SIGN_IN_WAIT: Duration = Duration::from_secs(280);
+/// The `client_name` of our dynamic registration.
+const CLIENT_NAME: &str = "acp-coder";
+
+/// Why signing in failed, in words for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum OAuthError {
+    #[error("cannot open the sign-in listener on 127.0.0.1: {0}")]
+    Listen(std::io::Error),
+    #[error(
+        "nobody completed the sign-in within {} s; start a new session to get a new sign-in link",
+        .0.as_secs()
+    )]
+    TimedOut(Duration),
+    #[error("the authorization server refused the sign-in: {0}")]
+    Denied(String),
+    #[error("{0}")]
+    Auth(#[from] AuthError),
+}
+
+/// Tells the user to open `link` to sign in to `server`.
+///
+/// For now a chat message (through `notify`, the session's MCP notices) and
+/// a log line naming the authorization endpoint (not the link: its `state`
+/// guards the callback). This is the one place the link is shown: route it
+/// through an ACP URL-mode elicitation here once the editor supports it.
+pub fn present_sign_in_link(notify: &(dyn Fn(String) + Send + Sync), server: &str, link: &str) {
+    let endpoint = link.split('?').next().unwrap_or(link);
+    tracing::info!(server = %server, %endpoint, "MCP server needs sign-in; link presented to the user");
+    notify(format!(
+        "MCP server `{server}` needs you to sign in. Open this link in your browser:\n\n{link}\n\n\
+         The browser then returns to acp-coder on this computer; the link works for {} minutes. \
+         The server's tools are added once you are signed in.",
+        SIGN_IN_WAIT.as_secs() / 60
+    ));
+}
+
+/// An rmcp authorization manager for `url` with its tokens in `store`:
+/// a stored sign-in is used (and refreshed shortly before it expires);
+/// without one, requests go out unauthenticated until the server asks.
+pub async fn manager(
+    url: &str,
+    store: Arc<TokenStore>,
+) -> Result<AuthorizationManager, OAuthError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut m = AuthorizationManager::new(url).await?;
+    let stored = store.exists();
+    m.set_credential_store(SharedStore(store.clone()));
+    if stored {
+        // Discovery runs again here (the stored client id needs the server's
+        // token endpoint); a failure leaves the manager without tokens and
+        // the server's 401 starts a new sign-in.
+        match m.initialize_from_store().await {
+            Ok(true) => {
+                if let Some(secret) = store.client_secret()
+                    && let Ok((client_id, _)) = m.get_credentials().await
+                {
+                    m.configure_client(
+                        OAuthClientConfig::new(client_id, url).with_client_secret(secret),
+                    )?;
+                }
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(url = %url, error = %e, "stored MCP sign-in not usable"),
+        }
+    }
+    Ok(m)
+}
+
+/// Runs the sign-in for `server` at `url` after its 401 carrying
+/// `challenge` (`WWW-Authenticate`): discovery, registration, the link, the
+/// browser's return, the token exchange. The tokens end up in `store`.
+pub async fn sign_in(
+    server: &str,
+    url: &str,
+    challenge: &str,
+    store: Arc<TokenStore>,
+    notify: &(dyn Fn(String) + Send + Sync),
+    wait: Duration,
+) -> Result<AuthorizationManager, OAuthError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut m = AuthorizationManager::new(url).await?;
+    m.set_credential_store(SharedStore(store.clone()));
+    let found = m.resolve_metadata_from_challenge(Some(challenge)).await?;
+    tracing::info!(server = %server, source = ?found.source, "MCP OAuth metadata found");
+    m.set_metadata(found.metadata);
+    let callback = Callback::bind().await?;
+    let redirect = callback.redirect_uri();
+    let scopes = m.select_scopes(None, &[]);
+    let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+    let config = m
+        .register_client(CLIENT_NAME, &redirect, &scope_refs)
+        .await?;
+    store.set_client_secret(config.client_secret.clone());
+    let link = m.get_authorization_url(&scope_refs).await?;
+    check_link(&link)?;
+    let state = reqwest::Url::parse(&link)
+        .ok()
+        .and_then(|u| {
+            u.query_pairs()
+                .find(|(k, _)| k == "state")
+                .map(|(_, v)| v.into_owned())
+        })
+        .ok_or_else(|| AuthError::InternalError("the sign-in link has no state".into()))?;
+    present_sign_in_link(notify, server, &link);
+    let back = callback.wait(&state, wait).await?;
+    crate::secrets::learn([back.code.clone()]);
+    m.exchange_code_for_token_with_issuer(&back.code, &state, back.issuer.as_deref())
+        .await?;
+    tracing::info!(server = %server, "MCP server sign-in complete");
+    Ok(m)
+}
+
+/// The link the user is asked to open must be a web address: a hostile
+/// server's metadata must not make the chat show a `javascript:` or `file:`
+/// link, nor plain HTTP to another machine.
+fn check_link(link: &str) -> Result<(), AuthError> {
+    let url = reqwest::Url::parse(link)?;
+    let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        other => Err(AuthError::OAuthError(format!(
+            "the server's authorization endpoint {}://{} is not an https address; refusing to show it",
+            other,
+            url.host_str().unwrap_or("")
+        ))),
+    }
+}
+
+/// The `WWW-Authenticate` challenge of a handshake that failed with 401.
+pub fn challenge_of(e: &rmcp::service::ClientInitializeError) -> Option<String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let rmcp::service::ClientInitializeError::TransportError { error, .. } = e else {
+        return None;
+    };
+    match error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()?
+    {
+        StreamableHttpError::AuthRequired(a) => Some(a.www_authenticate_header.clone()),
+        _ => None,
+    }
+}
+
+/// The `Authorization` header of the legacy SSE transport's requests (rmcp's
+/// `AuthClient` covers only streamable HTTP): the stored token, refreshed
+/// shortly before it expires; none before the server asked for one.
+#[derive(Clone)]
+pub struct Bearer(Arc<tokio::sync::Mutex<AuthorizationManager>>);
+
+impl Bearer {
+    pub fn new(manager: AuthorizationManager) -> Bearer {
+        Bearer(Arc::new(tokio::sync::Mutex::new(manager)))
+    }
+
+    pub async fn header(&self) -> Option<String> {
+        match self.0.lock().await.get_access_token().await {
+            Ok(token) => Some(format!("Bearer {token}")),
+            Err(AuthError::AuthorizationRequired) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "MCP OAuth token not available; sending without");
+                None
+            }
+        }
+    }
+}
+
+/// [`TokenStore`] shared between the manager and the caller.
+struct SharedStore(Arc<TokenStore>);
+
+#[async_trait::async_trait]
+impl rmcp::transport::auth::CredentialStore for SharedStore {
+    async fn load(&self) -> Result<Option<rmcp::transport::auth::StoredCredentials>, AuthError> {
+        self.0.load().await
+    }
+    async fn save(&self, c: rmcp::transport::auth::StoredCredentials) -> Result<(), AuthError> {
+        self.0.save(c).await
+    }
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.0.clear().await
+    }
+}
+
+/// What the browser brought back.
+#[derive(Debug)]
+pub struct Returned {
+    pub code: String,
+    pub issuer: Option<String>,
+}
+
+/// The one-shot redirect listener: 127.0.0.1, an ephemeral port, path
+/// `/callback`. Requests elsewhere get 404; a wrong or missing `state` gets
+/// 400 and is otherwise ignored (someone else's request must not end the
+/// sign-in); the first request with the right `state` ends it.
+pub struct Callback {
+    listener: TcpListener,
+    port: u16,
+}
+
+type Outcome = Result<Returned, OAuthError>;
+
+impl Callback {
+    pub async fn bind() -> Result<Callback, OAuthError> {
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(OAuthError::Listen)?;
+        let port = listener.local_addr().map_err(OAuthError::Listen)?.port();
+        Ok(Callback { listener, port })
+    }
+
+    pub fn redirect_uri(&self) -> String {
+        format!("http://127.0.0.1:{}/callback", self.port)
+    }
+
+    /// Waits at most `wait` for the browser to come back with `state`.
+    pub async fn wait(self, state: &str, wait: Duration) -> Outcome {
+        let (tx, mut rx) = mpsc::channel::<Outcome>(1);
+        let mut connections = tokio::task::JoinSet::new();
+        let deadline = tokio::time::sleep(wait);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                _ = &mut deadline => return Err(OAuthError::TimedOut(wait)),
+                Some(outcome) = rx.recv() => return outcome,
+                accepted = self.listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    let tx = tx.clone();
+                    let state = state.to_owned();
+                    connections.spawn(async move {
+                        let service = service_fn(move |req| {
+                            let (status, page, outcome) = answer(&req, &state);
+                            let tx = tx.clone();
+                            async move {
+                                if let Some(o) = outcome {
+                                    let _ = tx.try_send(o);
+                                }
+                                let mut resp = Response::new(page);
+                                *resp.status_mut() = status;
+                                resp.headers_mut().insert(
+                                    hyper::header::CONTENT_TYPE,
+                                    hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+                                );
+                                Ok::<_, std::convert::Infallible>(resp)
+                            }
+                        });
+                        let conn = hyper::server::conn::http1::Builder::new()
+                            .keep_alive(false)
+                            .serve_connection(TokioIo::new(stream), service);
+                        let _ = tokio::time::timeout(Duration::from_secs(10), conn).await;
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// The listener's answer to one request: status, page, and the outcome
+/// when the request ends the sign-in.
+fn answer<B>(req: &Request<B>, state: &str) -> (StatusCode, String, Option<Outcome>) {
+    if req.method() != hyper::Method::GET || req.uri().path() != "/callback" {
+        return (StatusCode::NOT_FOUND, "Not found.".into(), None);
+    }
+    let query = req.uri().query().unwrap_or("");
+    let pairs: Vec<(String, String)> = reqwest::Url::parse(&format!("http://x/?{query}"))
+        .map(|u| u.query_pairs().into_owned().collect())
+        .unwrap_or_default();
+    let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    if get("state").as_deref() != Some(state) {
+        tracing::warn!("MCP sign-in callback with a wrong or missing state ignored");
+        return (
+            StatusCode::BAD_REQUEST,
+            "This is not the sign-in acp-coder started (the state does not match).".into(),
+            None,
+        );
+    }
+    if let Some(error) = get("error") {
+        let why = match get("error_description") {
+            Some(d) => format!("{error}: {d}"),
+            None => error,
+        };
+        let page = format!("Sign-in failed: {why}. You can close this tab.");
+        return (
+            StatusCode::BAD_REQUEST,
+            page,
+            Some(Err(OAuthError::Denied(why))),
+        );
+    }
+    match get("code") {
+        Some(code) => (
+            StatusCode::OK,
+            "Signed in. You can close this tab and return to your editor.".into(),
+            Some(Ok(Returned {
+                code,
+                issuer: get("iss"),
+            })),
+        ),
+        None => (
+            StatusCode::BAD_REQUEST,
+            "The sign-in came back without a code.".into(),
+            Some(Err(OAuthError::Denied(
+                "the redirect carried no authorization code".into(),
+            ))),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn get(url: &str) -> (u16, String) {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let resp = reqwest::get(url).await.unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_right_state_ends_the_wait_and_others_are_ignored() {
+        let cb = Callback::bind().await.unwrap();
+        let base = cb.redirect_uri();
+        assert!(base.starts_with("http://127.0.0.1:"));
+        let waiting = tokio::spawn(cb.wait("s3cret-state", Duration::from_secs(30)));
+        let port_base = base.trim_end_matches("/callback").to_owned();
+        assert_eq!(get(&format!("{port_base}/other")).await.0, 404);
+        assert_eq!(get(&format!("{base}?code=evil&state=guess")).await.0, 400);
+        assert_eq!(get(&format!("{base}?code=evil")).await.0, 400);
+        let (status, page) = get(&format!(
+            "{base}?code=c0de&state=s3cret-state&iss=https%3A%2F%2Fas"
+        ))
+        .await;
+        assert_eq!(status, 200, "{page}");
+        let back = waiting.await.unwrap().unwrap();
+        assert_eq!(back.code, "c0de");
+        assert_eq!(back.issuer.as_deref(), Some("https://as"));
+        // One-shot: the listener is gone.
+        assert!(reqwest::get(&base).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_refusal_is_reported() {
+        let cb = Callback::bind().await.unwrap();
+        let base = cb.redirect_uri();
+        let waiting = tokio::spawn(cb.wait("st", Duration::from_secs(30)));
+        let (status, _) = get(&format!(
+            "{base}?state=st&error=access_denied&error_description=no"
+        ))
+        .await;
+        assert_eq!(status, 400);
+        let err = waiting.await.unwrap().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the authorization server refused the sign-in: access_denied: no"
+        );
+    }
+
+    #[test]
+    fn only_web_links_are_shown() {
+        assert!(check_link("https://as.example/authorize?x=1").is_ok());
+        assert!(check_link("http://127.0.0.1:8/authorize").is_ok());
+        assert!(check_link("http://as.example/authorize").is_err());
+        assert!(check_link("javascript:alert(1)").is_err());
+        assert!(check_link("file:///etc/passwd").is_err());
+    }
+
+    #[tokio::test]
+    async fn nobody_coming_back_times_out_clearly() {
+        let cb = Callback::bind().await.unwrap();
+        let err = cb.wait("st", Duration::from_millis(50)).await.unwrap_err();
+        assert!(matches!(err, OAuthError::TimedOut(_)));
+        assert!(err.to_string().contains("start a new session"), "{err}");
+    }
+}
