@@ -61,7 +61,15 @@ impl Agent {
         let mode = Mode::parse(&settings.default_mode).unwrap_or(Mode::Ask);
         let editor = Editor::new(self.peer.clone(), self.client_caps(), &id);
         let skills = find_skills(&cwd, &additional).await;
-        let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor, &skills).await;
+        let registry = tools_for(
+            &req.mcp_servers,
+            &settings,
+            &cwd,
+            &additional,
+            &editor,
+            &skills,
+        )
+        .await;
         let session = self.install(SessionInit {
             id: id.clone(),
             cwd,
@@ -178,7 +186,15 @@ impl Agent {
         let editor = Editor::new(self.peer.clone(), self.client_caps(), &id);
         // The MCP servers given now are reconnected (ACP §5.3, §5.4).
         let skills = find_skills(&cwd, &additional).await;
-        let registry = tools_for(&req.mcp_servers, &settings, &cwd, &editor, &skills).await;
+        let registry = tools_for(
+            &req.mcp_servers,
+            &settings,
+            &cwd,
+            &additional,
+            &editor,
+            &skills,
+        )
+        .await;
         let session = self.install(SessionInit {
             id: id.clone(),
             cwd,
@@ -378,6 +394,7 @@ async fn tools_for(
     servers: &[crate::acp::McpServer],
     settings: &crate::config::Settings,
     cwd: &Path,
+    additional: &[PathBuf],
     editor: &Editor,
     skills: &Shelf,
 ) -> Registry {
@@ -393,7 +410,7 @@ async fn tools_for(
     }
     let mut registry = Registry::builtin();
     registry.add_source(Arc::new(SkillTools::new(skills.clone())));
-    crate::mcp::attach(&mut registry, servers, settings, cwd, editor).await;
+    crate::mcp::attach(&mut registry, servers, settings, cwd, additional, editor).await;
     registry
 }
 

@@ -7,11 +7,13 @@ use std::time::{Duration, Instant};
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ServerNotification, SubscriptionFilter,
-    Tool as McpToolDef,
+    ClientConfig, ErrorData, Implementation, ProgressNotificationParam, ServerNotification,
+    SubscriptionFilter, Tool as McpToolDef,
 };
+#[allow(deprecated)] // roots and logging: see src/mcp/client.rs
+use rmcp::model::{ListRootsResult, LoggingMessageNotificationParam};
 use rmcp::service::{
-    ClientInitializeError, NotificationContext, Peer, RoleClient, RunningService,
+    ClientInitializeError, NotificationContext, Peer, RequestContext, RoleClient, RunningService,
     serve_client_with_ct,
 };
 use tokio::sync::{mpsc, watch};
@@ -24,7 +26,7 @@ use crate::tools::{Tool, ToolSource};
 
 use super::stdio::{self, StdioChild};
 use super::tool::McpTool;
-use super::{McpError, http, names, sse};
+use super::{McpError, client, http, names, sse};
 
 /// A server still starting when `session/new` returned gets this long in all
 /// (`npx`/`uvx` may download first) before it counts as failed.
@@ -48,6 +50,8 @@ pub struct McpOptions {
     pub secret_env: Vec<String>,
     /// How many tools the servers may add in all.
     pub tool_budget: usize,
+    /// The session's directories, answered to `roots/list`.
+    pub roots: Vec<PathBuf>,
 }
 
 type Service = RunningService<RoleClient, Handler>;
@@ -66,6 +70,8 @@ enum State {
 struct Slot {
     spec: McpServerSpec,
     state: Mutex<State>,
+    /// Progress tokens of this server's running calls.
+    progress: Arc<client::Progress>,
 }
 
 struct Notices {
@@ -113,6 +119,7 @@ impl McpManager {
                 .map(|spec| Slot {
                     spec,
                     state: Mutex::new(State::Starting),
+                    progress: Arc::default(),
                 })
                 .collect(),
             editor,
@@ -244,29 +251,28 @@ impl Inner {
         // Held throughout: two servers getting ready at once must not
         // write lists computed from stale states (lock order: tools, slot).
         let mut current = lock(&self.tools);
-        let mut defs: Vec<(String, McpToolDef, Peer<RoleClient>)> = Vec::new();
-        for slot in &self.slots {
+        let mut defs: Vec<(usize, McpToolDef, Peer<RoleClient>)> = Vec::new();
+        for (idx, slot) in self.slots.iter().enumerate() {
             if let State::Ready { peer, tools } = &*lock(&slot.state) {
                 for t in tools {
-                    defs.push((slot.spec.name.clone(), t.clone(), peer.clone()));
+                    defs.push((idx, t.clone(), peer.clone()));
                 }
             }
         }
         let names = names::assign(
-            defs.iter().map(|(s, d, _)| (s.as_str(), d.name.as_ref())),
+            defs.iter()
+                .map(|(i, d, _)| (self.slots[*i].spec.name.as_str(), d.name.as_ref())),
             &Default::default(),
         );
         let mut list: Vec<Arc<dyn Tool>> = defs
             .into_iter()
             .zip(names)
-            .map(|((server, def, peer), name)| {
-                Arc::new(McpTool::new(
-                    name,
-                    &server,
-                    def,
-                    peer,
-                    self.options.call_timeout,
-                )) as Arc<dyn Tool>
+            .map(|((idx, def, peer), name)| {
+                let slot = &self.slots[idx];
+                Arc::new(
+                    McpTool::new(name, &slot.spec.name, def, peer, self.options.call_timeout)
+                        .with_progress(slot.progress.clone()),
+                ) as Arc<dyn Tool>
             })
             .collect();
         if list.len() > self.options.tool_budget {
@@ -316,6 +322,9 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
     let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
     let handler = Handler {
         changed: changed_tx.clone(),
+        server: name.clone(),
+        roots: Arc::new(inner.options.roots.clone()),
+        progress: inner.slots[idx].progress.clone(),
     };
     let began = Instant::now();
     let connected = tokio::select! {
@@ -588,10 +597,14 @@ async fn connect(
     }
 }
 
-/// Our side of each connection: forwards tool-list changes.
+/// Our side of each connection: forwards tool-list changes; answers roots,
+/// progress and log messages through [`client`].
 #[derive(Clone)]
 pub struct Handler {
     changed: mpsc::UnboundedSender<()>,
+    server: String,
+    roots: Arc<Vec<PathBuf>>,
+    progress: Arc<client::Progress>,
 }
 
 impl ClientHandler for Handler {
@@ -601,9 +614,37 @@ impl ClientHandler for Handler {
         let _ = self.changed.send(());
     }
 
+    /// `roots/list`: the session's directories (MCP "Client features: Roots").
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        Ok(client::list_roots(&self.roots))
+    }
+
+    /// `notifications/progress` for a running call: shown in its tool call.
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.notify(&self.server, &params);
+    }
+
+    /// `notifications/message`: to the log file at its level.
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        client::log_message(&self.server, &params);
+    }
+
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
-            ClientCapabilities::default(),
+            client::capabilities(),
             Implementation::new("acp-coder", env!("CARGO_PKG_VERSION")),
         )
     }

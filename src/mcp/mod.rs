@@ -11,6 +11,8 @@
 //!   streamable HTTP (rmcp's client, [`http`]), legacy HTTP+SSE ([`sse`]).
 //! - [`tool`]: one MCP tool as a [`crate::tools::Tool`]; result conversion.
 //! - [`names`]: model-facing tool names.
+//! - [`client`]: roots, progress and servers' log messages.
+pub mod client;
 pub mod http;
 pub mod manager;
 pub mod names;
@@ -57,6 +59,7 @@ pub async fn attach(
     servers: &[McpServer],
     settings: &Settings,
     cwd: &Path,
+    additional: &[std::path::PathBuf],
     editor: &Editor,
 ) {
     let specs = servers::merge(servers, &settings.mcp_servers);
@@ -70,6 +73,7 @@ pub async fn attach(
         cwd: cwd.to_path_buf(),
         secret_env: settings.secret_env.clone(),
         tool_budget: MAX_TOOLS.saturating_sub(registry.fixed_len()),
+        roots: client::root_dirs(cwd, additional),
     };
     let manager = McpManager::start(specs, editor.clone(), options).await;
     registry.add_source(manager as Arc<dyn crate::tools::ToolSource>);

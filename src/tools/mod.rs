@@ -67,10 +67,12 @@ pub enum Access {
         command: String,
         cwd: PathBuf,
     },
-    /// An MCP tool; `read_only` from its annotations.
+    /// An MCP tool; `read_only` and `destructive` from its annotations
+    /// (`readOnlyHint`, an explicit `destructiveHint: true`).
     External {
         tool: String,
         read_only: bool,
+        destructive: bool,
     },
 }
 
