@@ -27,6 +27,8 @@ pub struct CallResult {
     /// The text the model reads as this call's result.
     pub for_model: String,
     pub cancelled: bool,
+    /// `data:` URLs of the images the call returned (issue 18 item 7).
+    pub images: Vec<String>,
 }
 
 /// Runs one call requested by the model.
@@ -50,6 +52,7 @@ pub async fn run(
         CallResult {
             for_model: format!("Error: {msg}"),
             cancelled: false,
+            images: Vec::new(),
         }
     };
 
@@ -212,6 +215,7 @@ pub async fn run(
         }) => {
             let raw = raw_output
                 .unwrap_or_else(|| json!({ "output": truncate(&for_model, RAW_OUTPUT_LIMIT) }));
+            let images = crate::mcp::rich::images_of(&out_content);
             editor.update(&SessionUpdate::ToolCallUpdate(ToolCallUpdate {
                 status: Some(ToolCallStatus::Completed),
                 content: (!out_content.is_empty()).then_some(out_content),
@@ -222,6 +226,7 @@ pub async fn run(
             CallResult {
                 for_model: trim_for_model(for_model),
                 cancelled: false,
+                images,
             }
         }
         Err(ToolError::Cancelled) => cancelled(session, &id),
@@ -286,6 +291,7 @@ fn cancelled(session: &Session, id: &str) -> CallResult {
     CallResult {
         for_model: "Error: the user cancelled this call before it finished.".into(),
         cancelled: true,
+        images: Vec::new(),
     }
 }
 

@@ -114,17 +114,21 @@ impl Progress {
         ProgressGuard { map: self, token }
     }
 
-    /// Shows `p` in its tool call; unknown tokens are logged and dropped.
+    /// Shows `p` in its tool call; unknown tokens (a call that just ended:
+    /// the last notification may race its answer; or a hostile server) are
+    /// logged and dropped.
     pub fn notify(&self, server: &str, p: &ProgressNotificationParam) {
-        let target = lock(&self.calls).get(&p.progress_token).cloned();
-        let Some((editor, id)) = target else {
-            tracing::warn!(server, token = ?p.progress_token, "MCP progress for a token that belongs to no running call: ignored");
+        // Held while queueing the update: once the call's guard is dropped no
+        // progress can follow (and overwrite) the call's final content.
+        let calls = lock(&self.calls);
+        let Some((editor, id)) = calls.get(&p.progress_token) else {
+            tracing::debug!(server, token = ?p.progress_token, "MCP progress for a token that belongs to no running call: ignored");
             return;
         };
         let text = progress_text(p);
         tracing::debug!(server, tool_call = %id, progress = %text, "MCP progress");
         editor.update(&SessionUpdate::ToolCallUpdate(
-            ToolCallUpdate::new(id).content(vec![ToolCallContent::text(text)]),
+            ToolCallUpdate::new(id.clone()).content(vec![ToolCallContent::text(text)]),
         ));
     }
 }

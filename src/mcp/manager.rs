@@ -26,7 +26,7 @@ use crate::tools::{Tool, ToolSource};
 
 use super::stdio::{self, StdioChild};
 use super::tool::McpTool;
-use super::{McpError, client, http, names, sse};
+use super::{McpError, client, http, names, resources, sse};
 
 /// A server still starting when `session/new` returned gets this long in all
 /// (`npx`/`uvx` may download first) before it counts as failed.
@@ -252,10 +252,20 @@ impl Inner {
         // write lists computed from stale states (lock order: tools, slot).
         let mut current = lock(&self.tools);
         let mut defs: Vec<(usize, McpToolDef, Peer<RoleClient>)> = Vec::new();
+        let mut with_resources = Vec::new();
         for (idx, slot) in self.slots.iter().enumerate() {
             if let State::Ready { peer, tools } = &*lock(&slot.state) {
                 for t in tools {
                     defs.push((idx, t.clone(), peer.clone()));
+                }
+                if peer
+                    .peer_info()
+                    .is_some_and(|i| i.capabilities.resources.is_some())
+                {
+                    with_resources.push(resources::Server {
+                        name: slot.spec.name.clone(),
+                        peer: peer.clone(),
+                    });
                 }
             }
         }
@@ -275,6 +285,15 @@ impl Inner {
                 ) as Arc<dyn Tool>
             })
             .collect();
+        // Issue 18 item 5: first, so the tool budget never drops them.
+        let resource_tools =
+            resources::ResourceTool::pair(with_resources, self.options.call_timeout);
+        list.splice(
+            0..0,
+            resource_tools
+                .into_iter()
+                .map(|t| Arc::new(t) as Arc<dyn Tool>),
+        );
         if list.len() > self.options.tool_budget {
             let dropped: Vec<String> = list
                 .split_off(self.options.tool_budget)

@@ -12,10 +12,14 @@
 //! - [`tool`]: one MCP tool as a [`crate::tools::Tool`]; result conversion.
 //! - [`names`]: model-facing tool names.
 //! - [`client`]: roots, progress and servers' log messages.
+//! - [`rich`]: images of tool results for the model.
+//! - [`resources`]: the `list_mcp_resources` and `read_mcp_resource` tools.
 pub mod client;
 pub mod http;
 pub mod manager;
 pub mod names;
+pub mod resources;
+pub mod rich;
 pub mod servers;
 pub mod sse;
 pub mod stdio;

@@ -292,7 +292,8 @@ fn call_error(server: &str, tool: &str, e: &ServiceError) -> String {
 
 /// Converts a `CallToolResult` (as JSON) for the model and the editor:
 /// text as is, images and audio as a note for the model (the blocks go to the
-/// editor), embedded resources inlined, resource links described, and
+/// editor; the agent sends the images to the model after the results, see
+/// [`super::rich`]), embedded resources inlined, resource links described, and
 /// `structuredContent` as JSON unless a text block already carries it.
 pub fn convert(result: &Value) -> ToolOutput {
     let mut model = Vec::<String>::new();
@@ -307,7 +308,7 @@ pub fn convert(result: &Value) -> ToolOutput {
                 texts.push(t.text.clone());
             }
             ContentBlock::Image(i) => model.push(format!(
-                "[image: {}, {} bytes; shown to the user, not visible to you]",
+                "[image: {}, {} bytes; shown to the user]",
                 i.mime_type,
                 i.data.len() / 4 * 3
             )),
@@ -400,7 +401,7 @@ mod tests {
         }));
         assert!(
             out.for_model
-                .starts_with("hello\n[image: image/png, 3 bytes")
+                .starts_with("hello\n[image: image/png, 3 bytes; shown to the user]")
         );
         assert!(
             out.for_model

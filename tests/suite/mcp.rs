@@ -16,7 +16,7 @@ use crate::support::{
 
 /// The test server binary. `cargo test` builds it as an example; a
 /// filtered run (`cargo test --test all mcp`) does not, hence the checks.
-fn test_server() -> PathBuf {
+pub(super) fn test_server() -> PathBuf {
     let exe = std::env::current_exe().expect("test exe");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");
     let path = dir.join("examples").join("mcp_test_server");
@@ -31,7 +31,7 @@ fn test_server() -> PathBuf {
     path
 }
 
-fn stdio(name: &str, args: &[&str]) -> Value {
+pub(super) fn stdio(name: &str, args: &[&str]) -> Value {
     json!({"name": name, "command": test_server(), "args": args, "env": []})
 }
 
@@ -53,14 +53,17 @@ fn external(var: &str, install: &str) -> Option<String> {
     None
 }
 
-fn everything() -> Option<String> {
+pub(super) fn everything() -> Option<String> {
     external(
         "ACP_CODER_MCP_EVERYTHING",
         "npm install --prefix DIR @modelcontextprotocol/server-everything; ACP_CODER_MCP_EVERYTHING=DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
     )
 }
 
-async fn spawn(model: &FakeModel, config: Option<&str>) -> (FakeEditor, Option<tempfile::TempDir>) {
+pub(super) async fn spawn(
+    model: &FakeModel,
+    config: Option<&str>,
+) -> (FakeEditor, Option<tempfile::TempDir>) {
     let (args, dir) = match config {
         Some(text) => {
             let dir = tempfile::tempdir().unwrap();
@@ -80,7 +83,11 @@ async fn spawn(model: &FakeModel, config: Option<&str>) -> (FakeEditor, Option<t
 }
 
 /// `session/new` with these `mcpServers`; the session id and how long it took.
-async fn new_session(editor: &FakeEditor, cwd: &Path, servers: Value) -> (String, Duration) {
+pub(super) async fn new_session(
+    editor: &FakeEditor,
+    cwd: &Path,
+    servers: Value,
+) -> (String, Duration) {
     let began = Instant::now();
     let result = editor
         .request_with_id(
@@ -97,7 +104,7 @@ async fn new_session(editor: &FakeEditor, cwd: &Path, servers: Value) -> (String
 }
 
 /// The `tool` messages of a chat request, by tool_call_id.
-fn tool_result(model: &FakeModel, request: usize, call_id: &str) -> String {
+pub(super) fn tool_result(model: &FakeModel, request: usize, call_id: &str) -> String {
     let req = &model.chat_requests()[request];
     req.messages()
         .iter()
@@ -123,7 +130,7 @@ fn tool_spec(model: &FakeModel, request: usize, name: &str) -> Value {
 }
 
 /// The final `tool_call_update` (status completed/failed) of a call.
-fn final_update(editor: &FakeEditor, sid: &str, call_id: &str) -> Value {
+pub(super) fn final_update(editor: &FakeEditor, sid: &str, call_id: &str) -> Value {
     editor
         .updates_of_kind(sid, "tool_call_update")
         .into_iter()
@@ -134,7 +141,7 @@ fn final_update(editor: &FakeEditor, sid: &str, call_id: &str) -> Value {
         .unwrap_or_else(|| editor.fail(&format!("no final update for {call_id}")))
 }
 
-fn first_call(editor: &FakeEditor, sid: &str, call_id: &str) -> Value {
+pub(super) fn first_call(editor: &FakeEditor, sid: &str, call_id: &str) -> Value {
     editor
         .updates_of_kind(sid, "tool_call")
         .into_iter()
@@ -196,7 +203,7 @@ async fn http_server(cmd: &mut tokio::process::Command) -> (tokio::process::Chil
     (child, url)
 }
 
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -204,7 +211,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-async fn wait_port(port: u16) {
+pub(super) async fn wait_port(port: u16) {
     for _ in 0..200 {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await

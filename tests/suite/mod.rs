@@ -16,6 +16,7 @@ mod handshake;
 mod in_process;
 mod lifecycle;
 mod mcp;
+mod mcp_client;
 mod model_errors;
 mod model_floods;
 mod model_http;
