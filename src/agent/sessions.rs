@@ -248,6 +248,7 @@ impl Agent {
         let mut reply = super::to_raw(response)?;
         reply.after = Some(Box::new(move || {
             send_commands(&session);
+            watch_commands(&session);
             let meta = session.meta();
             if meta.title.is_some() {
                 session
@@ -368,10 +369,30 @@ pub(super) fn send_commands(session: &Session) {
 /// Every command the session offers now.
 pub(super) fn session_commands(session: &Session) -> Vec<commands::Command> {
     let config_dir = crate::config::config_home().join("acp-coder");
-    commands::with_skills(
+    let list = commands::with_skills(
         commands::available(&session.cwd, &config_dir),
         &session.skills.get(),
-    )
+    );
+    commands::with_sources(list, session.registry.source_commands())
+}
+
+/// Sends the commands again whenever a tool source's change (an MCP server
+/// got ready or stopped, or sent `prompts/list_changed`).
+fn watch_commands(session: &Arc<Session>) {
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    for mut rx in session.registry.commands_changed() {
+        let weak = Arc::downgrade(session);
+        rt.spawn(async move {
+            while rx.changed().await.is_ok() {
+                match weak.upgrade() {
+                    Some(s) => send_commands(&s),
+                    None => return,
+                }
+            }
+        });
+    }
 }
 
 /// The skills of a session rooted at `cwd` (issue 21), read off the runtime's

@@ -26,7 +26,7 @@ use crate::tools::{Tool, ToolSource};
 
 use super::stdio::{self, StdioChild};
 use super::tool::McpTool;
-use super::{McpError, client, http, names, resources, sse};
+use super::{McpError, client, http, names, prompts, resources, sse};
 
 /// A server still starting when `session/new` returned gets this long in all
 /// (`npx`/`uvx` may download first) before it counts as failed.
@@ -72,6 +72,8 @@ struct Slot {
     state: Mutex<State>,
     /// Progress tokens of this server's running calls.
     progress: Arc<client::Progress>,
+    /// Its prompts (`prompts/list` entries as JSON) while ready.
+    prompts: Mutex<Vec<serde_json::Value>>,
 }
 
 struct Notices {
@@ -91,6 +93,8 @@ struct Inner {
     settled: watch::Sender<usize>,
     /// `session/new` stopped waiting: later events are reported as they come.
     startup_over: AtomicBool,
+    /// Bumped when the prompts (slash commands) change.
+    commands: watch::Sender<u64>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -120,6 +124,7 @@ impl McpManager {
                     spec,
                     state: Mutex::new(State::Starting),
                     progress: Arc::default(),
+                    prompts: Mutex::default(),
                 })
                 .collect(),
             editor,
@@ -131,6 +136,7 @@ impl McpManager {
             stop: CancellationToken::new(),
             settled: watch::channel(0).0,
             startup_over: AtomicBool::new(false),
+            commands: watch::channel(0).0,
             options,
         });
         let began = Instant::now();
@@ -225,6 +231,49 @@ impl ToolSource for McpManager {
         }
         Some(lines.join("\n"))
     }
+
+    /// Each ready server's prompts as `/<server>.<prompt>` (issue 18 item 4).
+    fn commands(&self) -> Vec<crate::tools::SourceCommand> {
+        let mut out = Vec::new();
+        for slot in &self.inner.slots {
+            if matches!(*lock(&slot.state), State::Ready { .. }) {
+                for p in lock(&slot.prompts).iter() {
+                    out.extend(prompts::command(&slot.spec.name, p));
+                }
+            }
+        }
+        out
+    }
+
+    fn run_command(&self, name: &str, input: &str) -> Option<crate::tools::CommandFuture> {
+        for slot in &self.inner.slots {
+            let State::Ready { peer, .. } = &*lock(&slot.state) else {
+                continue;
+            };
+            let found = lock(&slot.prompts)
+                .iter()
+                .find(|p| {
+                    p["name"]
+                        .as_str()
+                        .map(|n| prompts::command_name(&slot.spec.name, n))
+                        == Some(name.to_owned())
+                })
+                .cloned();
+            let Some(prompt) = found else { continue };
+            let arguments = prompts::parse_input(&prompt, input);
+            let (peer, server) = (peer.clone(), slot.spec.name.clone());
+            let prompt_name = prompt["name"].as_str().unwrap_or_default().to_owned();
+            let timeout = self.inner.options.call_timeout;
+            return Some(Box::pin(async move {
+                prompts::fetch(peer, server, prompt_name, arguments?, timeout).await
+            }));
+        }
+        None
+    }
+
+    fn commands_changed(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.inner.commands.subscribe())
+    }
 }
 
 impl Inner {
@@ -313,6 +362,30 @@ impl Inner {
     fn set(&self, idx: usize, state: State) {
         *lock(&self.slots[idx].state) = state;
     }
+
+    /// Re-reads server `idx`'s prompts (at start and on
+    /// `prompts/list_changed`) and tells the session its commands changed.
+    async fn load_prompts(&self, idx: usize, peer: &Peer<RoleClient>) {
+        let slot = &self.slots[idx];
+        let offers = peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.prompts.is_some());
+        if offers {
+            match peer.list_all_prompts().await {
+                Ok(list) => {
+                    tracing::info!(server = %slot.spec.name, prompts = list.len(), "MCP prompts listed");
+                    *lock(&slot.prompts) = list
+                        .iter()
+                        .filter_map(|p| serde_json::to_value(p).ok())
+                        .collect();
+                }
+                Err(e) => {
+                    tracing::warn!(server = %slot.spec.name, error = %e, "prompts/list failed")
+                }
+            }
+        }
+        self.commands.send_modify(|n| *n += 1);
+    }
 }
 
 /// Counts a server as settled exactly once, however its start ends.
@@ -339,7 +412,9 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
     let name = spec.name.clone();
     let mut settle = Settle(&inner, false);
     let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
+    let (prompts_tx, mut prompts_rx) = mpsc::unbounded_channel::<()>();
     let handler = Handler {
+        prompts_changed: prompts_tx,
         changed: changed_tx.clone(),
         server: name.clone(),
         roots: Arc::new(inner.options.roots.clone()),
@@ -407,6 +482,8 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
             tools,
         },
     );
+    // Once ready: the commands watcher reads the prompts of ready servers.
+    inner.load_prompts(idx, &peer).await;
     inner.rebuild();
     let late = inner.startup_over.load(Ordering::SeqCst);
     settle.done();
@@ -439,6 +516,10 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
                 while changed_rx.try_recv().is_ok() {}
                 refresh(&inner, idx, &peer).await;
             }
+            Some(()) = prompts_rx.recv() => {
+                while prompts_rx.try_recv().is_ok() {}
+                inner.load_prompts(idx, &peer).await;
+            }
             _ = inner.stop.cancelled() => break None,
         }
     };
@@ -467,6 +548,7 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
             tracing::warn!(server = %name, how = %how, "MCP server gone");
             inner.set(idx, State::Gone);
             inner.rebuild();
+            inner.commands.send_modify(|n| *n += 1);
             if !inner.stop.is_cancelled() {
                 inner.notify(format!(
                     "MCP server `{name}` stopped unexpectedly: {how}. Its tools were removed; the session goes on."
@@ -621,6 +703,7 @@ async fn connect(
 #[derive(Clone)]
 pub struct Handler {
     changed: mpsc::UnboundedSender<()>,
+    prompts_changed: mpsc::UnboundedSender<()>,
     server: String,
     roots: Arc<Vec<PathBuf>>,
     progress: Arc<client::Progress>,
@@ -649,6 +732,11 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         self.progress.notify(&self.server, &params);
+    }
+
+    /// `notifications/prompts/list_changed`: the slash commands are rebuilt.
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.prompts_changed.send(());
     }
 
     /// `notifications/message`: to the log file at its level.

@@ -14,10 +14,12 @@
 //! - [`client`]: roots, progress and servers' log messages.
 //! - [`rich`]: images of tool results for the model.
 //! - [`resources`]: the `list_mcp_resources` and `read_mcp_resource` tools.
+//! - [`prompts`]: servers' prompts as slash commands.
 pub mod client;
 pub mod http;
 pub mod manager;
 pub mod names;
+pub mod prompts;
 pub mod resources;
 pub mod rich;
 pub mod servers;

@@ -343,3 +343,65 @@ async fn rich_results_and_resources_over_streamable_http_without_images() {
     )
     .await;
 }
+
+/// The last `available_commands_update` of a session.
+fn commands(editor: &FakeEditor, sid: &str) -> Vec<Value> {
+    editor
+        .updates_of_kind(sid, "available_commands_update")
+        .last()
+        .map(|u| u["availableCommands"].as_array().unwrap().clone())
+        .unwrap_or_default()
+}
+
+/// Item 4: prompts are slash commands; running one sends its messages; a
+/// missing required argument is told to the user and the session goes on.
+#[tokio::test]
+async fn prompts_are_slash_commands() {
+    let Some(path) = everything() else { return };
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let home = tempfile::tempdir().unwrap();
+    let (editor, _log) = agent(&model, home.path(), "").await;
+    let sid = session(&editor, ws.path(), &[], stdio_everything(&path)).await;
+    editor
+        .wait_for_update(&sid, |u| u["sessionUpdate"] == "available_commands_update")
+        .await;
+    let list = commands(&editor, &sid);
+    let args = list
+        .iter()
+        .find(|c| c["name"] == "ev.args-prompt")
+        .unwrap_or_else(|| panic!("no /ev.args-prompt in {list:?}"));
+    assert_eq!(args["input"]["hint"], "city=… [state=…]");
+    assert!(list.iter().any(|c| c["name"] == "ev.simple-prompt"));
+
+    model.push(Reply::text("sunny"));
+    editor
+        .prompt(&sid, "/ev.args-prompt city=New York state=NY")
+        .await;
+    let sent = messages(&model, 0);
+    let user = sent.iter().rfind(|m| m["role"] == "user").unwrap();
+    assert!(
+        user.to_string().contains("What's weather in New York, NY?"),
+        "{user}"
+    );
+
+    // A missing required argument: the user is told, the model is not called.
+    let before = model.chat_requests().len();
+    let r = editor.prompt(&sid, "/ev.args-prompt state=NY").await;
+    assert_eq!(r["stopReason"], "end_turn");
+    assert_eq!(model.chat_requests().len(), before);
+    assert!(
+        editor
+            .agent_text(&sid)
+            .contains("missing required argument city"),
+        "{}",
+        editor.agent_text(&sid)
+    );
+    // The session still works.
+    model.push(Reply::text("still here"));
+    editor.prompt(&sid, "/ev.simple-prompt").await;
+    assert!(messages(&model, before).iter().any(|m| {
+        m.to_string()
+            .contains("This is a simple prompt without arguments.")
+    }),);
+}
