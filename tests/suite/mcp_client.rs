@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::mcp::{everything, final_update, first_call, free_port, tool_result, wait_port};
+use super::mcp::{everything, final_update, first_call, free_port, stdio, tool_result, wait_port};
 use crate::support::{
     FakeEditor, FakeModel, PermissionDecision, Reply, Workspace, full_capabilities,
 };
@@ -404,4 +404,38 @@ async fn prompts_are_slash_commands() {
         m.to_string()
             .contains("This is a simple prompt without arguments.")
     }),);
+}
+
+/// Bad input from a server: progress for a token of nobody, a 1 MB progress
+/// message and a 1 MB log line are dropped or cut; the call and the session
+/// go on.
+#[tokio::test]
+async fn hostile_notifications_leave_the_session_working() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let home = tempfile::tempdir().unwrap();
+    let (editor, log) = agent(&model, home.path(), "").await;
+    let sid = session(&editor, ws.path(), &[], json!([stdio("srv", &[])])).await;
+    editor.set_default_permission(Some(PermissionDecision::AllowOnce));
+    model.push(Reply::tool_call("n1", "mcp__srv__noisy", json!({})));
+    model.push(Reply::tool_call(
+        "n2",
+        "mcp__srv__echo",
+        json!({"text": "alive"}),
+    ));
+    model.push(Reply::text("done"));
+    let r = editor.prompt(&sid, "go").await;
+    assert_eq!(r["stopReason"], "end_turn");
+    assert_eq!(tool_result(&model, 1, "n1"), "noisy done");
+    assert_eq!(tool_result(&model, 2, "n2"), "alive");
+    for u in editor.updates_of_kind(&sid, "tool_call_update") {
+        assert!(u.to_string().len() < 10_000, "an update carried the flood");
+    }
+    let last = final_update(&editor, &sid, "n1");
+    assert_eq!(last["content"][0]["content"]["text"], "noisy done");
+    let text = wait_log(&log, "bytes in all").await;
+    assert!(text.contains("belongs to no running call"));
+    if let Some(l) = text.lines().find(|l| l.len() >= 10_000) {
+        panic!("a log line carried the flood: {}", &l[..300]);
+    }
 }
