@@ -19,7 +19,9 @@
 //! Tools: echo (read-only), add (structured output), image, resources,
 //! fail (isError), slow (sleeps `ms`, logs a cancellation), crash (exits
 //! mid-call), toggle (adds/removes the tool `extra` and says so), env
-//! (reads an environment variable), extra (only after toggle).
+//! (reads an environment variable), extra (only after toggle), noisy
+//! (hostile notifications: progress for a token of nobody, 1 MB progress
+//! messages and log lines, then its answer).
 #![allow(clippy::print_stdout)]
 
 use std::io::Write;
@@ -71,6 +73,9 @@ impl TestServer {
                 json!({"name": "echo", "title": "Echo", "description": "Echoes the text back.",
                 "inputSchema": obj(json!({"text": {"type": "string"}}), json!(["text"])),
                 "annotations": {"readOnlyHint": true}}),
+            ),
+            tool(
+                json!({"name": "noisy", "description": "Sends hostile notifications, then answers.", "inputSchema": obj(json!({}), json!([]))}),
             ),
             tool(json!({"name": "add", "description": "Adds two integers.",
                 "inputSchema": obj(json!({"a": {"type": "integer"}, "b": {"type": "integer"}}), json!(["a", "b"])),
@@ -181,6 +186,29 @@ impl ServerHandler for TestServer {
                 let now = !self.extra.fetch_xor(true, Ordering::SeqCst);
                 let _ = context.peer.notify_tool_list_changed().await;
                 text_result(format!("extra is now {}", if now { "on" } else { "off" }))
+            }
+            "noisy" => {
+                let big = "x".repeat(1 << 20);
+                let progress = |token: rmcp::model::ProgressToken, message: &str| {
+                    let mut p = rmcp::model::ProgressNotificationParam::new(token, 1.0);
+                    p.message = Some(message.to_owned());
+                    p
+                };
+                let nobody = rmcp::model::ProgressToken(rmcp::model::NumberOrString::String(
+                    "belongs-to-nobody".into(),
+                ));
+                let _ = context.peer.notify_progress(progress(nobody, "ghost")).await;
+                if let Some(token) = context.meta.get_progress_token() {
+                    let _ = context.peer.notify_progress(progress(token, &big)).await;
+                }
+                #[allow(deprecated)]
+                let log = rmcp::model::LoggingMessageNotificationParam::new(
+                    rmcp::model::LoggingLevel::Error,
+                    json!(big),
+                );
+                #[allow(deprecated)]
+                let _ = context.peer.notify_logging_message(log).await;
+                text_result("noisy done")
             }
             "env" => {
                 let name = args["name"].as_str().unwrap_or_default();

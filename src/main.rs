@@ -456,12 +456,22 @@ fn init_logging(
     g: &GlobalArgs,
     stderr_level: tracing_subscriber::filter::LevelFilter,
 ) -> anyhow::Result<Option<tracing_appender::non_blocking::WorkerGuard>> {
-    let file_filter = EnvFilter::try_new(&g.log_level).with_context(|| {
+    let mut file_filter = EnvFilter::try_new(&g.log_level).with_context(|| {
         format!(
             "--log-level / ACP_CODER_LOG: {:?} is not a valid level or filter",
             g.log_level
         )
     })?;
+    // rmcp logs every message an MCP server sends in full at `info` (a
+    // server's megabyte notification became a megabyte log line); the agent
+    // logs what matters itself. `ACP_CODER_LOG=rmcp=debug` still gets them.
+    if !g.log_level.contains("rmcp") {
+        file_filter = file_filter.add_directive(
+            "rmcp=warn"
+                .parse()
+                .context("the built-in rmcp log directive")?,
+        );
+    }
     let stderr_layer = tracing_subscriber::fmt::layer()
         .with_writer(|| acp_coder::secrets::Writer(std::io::stderr()))
         .with_ansi(acp_coder::term::Stream::Stderr.wants_color())

@@ -115,6 +115,9 @@ pub struct ModelConfig {
     pub input_cost_per_mtok: Option<f64>,
     /// USD per million output (completion) tokens.
     pub output_cost_per_mtok: Option<f64>,
+    /// Whether images from tool results are sent to the model (issue 18
+    /// item 7); default true. `false` for text-only models.
+    pub images: Option<bool>,
 }
 
 /// Where the API key came from, for messages that must not contain the key.
@@ -437,6 +440,11 @@ impl Settings {
     /// The settings of a model, if the config has any.
     pub fn model_config(&self, id: &str) -> Option<&ModelConfig> {
         self.models.iter().find(|(m, _)| m == id).map(|(_, c)| c)
+    }
+
+    /// Whether the model gets the images of tool results (default yes).
+    pub fn model_accepts_images(&self, id: &str) -> bool {
+        self.model_config(id).and_then(|c| c.images).unwrap_or(true)
     }
 
     /// The context window of a model, in tokens.

@@ -1,8 +1,15 @@
 //! Connecting to one MCP server: the transport, the handshake, and our side
 //! of the connection (the rmcp client handler), with failures in words.
 use rmcp::ClientHandler;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{ClientInitializeError, NotificationContext, RoleClient, serve_client_with_ct};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::model::{ClientConfig, ErrorData, Implementation, ProgressNotificationParam};
+#[allow(deprecated)] // roots and logging: see src/mcp/client.rs
+use rmcp::model::{ListRootsResult, LoggingMessageNotificationParam};
+use rmcp::service::{
+    ClientInitializeError, NotificationContext, RequestContext, RoleClient, serve_client_with_ct,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -10,7 +17,7 @@ use crate::config::{McpServerSpec, McpTransportSpec};
 
 use super::manager::{EXIT_WAIT, McpOptions, STDERR_LINES, Service};
 use super::stdio::{self, StdioChild};
-use super::{McpError, acp_transport, oauth, oauth_connect};
+use super::{McpError, acp_transport, client, oauth, oauth_connect};
 
 pub(super) fn with_stderr(mut text: String, child: &StdioChild) -> String {
     let tail = child.stderr_tail(STDERR_LINES);
@@ -115,10 +122,15 @@ pub(super) async fn connect(
     }
 }
 
-/// Our side of each connection: forwards tool-list changes.
+/// Our side of each connection: forwards tool-list changes; answers roots,
+/// progress and log messages through [`client`].
 #[derive(Clone)]
 pub struct Handler {
     pub(super) changed: mpsc::UnboundedSender<()>,
+    pub(super) prompts_changed: mpsc::UnboundedSender<()>,
+    pub(super) server: String,
+    pub(super) roots: Arc<Vec<PathBuf>>,
+    pub(super) progress: Arc<client::Progress>,
 }
 
 impl ClientHandler for Handler {
@@ -128,9 +140,42 @@ impl ClientHandler for Handler {
         let _ = self.changed.send(());
     }
 
+    /// `roots/list`: the session's directories (MCP "Client features: Roots").
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        Ok(client::list_roots(&self.roots))
+    }
+
+    /// `notifications/progress` for a running call: shown in its tool call.
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.notify(&self.server, &params);
+    }
+
+    /// `notifications/prompts/list_changed`: the slash commands are rebuilt.
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.prompts_changed.send(());
+    }
+
+    /// `notifications/message`: to the log file at its level.
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        client::log_message(&self.server, &params);
+    }
+
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
-            ClientCapabilities::default(),
+            client::capabilities(),
             Implementation::new("acp-coder", env!("CARGO_PKG_VERSION")),
         )
     }

@@ -18,7 +18,7 @@ use crate::tools::{Tool, ToolSource};
 use super::connect::{Handler, connect, with_stderr};
 use super::stdio::StdioChild;
 use super::tool::McpTool;
-use super::{McpError, names, oauth};
+use super::{McpError, client, names, oauth, prompts, resources};
 
 /// A server still starting when `session/new` returned gets this long in all
 /// (`npx`/`uvx` may download first) before it counts as failed.
@@ -44,6 +44,8 @@ pub struct McpOptions {
     pub tool_budget: usize,
     /// Where HTTP servers' OAuth tokens are stored (`mcp-oauth/` under it).
     pub data_dir: PathBuf,
+    /// The session's directories, answered to `roots/list`.
+    pub roots: Vec<PathBuf>,
 }
 
 pub(super) type Service = RunningService<RoleClient, Handler>;
@@ -63,6 +65,10 @@ struct Slot {
     spec: McpServerSpec,
     state: Mutex<State>,
     auth: oauth::AuthStatus,
+    /// Progress tokens of this server's running calls.
+    progress: Arc<client::Progress>,
+    /// Its prompts (`prompts/list` entries as JSON) while ready.
+    prompts: Mutex<Vec<serde_json::Value>>,
 }
 
 struct Notices {
@@ -82,6 +88,8 @@ struct Inner {
     settled: watch::Sender<usize>,
     /// `session/new` stopped waiting: later events are reported as they come.
     startup_over: AtomicBool,
+    /// Bumped when the prompts (slash commands) change.
+    commands: watch::Sender<u64>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -111,6 +119,8 @@ impl McpManager {
                     spec,
                     state: Mutex::new(State::Starting),
                     auth: Default::default(),
+                    progress: Arc::default(),
+                    prompts: Mutex::default(),
                 })
                 .collect(),
             editor,
@@ -122,6 +132,7 @@ impl McpManager {
             stop: CancellationToken::new(),
             settled: watch::channel(0).0,
             startup_over: AtomicBool::new(false),
+            commands: watch::channel(0).0,
             options,
         });
         let began = Instant::now();
@@ -230,6 +241,49 @@ impl ToolSource for McpManager {
             &slot.auth,
         ))
     }
+
+    /// Each ready server's prompts as `/<server>.<prompt>` (issue 18 item 4).
+    fn commands(&self) -> Vec<crate::tools::SourceCommand> {
+        let mut out = Vec::new();
+        for slot in &self.inner.slots {
+            if matches!(*lock(&slot.state), State::Ready { .. }) {
+                for p in lock(&slot.prompts).iter() {
+                    out.extend(prompts::command(&slot.spec.name, p));
+                }
+            }
+        }
+        out
+    }
+
+    fn run_command(&self, name: &str, input: &str) -> Option<crate::tools::CommandFuture> {
+        for slot in &self.inner.slots {
+            let State::Ready { peer, .. } = &*lock(&slot.state) else {
+                continue;
+            };
+            let found = lock(&slot.prompts)
+                .iter()
+                .find(|p| {
+                    p["name"]
+                        .as_str()
+                        .map(|n| prompts::command_name(&slot.spec.name, n))
+                        == Some(name.to_owned())
+                })
+                .cloned();
+            let Some(prompt) = found else { continue };
+            let arguments = prompts::parse_input(&prompt, input);
+            let (peer, server) = (peer.clone(), slot.spec.name.clone());
+            let prompt_name = prompt["name"].as_str().unwrap_or_default().to_owned();
+            let timeout = self.inner.options.call_timeout;
+            return Some(Box::pin(async move {
+                prompts::fetch(peer, server, prompt_name, arguments?, timeout).await
+            }));
+        }
+        None
+    }
+
+    fn commands_changed(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.inner.commands.subscribe())
+    }
 }
 
 impl Inner {
@@ -256,31 +310,49 @@ impl Inner {
         // Held throughout: two servers getting ready at once must not
         // write lists computed from stale states (lock order: tools, slot).
         let mut current = lock(&self.tools);
-        let mut defs: Vec<(String, McpToolDef, Peer<RoleClient>)> = Vec::new();
-        for slot in &self.slots {
+        let mut defs: Vec<(usize, McpToolDef, Peer<RoleClient>)> = Vec::new();
+        let mut with_resources = Vec::new();
+        for (idx, slot) in self.slots.iter().enumerate() {
             if let State::Ready { peer, tools } = &*lock(&slot.state) {
                 for t in tools {
-                    defs.push((slot.spec.name.clone(), t.clone(), peer.clone()));
+                    defs.push((idx, t.clone(), peer.clone()));
+                }
+                if peer
+                    .peer_info()
+                    .is_some_and(|i| i.capabilities.resources.is_some())
+                {
+                    with_resources.push(resources::Server {
+                        name: slot.spec.name.clone(),
+                        peer: peer.clone(),
+                    });
                 }
             }
         }
         let names = names::assign(
-            defs.iter().map(|(s, d, _)| (s.as_str(), d.name.as_ref())),
+            defs.iter()
+                .map(|(i, d, _)| (self.slots[*i].spec.name.as_str(), d.name.as_ref())),
             &Default::default(),
         );
         let mut list: Vec<Arc<dyn Tool>> = defs
             .into_iter()
             .zip(names)
-            .map(|((server, def, peer), name)| {
-                Arc::new(McpTool::new(
-                    name,
-                    &server,
-                    def,
-                    peer,
-                    self.options.call_timeout,
-                )) as Arc<dyn Tool>
+            .map(|((idx, def, peer), name)| {
+                let slot = &self.slots[idx];
+                Arc::new(
+                    McpTool::new(name, &slot.spec.name, def, peer, self.options.call_timeout)
+                        .with_progress(slot.progress.clone()),
+                ) as Arc<dyn Tool>
             })
             .collect();
+        // Issue 18 item 5: first, so the tool budget never drops them.
+        let resource_tools =
+            resources::ResourceTool::pair(with_resources, self.options.call_timeout);
+        list.splice(
+            0..0,
+            resource_tools
+                .into_iter()
+                .map(|t| Arc::new(t) as Arc<dyn Tool>),
+        );
         if list.len() > self.options.tool_budget {
             let dropped: Vec<String> = list
                 .split_off(self.options.tool_budget)
@@ -299,6 +371,30 @@ impl Inner {
 
     fn set(&self, idx: usize, state: State) {
         *lock(&self.slots[idx].state) = state;
+    }
+
+    /// Re-reads server `idx`'s prompts (at start and on
+    /// `prompts/list_changed`) and tells the session its commands changed.
+    async fn load_prompts(&self, idx: usize, peer: &Peer<RoleClient>) {
+        let slot = &self.slots[idx];
+        let offers = peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.prompts.is_some());
+        if offers {
+            match peer.list_all_prompts().await {
+                Ok(list) => {
+                    tracing::info!(server = %slot.spec.name, prompts = list.len(), "MCP prompts listed");
+                    *lock(&slot.prompts) = list
+                        .iter()
+                        .filter_map(|p| serde_json::to_value(p).ok())
+                        .collect();
+                }
+                Err(e) => {
+                    tracing::warn!(server = %slot.spec.name, error = %e, "prompts/list failed")
+                }
+            }
+        }
+        self.commands.send_modify(|n| *n += 1);
     }
 }
 
@@ -330,9 +426,17 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
         inner.notify(text);
     };
     let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
+    let (prompts_tx, mut prompts_rx) = mpsc::unbounded_channel::<()>();
+    let handler = Handler {
+        prompts_changed: prompts_tx,
+        changed: changed_tx.clone(),
+        server: name.clone(),
+        roots: Arc::new(inner.options.roots.clone()),
+        progress: inner.slots[idx].progress.clone(),
+    };
     let began = Instant::now();
     let Some((service, child)) =
-        start_server(&inner, idx, changed_tx.clone(), &sign_in_notice).await
+        start_server(&inner, idx, handler, &sign_in_notice).await
     else {
         return;
     };
@@ -344,6 +448,8 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
         }
         return;
     };
+    // Once ready: the commands watcher reads the prompts of ready servers.
+    inner.load_prompts(idx, &peer).await;
     let late = inner.startup_over.load(Ordering::SeqCst);
     settle.done();
     if late {
@@ -361,6 +467,10 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
             Some(()) = changed_rx.recv() => {
                 while changed_rx.try_recv().is_ok() {}
                 refresh(&inner, idx, &peer).await;
+            }
+            Some(()) = prompts_rx.recv() => {
+                while prompts_rx.try_recv().is_ok() {}
+                inner.load_prompts(idx, &peer).await;
             }
             _ = inner.stop.cancelled() => break None,
         }
@@ -387,12 +497,11 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
 async fn start_server(
     inner: &Inner,
     idx: usize,
-    changed: mpsc::UnboundedSender<()>,
+    handler: Handler,
     sign_in_notice: &(dyn Fn(String) + Send + Sync),
 ) -> Option<(Service, Option<StdioChild>)> {
     let spec = &inner.slots[idx].spec;
     let name = &spec.name;
-    let handler = Handler { changed };
     let connected = tokio::select! {
         biased;
         _ = inner.stop.cancelled() => {
@@ -496,6 +605,7 @@ async fn gone(inner: &Inner, idx: usize, child: Option<&StdioChild>, quit: &str)
     tracing::warn!(server = %name, how = %how, "MCP server gone");
     inner.set(idx, State::Gone);
     inner.rebuild();
+    inner.commands.send_modify(|n| *n += 1);
     if !inner.stop.is_cancelled() {
         inner.notify(format!(
             "MCP server `{name}` stopped unexpectedly: {how}. Its tools were removed; the session goes on."

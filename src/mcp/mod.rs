@@ -11,7 +11,12 @@
 //!   streamable HTTP (rmcp's client, [`http`]), legacy HTTP+SSE ([`sse`]).
 //! - [`tool`]: one MCP tool as a [`crate::tools::Tool`]; result conversion.
 //! - [`names`]: model-facing tool names.
+//! - [`client`]: roots, progress and servers' log messages.
+//! - [`rich`]: images of tool results for the model.
+//! - [`resources`]: the `list_mcp_resources` and `read_mcp_resource` tools.
+//! - [`prompts`]: servers' prompts as slash commands.
 pub mod acp_transport;
+pub mod client;
 mod connect;
 pub mod http;
 pub mod manager;
@@ -19,6 +24,9 @@ pub mod names;
 pub mod oauth;
 pub mod oauth_connect;
 pub mod oauth_flow;
+pub mod prompts;
+pub mod resources;
+pub mod rich;
 pub mod servers;
 pub mod sse;
 pub mod stdio;
@@ -65,6 +73,7 @@ pub async fn attach(
     servers: &[McpServer],
     settings: &Settings,
     cwd: &Path,
+    additional: &[std::path::PathBuf],
     editor: &Editor,
 ) {
     let specs = servers::merge(servers, &settings.mcp_servers);
@@ -79,6 +88,7 @@ pub async fn attach(
         secret_env: settings.secret_env.clone(),
         data_dir: settings.data_dir.clone(),
         tool_budget: MAX_TOOLS.saturating_sub(registry.fixed_len()),
+        roots: client::root_dirs(cwd, additional),
     };
     let manager = McpManager::start(specs, editor.clone(), options).await;
     registry.add_source(manager as Arc<dyn crate::tools::ToolSource>);

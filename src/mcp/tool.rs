@@ -1,11 +1,17 @@
 //! One MCP tool as a model-facing [`Tool`]: a call is a `tools/call` request
 //! (MCP 2025-11-25 "Server features: Tools"), shown to the editor as an ACP
 //! tool call (ACP §9) and permitted as [`Access::External`].
+use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, Tool as McpToolDef};
-use rmcp::service::{Peer, RoleClient, ServiceError};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, RequestId, ServerResult, Tool as McpToolDef,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::Value;
+
+use super::client::Progress;
 
 use crate::acp::{ContentBlock, ResourceContents, ToolCallContent, ToolKind};
 use crate::tools::{Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput};
@@ -19,6 +25,8 @@ pub struct McpTool {
     description: String,
     pub peer: Peer<RoleClient>,
     pub timeout: Duration,
+    /// Where this server's progress notifications are routed.
+    progress: Arc<Progress>,
 }
 
 impl McpTool {
@@ -42,7 +50,14 @@ impl McpTool {
             description,
             peer,
             timeout,
+            progress: Arc::default(),
         }
+    }
+
+    /// Shares the server's progress routing (see [`super::client`]).
+    pub fn with_progress(mut self, progress: Arc<Progress>) -> Self {
+        self.progress = progress;
+        self
     }
 
     fn read_only(&self) -> bool {
@@ -51,6 +66,44 @@ impl McpTool {
             .as_ref()
             .and_then(|a| a.read_only_hint)
             .unwrap_or(false)
+    }
+
+    /// Only an explicit `destructiveHint: true` (the MCP default is true for
+    /// any tool not read-only, which would make every call ask in full-auto).
+    fn destructive(&self) -> bool {
+        !self.read_only()
+            && self
+                .def
+                .annotations
+                .as_ref()
+                .and_then(|a| a.destructive_hint)
+                .unwrap_or(false)
+    }
+
+    fn open_world(&self) -> bool {
+        self.def
+            .annotations
+            .as_ref()
+            .and_then(|a| a.open_world_hint)
+            .unwrap_or(false)
+    }
+
+    /// What the permission request says about the tool beyond its title.
+    fn notes(&self) -> Vec<ToolCallContent> {
+        let mut notes = Vec::new();
+        if self.destructive() {
+            notes.push(format!(
+                "The MCP server {} marks this tool as destructive: it may delete or overwrite data.",
+                self.server
+            ));
+        }
+        if self.open_world() {
+            notes.push(format!(
+                "The MCP server {} marks this tool as open-world: it reaches outside this machine (the web or other external systems).",
+                self.server
+            ));
+        }
+        notes.into_iter().map(ToolCallContent::text).collect()
     }
 
     fn display_title(&self) -> String {
@@ -82,10 +135,13 @@ impl Tool for McpTool {
         Value::Object((*self.def.input_schema).clone())
     }
 
-    /// `read` for tools annotated `readOnlyHint`, else `other` (ACP §9 kinds).
+    /// `read` for tools annotated `readOnlyHint`, `delete` for an explicit
+    /// `destructiveHint`, else `other` (ACP §9 kinds).
     fn kind(&self) -> ToolKind {
         if self.read_only() {
             ToolKind::Read
+        } else if self.destructive() {
+            ToolKind::Delete
         } else {
             ToolKind::Other
         }
@@ -95,7 +151,7 @@ impl Tool for McpTool {
         self.display_title()
     }
 
-    async fn prepare(&self, args: Value, _ctx: &ToolContext) -> Result<Invocation, ToolError> {
+    async fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Invocation, ToolError> {
         let Value::Object(arguments) = args else {
             return Err(ToolError::InvalidArgs(
                 "the arguments must be a JSON object".into(),
@@ -105,10 +161,11 @@ impl Tool for McpTool {
             title: self.display_title(),
             kind: self.kind(),
             locations: Vec::new(),
-            content: Vec::new(),
+            content: self.notes(),
             access: Access::External {
                 tool: self.model_name.clone(),
                 read_only: self.read_only(),
+                destructive: self.destructive(),
             },
             action: Box::new(Call {
                 peer: self.peer.clone(),
@@ -116,6 +173,8 @@ impl Tool for McpTool {
                 tool: self.def.name.to_string(),
                 arguments,
                 timeout: self.timeout,
+                progress: self.progress.clone(),
+                tool_call_id: ctx.tool_call_id.clone(),
             }),
         })
     }
@@ -127,6 +186,8 @@ struct Call {
     tool: String,
     arguments: serde_json::Map<String, Value>,
     timeout: Duration,
+    progress: Arc<Progress>,
+    tool_call_id: String,
 }
 
 #[async_trait::async_trait]
@@ -134,16 +195,19 @@ impl Action for Call {
     /// Dropping this future (the turn was cancelled) drops rmcp's request,
     /// which sends `notifications/cancelled` to the server (MCP
     /// "Utilities: Cancellation"); so does the timeout.
-    async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let Call {
             peer,
             server,
             tool,
             arguments,
             timeout,
+            progress,
+            tool_call_id,
         } = *self;
         let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
-        let result = match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+        let call = call_with_progress(&peer, params, &progress, &ctx.editor, tool_call_id);
+        let result = match tokio::time::timeout(timeout, call).await {
             Err(_) => {
                 return Err(ToolError::Failed(format!(
                     "the MCP tool {tool} of server {server} did not answer within {} s and was cancelled \
@@ -170,6 +234,48 @@ impl Action for Call {
     }
 }
 
+/// `tools/call` with rmcp's progress token routed to the ACP tool call while
+/// it runs (MCP "Utilities: Progress"). Dropped before the answer (turn
+/// cancelled, timeout), it sends `notifications/cancelled` for the request.
+async fn call_with_progress(
+    peer: &Peer<RoleClient>,
+    params: CallToolRequestParams,
+    progress: &Progress,
+    editor: &crate::editor::Editor,
+    tool_call_id: String,
+) -> Result<CallToolResult, ServiceError> {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await?;
+    let _routed = progress.register(handle.progress_token.clone(), editor.clone(), tool_call_id);
+    let mut abandon = Abandon(Some((peer.clone(), handle.id.clone())));
+    let answer = handle.await_response().await;
+    abandon.0 = None;
+    match answer? {
+        ServerResult::CallToolResult(r) => Ok(r),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// Sends `notifications/cancelled` for a request whose answer nobody awaits.
+struct Abandon(Option<(Peer<RoleClient>, RequestId)>);
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        if let Some((peer, id)) = self.0.take()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            rt.spawn(async move {
+                let reason = "the agent's user cancelled the call, or it timed out".to_owned();
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason)))
+                    .await;
+            });
+        }
+    }
+}
+
 fn call_error(server: &str, tool: &str, e: &ServiceError) -> String {
     match e {
         ServiceError::McpError(data) => format!(
@@ -186,7 +292,8 @@ fn call_error(server: &str, tool: &str, e: &ServiceError) -> String {
 
 /// Converts a `CallToolResult` (as JSON) for the model and the editor:
 /// text as is, images and audio as a note for the model (the blocks go to the
-/// editor), embedded resources inlined, resource links described, and
+/// editor; the agent sends the images to the model after the results, see
+/// [`super::rich`]), embedded resources inlined, resource links described, and
 /// `structuredContent` as JSON unless a text block already carries it.
 pub fn convert(result: &Value) -> ToolOutput {
     let mut model = Vec::<String>::new();
@@ -201,7 +308,7 @@ pub fn convert(result: &Value) -> ToolOutput {
                 texts.push(t.text.clone());
             }
             ContentBlock::Image(i) => model.push(format!(
-                "[image: {}, {} bytes; shown to the user, not visible to you]",
+                "[image: {}, {} bytes; shown to the user]",
                 i.mime_type,
                 i.data.len() / 4 * 3
             )),
@@ -294,7 +401,7 @@ mod tests {
         }));
         assert!(
             out.for_model
-                .starts_with("hello\n[image: image/png, 3 bytes")
+                .starts_with("hello\n[image: image/png, 3 bytes; shown to the user]")
         );
         assert!(
             out.for_model

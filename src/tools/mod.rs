@@ -67,10 +67,12 @@ pub enum Access {
         command: String,
         cwd: PathBuf,
     },
-    /// An MCP tool; `read_only` from its annotations.
+    /// An MCP tool; `read_only` and `destructive` from its annotations
+    /// (`readOnlyHint`, an explicit `destructiveHint: true`).
     External {
         tool: String,
         read_only: bool,
+        destructive: bool,
     },
 }
 
@@ -245,6 +247,20 @@ pub trait ToolSource: Send + Sync {
     fn sign_out(&self, _server: &str) -> Option<String> {
         None
     }
+    /// Slash commands the source offers now (issue 18 item 4: MCP prompts).
+    fn commands(&self) -> Vec<SourceCommand> {
+        Vec::new()
+    }
+    /// Runs command `name` with `input`: the blocks of the turn's prompt,
+    /// or what went wrong for the user. `None`: not this source's command.
+    fn run_command(&self, name: &str, input: &str) -> Option<CommandFuture> {
+        let _ = (name, input);
+        None
+    }
+    /// Changes whenever [`Self::commands`] changed.
+    fn commands_changed(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
 }
 
 /// How a tool describes itself to the model (name, description, JSON
@@ -256,6 +272,19 @@ pub struct ToolDescription {
     pub description: String,
     pub parameters: serde_json::Value,
 }
+
+/// A slash command of a [`ToolSource`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceCommand {
+    pub name: String,
+    pub description: String,
+    pub hint: Option<String>,
+}
+
+/// The prompt a [`ToolSource`] command produces, or a message for the user.
+pub type CommandFuture = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Vec<crate::acp::ContentBlock>, String>> + Send>,
+>;
 
 /// The tools of a session, by name: built-in ones, then those of its
 /// [`ToolSource`]s.
@@ -292,6 +321,24 @@ impl Registry {
     /// fixed ones: a fixed tool wins).
     pub fn add_source(&mut self, source: Arc<dyn ToolSource>) {
         self.sources.push(source);
+    }
+
+    /// The slash commands of the sources.
+    pub fn source_commands(&self) -> Vec<SourceCommand> {
+        self.sources.iter().flat_map(|s| s.commands()).collect()
+    }
+
+    /// Runs a source's command (the first source that knows `name`).
+    pub fn run_source_command(&self, name: &str, input: &str) -> Option<CommandFuture> {
+        self.sources.iter().find_map(|s| s.run_command(name, input))
+    }
+
+    /// Receivers that change when a source's commands change.
+    pub fn commands_changed(&self) -> Vec<tokio::sync::watch::Receiver<u64>> {
+        self.sources
+            .iter()
+            .filter_map(|s| s.commands_changed())
+            .collect()
     }
 
     pub fn remove(&mut self, name: &str) {

@@ -31,7 +31,7 @@ pub(super) fn test_server() -> PathBuf {
     path
 }
 
-fn stdio(name: &str, args: &[&str]) -> Value {
+pub(super) fn stdio(name: &str, args: &[&str]) -> Value {
     json!({"name": name, "command": test_server(), "args": args, "env": []})
 }
 
@@ -50,14 +50,17 @@ pub(super) fn external(var: &str, install: &str) -> String {
     }
 }
 
-fn everything() -> String {
+pub(super) fn everything() -> String {
     external(
         "ACP_CODER_MCP_EVERYTHING",
         "npm install --prefix DIR @modelcontextprotocol/server-everything; ACP_CODER_MCP_EVERYTHING=DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
     )
 }
 
-async fn spawn(model: &FakeModel, config: Option<&str>) -> (FakeEditor, Option<tempfile::TempDir>) {
+pub(super) async fn spawn(
+    model: &FakeModel,
+    config: Option<&str>,
+) -> (FakeEditor, Option<tempfile::TempDir>) {
     let (args, dir) = match config {
         Some(text) => {
             let dir = tempfile::tempdir().unwrap();
@@ -154,7 +157,7 @@ fn tool_spec(model: &FakeModel, request: usize, name: &str) -> Value {
 }
 
 /// The final `tool_call_update` (status completed/failed) of a call.
-fn final_update(editor: &FakeEditor, sid: &str, call_id: &str) -> Value {
+pub(super) fn final_update(editor: &FakeEditor, sid: &str, call_id: &str) -> Value {
     editor
         .updates_of_kind(sid, "tool_call_update")
         .into_iter()
@@ -165,7 +168,7 @@ fn final_update(editor: &FakeEditor, sid: &str, call_id: &str) -> Value {
         .unwrap_or_else(|| editor.fail(&format!("no final update for {call_id}")))
 }
 
-fn first_call(editor: &FakeEditor, sid: &str, call_id: &str) -> Value {
+pub(super) fn first_call(editor: &FakeEditor, sid: &str, call_id: &str) -> Value {
     editor
         .updates_of_kind(sid, "tool_call")
         .into_iter()
@@ -317,8 +320,9 @@ async fn stdio_server_tools_are_offered_called_and_converted() {
     assert_eq!(call["kind"], "read");
     assert_eq!(call["title"], "test srv: Echo");
     assert_eq!(first_call(&editor, &sid, "c_add")["kind"], "other");
-    // Permission asked per call in ask mode (MCP tools are external).
-    assert_eq!(editor.permission_requests().len(), 7);
+    // Permission asked per call in ask mode (MCP tools are external), except
+    // for the three read-only ones: readOnlyHint counts as a read (issue 18).
+    assert_eq!(editor.permission_requests().len(), 4);
 
     assert_eq!(tool_result(&model, 1, "c_echo"), "hello mcp");
     let add = tool_result(&model, 1, "c_add");

@@ -20,6 +20,7 @@ mod lifecycle;
 mod mcp;
 mod mcp_acp;
 mod mcp_oauth;
+mod mcp_client;
 mod model_errors;
 mod model_floods;
 mod model_http;

@@ -27,6 +27,8 @@ pub struct CallResult {
     /// The text the model reads as this call's result.
     pub for_model: String,
     pub cancelled: bool,
+    /// `data:` URLs of the images the call returned (issue 18 item 7).
+    pub images: Vec<String>,
 }
 
 /// Runs one call requested by the model.
@@ -251,6 +253,7 @@ impl Call<'_> {
                 let raw = raw_output.unwrap_or_else(
                     || json!({ "output": crate::utf8::shorten(&for_model, RAW_OUTPUT_LIMIT) }),
                 );
+                let images = crate::mcp::rich::images_of(&content);
                 editor.update(&SessionUpdate::ToolCallUpdate(ToolCallUpdate {
                     status: Some(ToolCallStatus::Completed),
                     content: (!content.is_empty()).then_some(content),
@@ -261,6 +264,7 @@ impl Call<'_> {
                 CallResult {
                     for_model: trim_for_model(for_model),
                     cancelled: false,
+                    images,
                 }
             }
             Err(ToolError::Cancelled) => self.cancelled(),
@@ -281,6 +285,7 @@ impl Call<'_> {
         CallResult {
             for_model: format!("Error: {msg}"),
             cancelled: false,
+            images: Vec::new(),
         }
     }
 
@@ -346,6 +351,7 @@ fn cancelled(session: &Session, id: &str) -> CallResult {
     CallResult {
         for_model: "Error: the user cancelled this call before it finished.".into(),
         cancelled: true,
+        images: Vec::new(),
     }
 }
 

@@ -116,6 +116,8 @@ pub async fn run(
             });
         }
         let mut was_cancelled = false;
+        let mut images = Vec::new();
+        let images_on = env.settings.model_accepts_images(&env.model_id);
         for req in &calls {
             let content = if was_cancelled {
                 "Error: not run; the user cancelled the turn.".to_owned()
@@ -129,15 +131,25 @@ pub async fn run(
                 )
                 .await;
                 was_cancelled = result.cancelled || cancel.is_cancelled();
+                let mut text = result.for_model;
+                if images_on {
+                    images.extend(result.images.into_iter().map(|u| (req.id.clone(), u)));
+                } else if !result.images.is_empty() {
+                    text = format!("{text}\n{}", crate::mcp::rich::NOT_SENT);
+                }
                 // The one choke point of every tool's (built-in or MCP)
                 // result: a secret it read never reaches the model or the log.
-                redact_string(result.for_model)
+                redact_string(text)
             };
             let msg = ChatMessage::Tool {
                 tool_call_id: req.id.clone(),
                 content,
             };
             session.record_message(&msg);
+            history.messages.push(msg);
+        }
+        if let Some(msg) = crate::mcp::rich::images_message(&images) {
+            session.record_user(&[], &msg);
             history.messages.push(msg);
         }
         if was_cancelled {

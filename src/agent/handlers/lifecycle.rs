@@ -230,7 +230,15 @@ impl Agent {
         let editor = Editor::new(self.peer.clone(), self.client_caps(), &o.id)
             .with_mcp_links(self.mcp_links.clone());
         let skills = find_skills(&o.cwd, &o.additional).await;
-        let registry = tools_for(&o.mcp_servers, settings, &o.cwd, &editor, &skills).await;
+        let registry = tools_for(
+            &o.mcp_servers,
+            settings,
+            &o.cwd,
+            &o.additional,
+            &editor,
+            &skills,
+        )
+        .await;
         let id = o.id.clone();
         let init = SessionInit {
             id: o.id,
@@ -264,6 +272,7 @@ impl Agent {
         let mut reply = crate::agent::to_raw(response)?;
         reply.after = Some(Box::new(move || {
             send_commands(&session);
+            watch_commands(&session);
             let meta = session.meta();
             if meta.title.is_some() {
                 session
@@ -384,10 +393,30 @@ pub(in crate::agent) fn send_commands(session: &Session) {
 /// Every command the session offers now.
 pub(in crate::agent) fn session_commands(session: &Session) -> Vec<commands::Command> {
     let config_dir = crate::config::config_home().join("acp-coder");
-    commands::with_skills(
+    let list = commands::with_skills(
         commands::available(&session.cwd, &config_dir),
         &session.skills.get(),
-    )
+    );
+    commands::with_sources(list, session.registry.source_commands())
+}
+
+/// Sends the commands again whenever a tool source's change (an MCP server
+/// got ready or stopped, or sent `prompts/list_changed`).
+fn watch_commands(session: &Arc<Session>) {
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    for mut rx in session.registry.commands_changed() {
+        let weak = Arc::downgrade(session);
+        rt.spawn(async move {
+            while rx.changed().await.is_ok() {
+                match weak.upgrade() {
+                    Some(s) => send_commands(&s),
+                    None => return,
+                }
+            }
+        });
+    }
 }
 
 /// The skills of a session rooted at `cwd` (issue 21), read off the runtime's
@@ -410,6 +439,7 @@ async fn tools_for(
     servers: &[crate::acp::McpServer],
     settings: &crate::config::Settings,
     cwd: &Path,
+    additional: &[PathBuf],
     editor: &Editor,
     skills: &Shelf,
 ) -> Registry {
@@ -426,7 +456,7 @@ async fn tools_for(
     }
     let mut registry = Registry::builtin();
     registry.add_source(Arc::new(SkillTools::new(skills.clone())));
-    crate::mcp::attach(&mut registry, servers, settings, cwd, editor).await;
+    crate::mcp::attach(&mut registry, servers, settings, cwd, additional, editor).await;
     registry
 }
 

@@ -59,6 +59,25 @@ impl Agent {
             match commands::resolve(&available, &name, &args) {
                 None => {} // Not a command: the model gets the text as typed.
                 Some(Action::Prompt(text)) => replace_command_text(&mut prompt, text),
+                Some(Action::Source(name)) => {
+                    // Issue 18 item 4: an MCP prompt; its messages are the prompt.
+                    let Some(run) = session.registry.run_source_command(&name, &args) else {
+                        say(session, &format!("/{name} is no longer available."));
+                        return Ok(StopReason::EndTurn);
+                    };
+                    let fetched = tokio::select! {
+                        biased;
+                        _ = token.cancelled() => return Ok(StopReason::Cancelled),
+                        r = run => r,
+                    };
+                    match fetched {
+                        Ok(blocks) => prompt = blocks,
+                        Err(e) => {
+                            say(session, &format!("/{name}: {e}"));
+                            return Ok(StopReason::EndTurn);
+                        }
+                    }
+                }
                 Some(Action::Skill(name)) => {
                     let skills = session.skills.get();
                     if let Some(skill) = skills.get(&name) {

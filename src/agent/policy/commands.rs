@@ -27,6 +27,8 @@ pub enum Action {
     Skill(String),
     /// Send this text to the model as the prompt.
     Prompt(String),
+    /// A command of a tool source (an MCP prompt), by name.
+    Source(String),
 }
 
 #[derive(Debug, Clone)]
@@ -43,6 +45,8 @@ enum Template {
     Text(String),
     /// A skill of the session, by name.
     Skill,
+    /// A command of a tool source (issue 18 item 4: MCP prompts).
+    Source,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -160,7 +164,7 @@ fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
 }
 
 /// Splits `---\ndescription: …\n---\n` front matter from the body.
@@ -211,6 +215,27 @@ pub fn with_skills(mut list: Vec<Command>, skills: &Catalog) -> Vec<Command> {
     list
 }
 
+/// `list` plus the tool sources' commands (MCP prompts, `/<server>.<prompt>`)
+/// whose names are free.
+pub fn with_sources(
+    mut list: Vec<Command>,
+    sources: Vec<crate::tools::SourceCommand>,
+) -> Vec<Command> {
+    for c in sources {
+        if !valid_name(&c.name) || list.iter().any(|o| o.name == c.name) {
+            tracing::info!(command = %c.name, "MCP prompt has no slash command: its name is taken or not plain ASCII");
+            continue;
+        }
+        list.push(Command {
+            name: c.name,
+            description: c.description,
+            hint: c.hint,
+            template: Template::Source,
+        });
+    }
+    list
+}
+
 pub fn to_acp(commands: &[Command]) -> Vec<AvailableCommand> {
     commands
         .iter()
@@ -251,6 +276,7 @@ pub fn resolve(commands: &[Command], name: &str, args: &str) -> Option<Action> {
             BuiltinKind::Review => Action::Prompt(with_args(REVIEW, args)),
         },
         Template::Skill => Action::Skill(cmd.name.clone()),
+        Template::Source => Action::Source(cmd.name.clone()),
         Template::Text(body) => Action::Prompt(if body.contains("$ARGUMENTS") {
             body.replace("$ARGUMENTS", args)
         } else {

@@ -247,13 +247,21 @@ pub fn decide(
                 }
             }
         }
-        Access::External { tool, read_only } => match mode {
-            Mode::ReadOnly if *read_only => Decision::Allow,
+        // Issue 18 item 9: the server's annotations pick the rule. A
+        // `readOnlyHint` tool counts as a read (allowed like reads inside the
+        // roots); an explicit `destructiveHint` asks in every mode, full-auto
+        // included, unless the user chose "always" for it.
+        Access::External {
+            tool,
+            read_only,
+            destructive,
+        } => match mode {
+            _ if *read_only => Decision::Allow,
             Mode::ReadOnly => Decision::Refuse(format!(
                 "the session is in {} mode and {tool} is not marked read-only",
                 mode.name()
             )),
-            Mode::FullAuto => remembered(Scope::External(tool.clone()), true),
+            Mode::FullAuto => remembered(Scope::External(tool.clone()), !*destructive),
             Mode::Ask | Mode::AcceptEdits => remembered(Scope::External(tool.clone()), false),
         },
     }

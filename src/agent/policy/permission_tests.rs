@@ -394,3 +394,49 @@ fn option_names_say_what_always_covers() {
     });
     assert!(hostile.iter().all(|o| !o.name.contains(['\x1b', '\r'])));
 }
+
+/// Issue 18 item 9: MCP tool annotations pick the rule.
+#[test]
+fn mcp_annotations_drive_the_decision() {
+    let g = Grants::default();
+    let ext = |read_only, destructive| Access::External {
+        tool: "mcp__s__t".into(),
+        read_only,
+        destructive,
+    };
+    for mode in Mode::ALL {
+        // readOnlyHint counts as a read: allowed in every mode.
+        assert_eq!(
+            decide_in(mode, &ext(true, false), "mcp__s__t", &g),
+            Decision::Allow
+        );
+    }
+    // destructiveHint asks even where the mode would allow the call.
+    assert!(asks(&decide_in(
+        Mode::FullAuto,
+        &ext(false, true),
+        "mcp__s__t",
+        &g
+    )));
+    assert!(asks(&decide_in(
+        Mode::AcceptEdits,
+        &ext(false, true),
+        "mcp__s__t",
+        &g
+    )));
+    assert_eq!(
+        decide_in(Mode::FullAuto, &ext(false, false), "mcp__s__t", &g),
+        Decision::Allow
+    );
+    assert!(matches!(
+        decide_in(Mode::ReadOnly, &ext(false, false), "mcp__s__t", &g),
+        Decision::Refuse(_)
+    ));
+    // The user's "always" still counts for a destructive tool.
+    let mut g = Grants::default();
+    g.remember(&Scope::External("mcp__s__t".into()), true);
+    assert_eq!(
+        decide_in(Mode::FullAuto, &ext(false, true), "mcp__s__t", &g),
+        Decision::Allow
+    );
+}
