@@ -214,6 +214,7 @@ impl Agent {
     }
 
     fn install(&self, init: SessionInit) -> Arc<Session> {
+        crate::tools::sandbox::prefetch();
         let id = init.id.clone();
         let session = Session::new(init, Some(self.store.clone()));
         self.sessions
