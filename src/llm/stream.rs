@@ -352,7 +352,10 @@ mod tests {
         );
         let got: Vec<_> = r.collect().await;
         let err = got.last().unwrap().as_ref().unwrap_err().to_string();
-        assert!(err.contains("dropped mid-reply") && err.contains("connection reset"), "{err}");
+        assert!(
+            err.contains("dropped mid-reply") && err.contains("connection reset"),
+            "{err}"
+        );
     }
 
     #[tokio::test]
