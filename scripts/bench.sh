@@ -159,7 +159,10 @@ How each figure is taken (see `benches/agent.rs` for the code):
 
 - **start-up**: time from `spawn()` to the `initialize` response line read by the
   fake editor, against spawning `cat` and reading the same line back. VmRSS is
-  read from `/proc/PID/status` after `session/new` has been answered.
+  read from `/proc/PID/status` after `session/new` has been answered. The
+  command sandbox's probe (a run of the agent's own launcher) starts with the
+  first session, not at start-up, where it competed with `initialize` for
+  the CPU (issue 15).
 - **streaming**: the fake OpenAI server writes each SSE chunk as one HTTP chunk
   (TCP_NODELAY), stamping its text with the send time; the editor's reader
   thread stamps each `session/update` line it reads. The target is the
@@ -170,7 +173,11 @@ How each figure is taken (see `benches/agent.rs` for the code):
   measured a loopback burst of ~2 M chunks/s, about a thousand times what any
   model server sends, and was retired with the home-made HTTP stack it had
   called for (issue 15). Since then the model client is async-openai over
-  reqwest for `http://` and `https://` alike. Latency is measured on a paced
+  reqwest for `http://` and `https://` alike. A chat reply's body is decoded
+  by eventsource-stream (async-openai's own SSE decoder) on the turn's task:
+  async-openai's stream decodes on a task it spawns and hands each event
+  over a channel as a `RawValue` copy, a wake-up, a JSON validation and
+  a copy per chunk (`src/llm/layer.rs`, `hand_over`). Latency is measured on a paced
   stream (one chunk per millisecond) so that it shows the relay's delay, not
   a queue: server send → editor receipt, p99 ≤ 1 ms (`BENCH_PACED_WORST=1`
   prints the slowest chunks and what this sandbox's PID 1 ran meanwhile).

@@ -13,8 +13,8 @@
 //! event may not grow without bound).
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -30,15 +30,27 @@ use super::redact::redact_all;
 use super::retry::parse_retry_after;
 
 /// What one request's layer learnt about its reply, read by the stream
-/// reader ([`super::stream`]) once async-openai's stream ends or fails.
-#[derive(Debug, Default)]
+/// reader ([`super::stream`]).
+#[derive(Default)]
 pub(super) struct ReplyState {
-    /// The body carried `data: [DONE]` (async-openai ends its stream there
-    /// without saying so).
+    /// The body carried `data: [DONE]`.
     pub saw_done: AtomicBool,
     /// [`SseGuard`] stopped the body: one event passed the cap.
     pub over_limit: AtomicBool,
+    /// A chat reply's body, which the stream reader decodes itself (see
+    /// [`Layer::hand_over`]).
+    body: Mutex<Option<SseBody>>,
 }
+
+impl ReplyState {
+    /// The body [`Layer::hand_over`] kept: once, after the request opened.
+    pub fn take_body(&self) -> Option<SseBody> {
+        self.body.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// A reply's body on its way to the SSE decoder: whole events, one per piece.
+pub(super) type SseBody = Pin<Box<dyn Stream<Item = Result<Bytes, std::io::Error>> + Send>>;
 
 /// The tower service async-openai sends every request through.
 #[derive(Clone)]
@@ -94,10 +106,25 @@ impl tower::Service<HttpRequestFactory> for Layer {
                 .get(CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|ct| ct.contains("application/json"));
-            if json {
-                return layer.json_as_sse(&url, resp).await.map_err(boxed);
+            let chat = url.ends_with("/chat/completions");
+            match (json, chat) {
+                (true, _) => {
+                    let status = resp.status();
+                    let body = layer.json_as_sse(&url, resp).await.map_err(boxed)?;
+                    if chat {
+                        let once = futures::stream::once(std::future::ready(Ok(body)));
+                        return Ok(layer.hand_over(status, Box::pin(once)));
+                    }
+                    let mut out = http::Response::new(reqwest::Body::from(body));
+                    *out.status_mut() = status;
+                    Ok(reqwest::Response::from(out))
+                }
+                (false, true) => {
+                    let status = resp.status();
+                    Ok(layer.hand_over(status, Box::pin(layer.guard(resp))))
+                }
+                (false, false) => Ok(layer.guarded(resp)),
             }
-            Ok(layer.guarded(resp))
         })
     }
 }
@@ -107,12 +134,7 @@ impl Layer {
     /// goes on as one SSE event (`message` instead of `delta`, which the
     /// assembler reads) followed by `[DONE]`. Lists (`GET /models`) go
     /// through unchanged apart from the size cap.
-    async fn json_as_sse(
-        &self,
-        url: &str,
-        resp: reqwest::Response,
-    ) -> Result<reqwest::Response, LlmError> {
-        let status = resp.status();
+    async fn json_as_sse(&self, url: &str, resp: reqwest::Response) -> Result<Bytes, LlmError> {
         let is_chat = url.ends_with("/chat/completions");
         let body =
             read_capped(resp, self.max_event)
@@ -141,19 +163,35 @@ impl Layer {
         } else {
             body
         };
-        let mut out = http::Response::new(reqwest::Body::from(body));
-        *out.status_mut() = status;
-        Ok(reqwest::Response::from(out))
+        Ok(body)
+    }
+
+    /// The response's body read through an [`SseGuard`].
+    fn guard(&self, resp: reqwest::Response) -> SseGuard {
+        SseGuard::new(resp.bytes_stream(), self.max_event, self.state.clone())
     }
 
     /// The response with its body read through an [`SseGuard`].
     fn guarded(&self, resp: reqwest::Response) -> reqwest::Response {
         let status = resp.status();
         let headers = resp.headers().clone();
-        let guard = SseGuard::new(resp.bytes_stream(), self.max_event, self.state.clone());
+        let guard = self.guard(resp);
         let mut out = http::Response::new(reqwest::Body::wrap_stream(guard));
         *out.status_mut() = status;
         *out.headers_mut() = headers;
+        reqwest::Response::from(out)
+    }
+
+    /// A chat reply: its body goes to our stream reader ([`ReplyState`]),
+    /// async-openai gets the status and an empty body. async-openai decodes
+    /// a streamed body on a task of its own and sends each event over a
+    /// channel as a `RawValue` copy; at one event per token that hand-over
+    /// was most of the agent's CPU time per chunk (issue 15), so the reader
+    /// decodes the events itself, with the same decoder (eventsource-stream).
+    fn hand_over(&self, status: http::StatusCode, body: SseBody) -> reqwest::Response {
+        *self.state.body.lock().unwrap_or_else(|e| e.into_inner()) = Some(body);
+        let mut out = http::Response::new(reqwest::Body::from(Bytes::new()));
+        *out.status_mut() = status;
         reqwest::Response::from(out)
     }
 }

@@ -172,7 +172,7 @@ impl Model for OpenAiModel {
         // set it (NOTES).
         let chat = api.chat();
         let opened = chat.create_stream_byot::<&ChatRequest, Box<RawValue>>(request);
-        let inner = match tokio::time::timeout(self.idle_timeout, opened).await {
+        match tokio::time::timeout(self.idle_timeout, opened).await {
             Err(_) => {
                 return Err(LlmError::Timeout {
                     url,
@@ -180,10 +180,15 @@ impl Model for OpenAiModel {
                 });
             }
             Ok(Err(e)) => return Err(self.open_error(e, &url)),
-            Ok(Ok(inner)) => inner,
-        };
+            // async-openai's own stream of the (empty) body it was given
+            // ends at once: the layer handed the body to us (`hand_over`).
+            Ok(Ok(_)) => {}
+        }
+        let body = state
+            .take_body()
+            .unwrap_or_else(|| Box::pin(futures::stream::empty()));
         let reply = Reply::new(
-            inner,
+            body,
             url,
             state,
             self.limits,

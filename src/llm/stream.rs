@@ -1,8 +1,14 @@
-//! One streamed reply: async-openai's stream of SSE payloads, decoded with
+//! One streamed reply: the SSE events of the response body, decoded with
 //! our lenient chunk types, assembled, bounded and timed.
 //!
-//! - Each payload arrives as raw JSON (`byot` with `RawValue`) and is read
-//!   by [`parse_chunk`] (strict, then lenient; NOTES).
+//! - The body's events are decoded here, in the turn's own task, by
+//!   eventsource-stream (the SSE decoder async-openai itself uses), from the
+//!   body the layer took over ([`ReplyState::take_body`]). async-openai's
+//!   own stream decodes them on a task it spawns and hands each payload
+//!   over an unbounded channel as a `RawValue` copy: a task wake-up, a
+//!   JSON validation and a copy per chunk, which the issue-15 profile found
+//!   to be most of the agent's CPU time per streamed chunk.
+//! - Each payload is read by [`parse_chunk`] (strict, then lenient; NOTES).
 //! - A reply's text (answer and reasoning) and its tool-call arguments are
 //!   capped ([`StreamLimits`], issue 14 item 5): past the cap the reply
 //!   fails with an error naming the limit and its config key, and the
@@ -19,18 +25,14 @@ use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use async_openai::error::OpenAIError;
+use eventsource_stream::{EventStream, EventStreamError, Eventsource};
 use futures::Stream;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::assemble::{Assembler, parse_chunk};
-use super::layer::{ReplyState, unbox};
+use super::layer::{ReplyState, SseBody};
 use super::redact::redact_error;
 use super::{Event, LlmError, StreamLimits};
-
-/// async-openai's stream of one reply's payloads.
-pub(super) type RawStream = async_openai::types::stream::StreamResponse<Box<RawValue>>;
 
 /// At most this many payloads are taken in one poll before the turn gets
 /// what they made: the turn checks for a cancel between polls, and a flood
@@ -38,7 +40,7 @@ pub(super) type RawStream = async_openai::types::stream::StreamResponse<Box<RawV
 const BATCH: usize = 32;
 
 pub(super) struct Reply {
-    inner: RawStream,
+    inner: Pin<Box<EventStream<SseBody>>>,
     url: String,
     state: Arc<ReplyState>,
     limits: StreamLimits,
@@ -54,7 +56,7 @@ pub(super) struct Reply {
 
 impl Reply {
     pub(super) fn new(
-        inner: RawStream,
+        body: SseBody,
         url: String,
         state: Arc<ReplyState>,
         limits: StreamLimits,
@@ -63,7 +65,7 @@ impl Reply {
     ) -> Reply {
         let now = tokio::time::Instant::now();
         Reply {
-            inner,
+            inner: Box::pin(body.eventsource()),
             url,
             state,
             limits,
@@ -132,25 +134,24 @@ impl Reply {
         }
     }
 
-    /// async-openai's stream failed.
-    fn stream_error(&mut self, e: OpenAIError) {
-        let err = match unbox(e) {
-            Ok(ours) => ours,
-            Err(_) if self.state.over_limit.load(Ordering::Relaxed) => self.limit(
+    /// The body failed (the connection, or the layer's cap on one event).
+    fn stream_error(&mut self, e: EventStreamError<std::io::Error>) {
+        let err = if self.state.over_limit.load(Ordering::Relaxed) {
+            self.limit(
                 "bytes in one SSE event",
                 self.limits.max_event_bytes,
                 "max_sse_event_bytes",
-            ),
-            Err(OpenAIError::JSONDeserialize(e, data)) => self.decode_error(&e.to_string(), &data),
-            Err(other) => LlmError::Interrupted {
+            )
+        } else {
+            LlmError::Interrupted {
                 url: self.url.clone(),
-                reason: other.to_string(),
-            },
+                reason: e.to_string(),
+            }
         };
         self.fail(err);
     }
 
-    /// async-openai's stream ended: at `[DONE]`, or when the body did.
+    /// The stream ended: at `[DONE]`, or when the body did.
     fn end(&mut self) {
         let done = self.state.saw_done.load(Ordering::Relaxed)
             || self.assembler.as_ref().is_some_and(Assembler::saw_finish);
@@ -205,9 +206,16 @@ impl Stream for Reply {
         let mut taken = 0;
         while this.assembler.is_some() && taken < BATCH {
             match this.inner.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(raw))) => {
+                Poll::Ready(Some(Ok(event))) => {
                     this.last = tokio::time::Instant::now();
-                    this.payload(raw.get());
+                    // As async-openai's own stream: `[DONE]` ends the
+                    // reply, keep-alive events are skipped.
+                    if event.data == "[DONE]" {
+                        this.state.saw_done.store(true, Ordering::Relaxed);
+                        this.end();
+                    } else if event.event != "keepalive" {
+                        this.payload(&event.data);
+                    }
                 }
                 Poll::Ready(Some(Err(e))) => this.stream_error(e),
                 Poll::Ready(None) => this.end(),
@@ -241,13 +249,13 @@ mod tests {
     use super::*;
     use futures::StreamExt;
 
-    fn reply(payloads: Vec<Result<&str, OpenAIError>>, done: bool, limits: StreamLimits) -> Reply {
-        let items: Vec<Result<Box<RawValue>, OpenAIError>> = payloads
+    fn reply(payloads: Vec<&str>, done: bool, limits: StreamLimits) -> Reply {
+        let items: Vec<Result<bytes::Bytes, std::io::Error>> = payloads
             .into_iter()
-            .map(|p| p.map(|s| RawValue::from_string(s.to_owned()).unwrap()))
+            .map(|p| Ok(format!("data: {p}\n\n").into()))
+            .chain(done.then(|| Ok("data: [DONE]\n\n".into())))
             .collect();
         let state = Arc::new(ReplyState::default());
-        state.saw_done.store(done, Ordering::Relaxed);
         Reply::new(
             Box::pin(futures::stream::iter(items)),
             "http://m/v1/chat/completions".into(),
@@ -262,9 +270,9 @@ mod tests {
     async fn text_ready_at_once_is_one_event() {
         let r = reply(
             vec![
-                Ok(r#"{"choices":[{"delta":{"content":"a"}}]}"#),
-                Ok(r#"{"choices":[{"delta":{"content":"b"}}]}"#),
-                Ok(r#"{"choices":[{"delta":{"reasoning_content":"r"}}]}"#),
+                r#"{"choices":[{"delta":{"content":"a"}}]}"#,
+                r#"{"choices":[{"delta":{"content":"b"}}]}"#,
+                r#"{"choices":[{"delta":{"reasoning_content":"r"}}]}"#,
             ],
             true,
             StreamLimits::default(),
@@ -283,8 +291,8 @@ mod tests {
         };
         let r = reply(
             vec![
-                Ok(r#"{"choices":[{"delta":{"content":"ab"}}]}"#),
-                Ok(r#"{"choices":[{"delta":{"content":"cd"}}]}"#),
+                r#"{"choices":[{"delta":{"content":"ab"}}]}"#,
+                r#"{"choices":[{"delta":{"content":"cd"}}]}"#,
             ],
             true,
             limits,
@@ -297,9 +305,9 @@ mod tests {
             ..StreamLimits::default()
         };
         let r = reply(
-            vec![Ok(
+            vec![
                 r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{\"p\":1}"}}]}}]}"#,
-            )],
+            ],
             true,
             limits,
         );
@@ -313,10 +321,8 @@ mod tests {
     /// limit, without the test waiting for it.
     #[tokio::test(start_paused = true)]
     async fn a_silent_stream_times_out_after_the_idle_limit() {
-        let first: Result<Box<RawValue>, OpenAIError> = Ok(RawValue::from_string(
-            r#"{"choices":[{"delta":{"content":"a"}}]}"#.to_owned(),
-        )
-        .unwrap());
+        let first: Result<bytes::Bytes, std::io::Error> =
+            Ok("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n".into());
         let inner = futures::stream::iter([first]).chain(futures::stream::pending());
         let mut r = Reply::new(
             Box::pin(inner),
@@ -333,10 +339,52 @@ mod tests {
         assert_eq!(began.elapsed(), Duration::from_secs(300));
     }
 
+    /// As async-openai's stream did: keep-alive events are skipped, `[DONE]`
+    /// ends the reply even when more follows, a failing body interrupts it.
+    #[tokio::test]
+    async fn keepalives_done_and_a_failing_body() {
+        let items: Vec<Result<bytes::Bytes, std::io::Error>> = vec![
+            Ok("event: keepalive\ndata: {}\n\n".into()),
+            Ok("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n".into()),
+            Ok("data: [DONE]\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n".into()),
+        ];
+        let state = Arc::new(ReplyState::default());
+        let r = Reply::new(
+            Box::pin(futures::stream::iter(items)),
+            "http://m/v1/chat/completions".into(),
+            state.clone(),
+            StreamLimits::default(),
+            Arc::new(Vec::new()),
+            Duration::from_secs(5),
+        );
+        let got: Vec<_> = r.map(Result::unwrap).collect().await;
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(matches!(&got[1], Event::Done(c) if c.text == "a"));
+        assert!(state.saw_done.load(Ordering::Relaxed));
+        let items: Vec<Result<bytes::Bytes, std::io::Error>> = vec![
+            Ok("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n".into()),
+            Err(std::io::Error::other("connection reset")),
+        ];
+        let r = Reply::new(
+            Box::pin(futures::stream::iter(items)),
+            "http://m/v1/chat/completions".into(),
+            Arc::new(ReplyState::default()),
+            StreamLimits::default(),
+            Arc::new(Vec::new()),
+            Duration::from_secs(5),
+        );
+        let got: Vec<_> = r.collect().await;
+        let err = got.last().unwrap().as_ref().unwrap_err().to_string();
+        assert!(
+            err.contains("dropped mid-reply") && err.contains("connection reset"),
+            "{err}"
+        );
+    }
+
     #[tokio::test]
     async fn an_end_without_done_or_finish_is_an_interruption() {
         let r = reply(
-            vec![Ok(r#"{"choices":[{"delta":{"content":"a"}}]}"#)],
+            vec![r#"{"choices":[{"delta":{"content":"a"}}]}"#],
             false,
             StreamLimits::default(),
         );
@@ -346,7 +394,7 @@ mod tests {
             Err(LlmError::Interrupted { .. })
         ));
         let r = reply(
-            vec![Ok(r#"{"error":{"message":"key hunter22 overloaded"}}"#)],
+            vec![r#"{"error":{"message":"key hunter22 overloaded"}}"#],
             false,
             StreamLimits::default(),
         );

@@ -170,6 +170,11 @@ impl Peer {
     /// before producing more, so an editor that reads slowly slows them down
     /// instead of growing the queue.
     pub async fn writable(&self) {
+        // The usual case, once per streamed chunk: room, and no waiter to
+        // register (and remove) on the `Notify`.
+        if self.has_room() {
+            return;
+        }
         let backlog = &self.shared.backlog;
         loop {
             let drained = backlog.drained.notified();

@@ -11,6 +11,16 @@ pub struct StreamRedactor {
 }
 
 impl StreamRedactor {
+    /// [`StreamRedactor::push`] of an owned chunk: with no secret known and
+    /// nothing held (a streamed reply's usual case) the chunk itself, not a
+    /// copy.
+    pub fn push_string(&mut self, chunk: String) -> String {
+        if self.held.is_empty() && current().is_empty() {
+            return chunk;
+        }
+        self.push(&chunk)
+    }
+
     /// The part of `held + chunk` that can be shown now, redacted. Empty when
     /// everything so far could still be the start of a secret.
     pub fn push(&mut self, chunk: &str) -> String {

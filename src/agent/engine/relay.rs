@@ -138,7 +138,7 @@ impl Relay {
             self.shared.finish(&mut b);
             b.kind = kind;
         }
-        let text = b.guard(kind).push(&text);
+        let text = b.guard(kind).push_string(text);
         if text.is_empty() {
             return;
         }

@@ -227,6 +227,7 @@ impl Agent {
     /// servers, which are (re)connected now: ACP §5.1, §5.3, §5.4) and
     /// registers it.
     async fn open(&self, o: Opening, settings: &Settings) -> Arc<Session> {
+        crate::tools::sandbox::prefetch();
         let editor = Editor::new(self.peer.clone(), self.client_caps(), &o.id)
             .with_mcp_links(self.mcp_links.clone());
         let skills = find_skills(&o.cwd, &o.additional).await;

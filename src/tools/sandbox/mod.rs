@@ -11,8 +11,8 @@
 //! `--no-sandbox`, unsandboxed commands and MCP stdio servers, which then
 //! still die with the agent even when it is killed with SIGKILL.
 //!
-//! What this machine allows is probed once, in the background, at start-up
-//! ([`level`]): Landlock plus the mount namespace ([`Level::Full`]), Landlock
+//! What this machine allows is probed once, in the background, when the
+//! first session is set up ([`prefetch`], [`level`]): Landlock plus the mount namespace ([`Level::Full`]), Landlock
 //! alone ([`Level::LandlockOnly`]: `.git` unprotected, so the old
 //! outside-paths check of command lines stays), or nothing
 //! ([`Level::Unavailable`]: the old behaviour).
@@ -70,17 +70,34 @@ impl Level {
 static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
 static LEVEL: OnceLock<Level> = OnceLock::new();
 
-/// Makes `exe` (the agent's own binary) the launcher and probes the sandbox
-/// in the background, so the first command does not wait for it. Without
-/// this call (the library inside another program) commands run as before:
-/// unsandboxed, unsupervised.
+/// Makes `exe` (the agent's own binary) the launcher. Without this call
+/// (the library inside another program) commands run as before:
+/// unsandboxed, unsupervised. The probe itself waits for [`prefetch`]: it
+/// runs the launcher as a child process, which at start-up competed with
+/// the agent for the CPU and cost `initialize` about 2 ms (issue 15).
 pub fn init(exe: PathBuf) {
-    if LAUNCHER.set(exe).is_ok() {
-        std::thread::spawn(|| {
-            let level = level();
-            tracing::info!(sandbox = %level.describe(), "command sandbox");
-        });
+    let _ = LAUNCHER.set(exe);
+}
+
+/// Probes the sandbox in the background unless that has begun, so that the
+/// first command does not wait for it; called when a session is set up,
+/// after `initialize` was answered.
+pub fn prefetch() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    if LAUNCHER.get().is_none() || LEVEL.get().is_some() {
+        return;
     }
+    STARTED.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("sandbox-probe".into())
+            .spawn(|| {
+                let level = level();
+                tracing::info!(sandbox = %level.describe(), "command sandbox");
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start the sandbox probe; the first command runs it");
+        }
+    });
 }
 
 /// The sandbox level (probed once; blocks for the probe the first time).
