@@ -233,6 +233,13 @@ impl Handler for Agent {
         method != method::SESSION_PROMPT
     }
 
+    /// `$/cancel_request` aborts any request but a prompt (answered
+    /// `-32800` by the connection); a turn stops through `session/cancel`,
+    /// which ends it cleanly with `stopReason: cancelled` (ACP §6).
+    fn abortable(&self, method: &str) -> bool {
+        method != method::SESSION_PROMPT
+    }
+
     fn notification(&self, method: &str, params: Option<&RawValue>) {
         match method {
             method::SESSION_CANCEL => match decode_params::<SessionRef>(params) {
@@ -247,8 +254,7 @@ impl Handler for Agent {
                 },
                 Err(e) => tracing::debug!(error = %e.message, "malformed session/cancel"),
             },
-            // `$/cancel_request` is optional to honour; our handlers are short
-            // except prompts, which are cancelled with `session/cancel`.
+            // `$/cancel_request` was handled by the connection (see `abortable`).
             other => tracing::debug!(method = other, "ignored notification"),
         }
     }

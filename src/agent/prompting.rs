@@ -28,6 +28,7 @@ impl Agent {
         turn: Option<TurnGuard>,
     ) -> Result<PromptResponse, RpcError> {
         let session = self.session(&req.session_id)?;
+        refuse_audio(&req.prompt)?;
         let turn = turn.unwrap_or_else(|| session.register_turn());
         let settings = self.usable_settings()?;
         self.set_title(&session, &req.prompt).await;
@@ -352,4 +353,20 @@ fn say(session: &Session, text: &str) {
         text.to_owned(),
         Some(message_id()),
     ));
+}
+
+/// Audio in a prompt is refused with `-32602`: `initialize` advertises
+/// `promptCapabilities.audio: false` (ACP §3: a client must not send content
+/// types the agent did not advertise), and a refusal the editor can show beats
+/// a turn the model answers without hearing the attachment (issue 17).
+fn refuse_audio(prompt: &[ContentBlock]) -> Result<(), RpcError> {
+    match prompt
+        .iter()
+        .position(|b| matches!(b, ContentBlock::Audio(_)))
+    {
+        Some(i) => Err(RpcError::invalid_params(format!(
+            "params.prompt[{i}]: audio content is not supported (promptCapabilities.audio is false); send the prompt without the audio block"
+        ))),
+        None => Ok(()),
+    }
 }

@@ -392,6 +392,10 @@ async fn tools_for(
         }
     }
     let mut registry = Registry::builtin();
+    // `ask_user` exists only where the editor can show its form (issue 17).
+    if editor.can_elicit_form() {
+        registry.add(Arc::new(crate::tools::AskUser));
+    }
     registry.add_source(Arc::new(SkillTools::new(skills.clone())));
     crate::mcp::attach(&mut registry, servers, settings, cwd, editor).await;
     registry
