@@ -110,6 +110,15 @@ pub struct AgentCapabilities {
     pub mcp_capabilities: McpCapabilities,
     #[serde(skip_serializing_if = "SessionCapabilities::is_empty")]
     pub session_capabilities: SessionCapabilities,
+    /// `auth.logout: {}` advertises the `logout` method (ACP §4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AgentAuthCapabilities>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AgentAuthCapabilities {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logout: Option<super::Empty>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -140,6 +149,9 @@ pub struct SessionCapabilities {
     pub close: Option<super::Empty>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub additional_directories: Option<super::Empty>,
+    /// Unstable `session/fork` (ACP §15, `unstable_session_fork`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fork: Option<super::Empty>,
 }
 
 impl SessionCapabilities {
@@ -149,6 +161,7 @@ impl SessionCapabilities {
             && self.resume.is_none()
             && self.close.is_none()
             && self.additional_directories.is_none()
+            && self.fork.is_none()
     }
 }
 

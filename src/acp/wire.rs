@@ -19,9 +19,11 @@ use super::{
 use crate::rpc::{Frame, Id, Incoming, LineReader, RpcError, decode_params};
 
 /// Methods the editor may call (requests and notifications), as the agent dispatches them.
-pub const INCOMING_METHODS: [&str; 13] = [
+pub const INCOMING_METHODS: [&str; 15] = [
     method::INITIALIZE,
     method::AUTHENTICATE,
+    method::LOGOUT,
+    method::SESSION_FORK,
     method::SESSION_NEW,
     method::SESSION_LOAD,
     method::SESSION_RESUME,
@@ -36,7 +38,7 @@ pub const INCOMING_METHODS: [&str; 13] = [
 ];
 
 /// Requests the agent sends the editor, whose results it decodes.
-pub const REVERSE_METHODS: [&str; 9] = [
+pub const REVERSE_METHODS: [&str; 10] = [
     method::FS_READ,
     method::FS_WRITE,
     method::REQUEST_PERMISSION,
@@ -46,6 +48,7 @@ pub const REVERSE_METHODS: [&str; 9] = [
     method::TERMINAL_KILL,
     method::TERMINAL_RELEASE,
     method::SESSION_UPDATE,
+    method::ELICITATION_CREATE,
 ];
 
 /// A decoded incoming message's params, for the checks that follow decoding.
@@ -67,7 +70,8 @@ pub fn decode_request(method: &str, params: Option<&RawValue>) -> Result<Decoded
         method::INITIALIZE => other(decode_params::<InitializeRequest>(params)),
         method::AUTHENTICATE => other(decode_params::<AuthenticateRequest>(params)),
         method::SESSION_NEW => other(decode_params::<NewSessionRequest>(params)),
-        method::SESSION_LOAD | method::SESSION_RESUME => {
+        method::LOGOUT => other(decode_params::<super::Empty>(params)),
+        method::SESSION_LOAD | method::SESSION_RESUME | method::SESSION_FORK => {
             other(decode_params::<LoadSessionRequest>(params))
         }
         method::SESSION_LIST => other(decode_params::<ListSessionsRequest>(params)),
@@ -91,6 +95,9 @@ pub fn decode_response(method: &str, result: Option<&RawValue>) -> Result<(), Rp
     match method {
         method::FS_READ => decode_params::<ReadTextFileResponse>(result).map(drop),
         method::REQUEST_PERMISSION => decode_params::<RequestPermissionResponse>(result).map(drop),
+        method::ELICITATION_CREATE => {
+            decode_params::<super::CreateElicitationResponse>(result).map(drop)
+        }
         method::TERMINAL_CREATE => decode_params::<CreateTerminalResponse>(result).map(drop),
         method::TERMINAL_OUTPUT => decode_params::<TerminalOutputResponse>(result).map(drop),
         method::TERMINAL_WAIT => decode_params::<TerminalExitStatus>(result).map(drop),

@@ -62,6 +62,7 @@ pub async fn run(
         announce(
             session,
             &id,
+            None,
             &sanitize_title(&format!("Unknown tool {}", req.name), TITLE_CHARS),
             ToolKind::Other,
             args,
@@ -79,7 +80,14 @@ pub async fn run(
     // Titles quote model output (paths, commands): never let control
     // characters or escape sequences reach the editor's one-line displays.
     let first_title = sanitize_title(&tool.title(&args), TITLE_CHARS);
-    announce(session, &id, &first_title, tool.kind(), args.clone());
+    announce(
+        session,
+        &id,
+        Some(tool.name()),
+        &first_title,
+        tool.kind(),
+        args.clone(),
+    );
     if !args.is_object() {
         return fail(
             None,
@@ -262,10 +270,18 @@ fn remember(session: &Session, scope: &Scope, allow: bool) {
         .remember(scope, allow);
 }
 
-fn announce(session: &Session, id: &str, title: &str, kind: ToolKind, raw_input: Value) {
+fn announce(
+    session: &Session,
+    id: &str,
+    name: Option<&str>,
+    title: &str,
+    kind: ToolKind,
+    raw_input: Value,
+) {
     session.editor.update(&SessionUpdate::ToolCall(ToolCall {
         tool_call_id: id.to_owned(),
         title: title.to_owned(),
+        name: name.map(str::to_owned),
         kind,
         status: ToolCallStatus::Pending,
         content: Vec::new(),

@@ -6,7 +6,9 @@
 mod call;
 mod commands;
 mod compact;
+mod fork;
 mod lock;
+mod logout;
 mod methods;
 pub mod modes;
 mod options;
@@ -73,6 +75,8 @@ pub struct Agent {
     /// The models the endpoint lists (for the picker and the default model).
     catalog: options::Catalog,
     store: store::Store,
+    /// Set by `logout`, cleared by a successful `authenticate` (ACP §4).
+    logged_out: std::sync::atomic::AtomicBool,
 }
 
 fn default_factory() -> ModelFactory {
@@ -119,6 +123,7 @@ where
         model: Mutex::new(None),
         catalog: options::Catalog::default(),
         store,
+        logged_out: std::sync::atomic::AtomicBool::new(false),
     });
     let (read_loop, writer_done) = rpc::serve(conn, reader, writer, agent.clone(), config.serve);
     read_loop.await;
@@ -209,9 +214,11 @@ impl Handler for Agent {
             match method.as_str() {
                 method::INITIALIZE => to_raw(&self.initialize(decode_params(p)?)),
                 method::AUTHENTICATE => to_raw(&self.authenticate(decode_params(p)?).await?),
+                method::LOGOUT => to_raw(&self.logout().await?),
                 method::SESSION_NEW => self.new_session(decode_params(p)?).await,
                 method::SESSION_LOAD => self.load_session(decode_params(p)?).await,
                 method::SESSION_RESUME => self.resume_session(decode_params(p)?).await,
+                method::SESSION_FORK => self.fork_session(decode_params(p)?).await,
                 method::SESSION_LIST => to_raw(&self.list_sessions(decode_params(p)?)?),
                 method::SESSION_CLOSE => to_raw(&self.close_session(decode_params(p)?)?),
                 method::SESSION_DELETE => to_raw(&self.delete_session(decode_params(p)?)?),

@@ -34,9 +34,11 @@ impl Agent {
         self.set_title(&session, &req.prompt).await;
         tracing::info!(session = %session.id, prompt = %super::prompt::summary(&req.prompt, 80), "turn start");
         session.registry.turn_started();
+        let before = tokens_used(&session).await;
         let result = self
             .run_prompt(&session, &settings, req.prompt, &turn.token)
             .await;
+        let usage = turn_usage(before, tokens_used(&session).await);
         session.registry.turn_ended();
         drop(turn);
         session.touch().await;
@@ -44,7 +46,7 @@ impl Agent {
             Ok(reason) => tracing::info!(session = %session.id, ?reason, "turn end"),
             Err(e) => tracing::warn!(session = %session.id, error = %e.message, "turn failed"),
         }
-        result.map(|stop_reason| PromptResponse { stop_reason })
+        result.map(|stop_reason| PromptResponse { stop_reason, usage })
     }
 
     async fn run_prompt(
@@ -369,4 +371,22 @@ fn refuse_audio(prompt: &[ContentBlock]) -> Result<(), RpcError> {
         ))),
         None => Ok(()),
     }
+}
+
+/// The session's (input, output) token totals so far.
+async fn tokens_used(session: &Session) -> (u64, u64) {
+    let h = session.history.lock().await;
+    (h.total_prompt_tokens, h.total_completion_tokens)
+}
+
+/// What a turn used, for `PromptResponse.usage` (issue 17 item 7); `None`
+/// when the endpoint reported no usage during the turn.
+fn turn_usage(before: (u64, u64), after: (u64, u64)) -> Option<crate::acp::TurnUsage> {
+    let input = after.0.saturating_sub(before.0);
+    let output = after.1.saturating_sub(before.1);
+    (input + output > 0).then_some(crate::acp::TurnUsage {
+        total_tokens: input + output,
+        input_tokens: input,
+        output_tokens: output,
+    })
 }

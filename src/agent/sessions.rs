@@ -44,7 +44,7 @@ impl Agent {
             created_at: now.clone(),
             updated_at: now,
         };
-        let id = format!("sess_{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..));
+        let id = new_session_id();
         let summary = Summary {
             session_id: id.clone(),
             cwd: req.cwd.clone(),
@@ -116,7 +116,7 @@ impl Agent {
         }
     }
 
-    async fn restore_session(
+    pub(super) async fn restore_session(
         self: &Arc<Self>,
         req: LoadSessionRequest,
     ) -> Result<(Arc<Session>, Restored), RpcError> {
@@ -201,6 +201,7 @@ impl Agent {
     /// The settings, if sessions can run on them: the config file loaded and
     /// credentials present (ACP §4 `auth_required` otherwise).
     pub(super) fn usable_settings(&self) -> Result<Arc<crate::config::Settings>, RpcError> {
+        self.check_logged_in()?;
         let settings = self.settings();
         if let Some(e) = &settings.load_error {
             return Err(RpcError::internal(format!(
@@ -224,7 +225,7 @@ impl Agent {
     }
 
     /// The response, then (strictly after it) the session's commands and title.
-    fn reply_then_commands<T: serde::Serialize>(
+    pub(super) fn reply_then_commands<T: serde::Serialize>(
         &self,
         response: &T,
         session: Arc<Session>,
@@ -399,6 +400,11 @@ async fn tools_for(
     registry.add_source(Arc::new(SkillTools::new(skills.clone())));
     crate::mcp::attach(&mut registry, servers, settings, cwd, editor).await;
     registry
+}
+
+/// A fresh, unguessable session id (also a safe file name, `store::valid_id`).
+pub(super) fn new_session_id() -> String {
+    format!("sess_{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
 }
 
 pub(super) fn unknown_session(id: &str) -> RpcError {
