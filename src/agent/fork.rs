@@ -46,10 +46,7 @@ impl Agent {
         };
         {
             let log = self.store.create(&summary);
-            for record in records
-                .iter()
-                .filter(|r| !matches!(r, Record::Meta { .. }))
-            {
+            for record in records.iter().filter(|r| !matches!(r, Record::Meta { .. })) {
                 log.append(record).map_err(|e| {
                     RpcError::internal(format!("could not write the forked session's log: {e}"))
                 })?;

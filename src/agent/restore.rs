@@ -63,8 +63,10 @@ pub fn restore(records: Vec<Record>) -> Restored {
                 tool_calls,
             } => {
                 if !reasoning.is_empty() {
-                    r.replay
-                        .push(SessionUpdate::agent_thought(reasoning.clone(), thought_id(n)));
+                    r.replay.push(SessionUpdate::agent_thought(
+                        reasoning.clone(),
+                        thought_id(n),
+                    ));
                 }
                 if !text.is_empty() {
                     r.replay
@@ -241,7 +243,10 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_ne!(ids[1], ids[2], "a turn's thought and answer are two messages");
+        assert_ne!(
+            ids[1], ids[2],
+            "a turn's thought and answer are two messages"
+        );
         assert_eq!(r.history.len(), 3, "the unanswered call gets a result");
         assert!(
             matches!(&r.history[2], ChatMessage::Tool { tool_call_id, .. } if tool_call_id == "c1")

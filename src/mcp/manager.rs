@@ -316,6 +316,10 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
     let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
     let handler = Handler {
         changed: changed_tx.clone(),
+        elicit: Elicit {
+            editor: inner.editor.clone(),
+            server: name.clone(),
+        },
     };
     let began = Instant::now();
     let connected = tokio::select! {
@@ -592,6 +596,15 @@ async fn connect(
 #[derive(Clone)]
 pub struct Handler {
     changed: mpsc::UnboundedSender<()>,
+    /// Where server elicitations go (issue 18 item 3, `super::elicit`).
+    elicit: Elicit,
+}
+
+/// The session's editor and the server's name, for relayed elicitations.
+#[derive(Clone)]
+pub struct Elicit {
+    editor: Editor,
+    server: String,
 }
 
 impl ClientHandler for Handler {
@@ -602,9 +615,20 @@ impl ClientHandler for Handler {
     }
 
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = super::elicit::capability(&self.elicit.editor);
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("acp-coder", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    /// A server's `elicitation/create`, relayed to the editor (issue 18 item 3).
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        super::elicit::relay(&self.elicit.editor, &self.elicit.server, request).await
     }
 }

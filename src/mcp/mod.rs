@@ -11,6 +11,7 @@
 //!   streamable HTTP (rmcp's client, [`http`]), legacy HTTP+SSE ([`sse`]).
 //! - [`tool`]: one MCP tool as a [`crate::tools::Tool`]; result conversion.
 //! - [`names`]: model-facing tool names.
+pub mod elicit;
 pub mod http;
 pub mod manager;
 pub mod names;

@@ -314,10 +314,8 @@ impl Drop for PendingGuard<'_> {
             .remove(&self.id)
             .is_some();
         if waiting && !self.answered {
-            self.peer.notify(
-                CANCEL_REQUEST,
-                &serde_json::json!({ "requestId": self.id }),
-            );
+            self.peer
+                .notify(CANCEL_REQUEST, &serde_json::json!({ "requestId": self.id }));
         }
     }
 }
@@ -464,9 +462,9 @@ where
                         let result = match fut {
                             Ok(fut) => {
                                 futures::future::Abortable::new(
-                                    futures::FutureExt::catch_unwind(
-                                        std::panic::AssertUnwindSafe(fut),
-                                    ),
+                                    futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+                                        fut,
+                                    )),
                                     registration,
                                 )
                                 .await

@@ -157,10 +157,7 @@ fn form_schema(args: &Args) -> Result<Value, ToolError> {
     let mut properties = Map::new();
     let mut required = Vec::new();
     if args.options.is_empty() {
-        properties.insert(
-            ANSWER.into(),
-            json!({"type": "string", "title": "Answer"}),
-        );
+        properties.insert(ANSWER.into(), json!({"type": "string", "title": "Answer"}));
         required.push(ANSWER);
     } else {
         let field = if args.multi_select {
@@ -256,7 +253,10 @@ mod tests {
             {"label": "A", "description": "first"}, {"label": "B"}]})))
         .unwrap();
         assert_eq!(s["properties"]["answer"]["oneOf"][0]["const"], "A");
-        assert_eq!(s["properties"]["answer"]["oneOf"][0]["description"], "first");
+        assert_eq!(
+            s["properties"]["answer"]["oneOf"][0]["description"],
+            "first"
+        );
         assert!(s["properties"].get("other").is_none());
 
         let s = form_schema(&args(json!({"question": "Which?", "multi_select": true,

@@ -1,3 +1,4 @@
+mod acp_methods;
 mod auth;
 mod bad_input;
 mod cancel;
@@ -9,6 +10,7 @@ mod common;
 mod config;
 mod conformance;
 mod editors;
+mod elicitation;
 mod faults;
 mod fuzz_corpus;
 mod grants;

@@ -162,6 +162,12 @@ const CLIENT_REQUESTS: &[(&str, ValidatorFn, ValidatorFn)] = &[
         validator::<acp::SetSessionConfigOptionRequest>,
         validator::<acp::SetSessionConfigOptionResponse>,
     ),
+    // Unstable (`unstable_session_fork`).
+    (
+        "session/fork",
+        validator::<acp::ForkSessionRequest>,
+        validator::<acp::ForkSessionResponse>,
+    ),
 ];
 
 /// Notifications the client sends to the agent.
@@ -215,11 +221,20 @@ const AGENT_REQUESTS: &[(&str, ValidatorFn, ValidatorFn)] = &[
         validator::<acp::ReleaseTerminalRequest>,
         validator::<acp::ReleaseTerminalResponse>,
     ),
+    (
+        "elicitation/create",
+        validator::<acp::CreateElicitationRequest>,
+        validator::<acp::CreateElicitationResponse>,
+    ),
 ];
 
 /// Notifications the agent sends to the client.
 const AGENT_NOTIFICATIONS: &[(&str, ValidatorFn)] = &[
     ("session/update", validator::<acp::SessionNotification>),
+    (
+        "elicitation/complete",
+        validator::<acp::CompleteElicitationNotification>,
+    ),
     (
         "$/cancel_request",
         validator::<acp::CancelRequestNotification>,
