@@ -53,7 +53,7 @@ fn external(var: &str, install: &str) -> Option<String> {
     None
 }
 
-fn everything() -> Option<String> {
+pub(super) fn everything() -> Option<String> {
     external(
         "ACP_CODER_MCP_EVERYTHING",
         "npm install --prefix DIR @modelcontextprotocol/server-everything; ACP_CODER_MCP_EVERYTHING=DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js",

@@ -18,6 +18,7 @@ mod handshake;
 mod in_process;
 mod lifecycle;
 mod mcp;
+mod mcp_elicitation;
 mod model_errors;
 mod model_floods;
 mod model_http;
