@@ -24,6 +24,7 @@ mod model_floods;
 mod model_http;
 mod modes;
 mod official_client;
+mod official_unstable;
 mod permissions;
 mod prompt_content;
 mod sandbox;
