@@ -140,4 +140,34 @@ mod tests {
         assert!(e.message.contains("properties.deep"), "{}", e.message);
         assert!(check_form(&json!({"type": "array"})).is_err());
     }
+
+    /// A hostile server cannot make the editor show a `javascript:` or
+    /// `file:` link: only web links are relayed.
+    #[tokio::test]
+    async fn only_web_links_are_relayed() {
+        let caps: crate::acp::ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {"url": {}}})).unwrap();
+        let conn = crate::rpc::Connection::new(None);
+        let editor = Editor::new(conn.peer.clone(), std::sync::Arc::new(caps), "s");
+        for url in [
+            "javascript:alert(1)",
+            "file:///etc/passwd",
+            "data:text/html,x",
+        ] {
+            let request: ElicitRequestParams = serde_json::from_value(json!({
+                "mode": "url", "message": "sign in", "url": url, "elicitationId": "e"
+            }))
+            .unwrap();
+            let e = relay(&editor, "srv", request).await.unwrap_err();
+            assert!(e.message.contains("http(s)"), "{url}: {}", e.message);
+        }
+        // Without the capability a form is declined, never sent.
+        let request: ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "form", "message": "name?",
+            "requestedSchema": {"type": "object", "properties": {"n": {"type": "string"}}}
+        }))
+        .unwrap();
+        let r = relay(&editor, "srv", request).await.unwrap();
+        assert_eq!(r.action, ElicitationAction::Decline);
+    }
 }
