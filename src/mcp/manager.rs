@@ -316,10 +316,7 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
     let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
     let handler = Handler {
         changed: changed_tx.clone(),
-        elicit: Elicit {
-            editor: inner.editor.clone(),
-            server: name.clone(),
-        },
+        elicit: Arc::new(super::elicit::Relay::new(inner.editor.clone(), &name)),
     };
     let began = Instant::now();
     let connected = tokio::select! {
@@ -597,14 +594,7 @@ async fn connect(
 pub struct Handler {
     changed: mpsc::UnboundedSender<()>,
     /// Where server elicitations go (issue 18 item 3, `super::elicit`).
-    elicit: Elicit,
-}
-
-/// The session's editor and the server's name, for relayed elicitations.
-#[derive(Clone)]
-pub struct Elicit {
-    editor: Editor,
-    server: String,
+    elicit: Arc<super::elicit::Relay>,
 }
 
 impl ClientHandler for Handler {
@@ -616,7 +606,7 @@ impl ClientHandler for Handler {
 
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
-        capabilities.elicitation = super::elicit::capability(&self.elicit.editor);
+        capabilities.elicitation = self.elicit.capability();
         ClientConfig::new(
             capabilities,
             Implementation::new("acp-coder", env!("CARGO_PKG_VERSION")),
@@ -629,6 +619,15 @@ impl ClientHandler for Handler {
         request: rmcp::model::ElicitRequestParams,
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        super::elicit::relay(&self.elicit.editor, &self.elicit.server, request).await
+        self.elicit.relay(request).await
+    }
+
+    /// `notifications/elicitation/complete` for a relayed URL elicitation.
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.elicit.notification(&notification);
     }
 }
