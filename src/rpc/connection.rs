@@ -26,6 +26,7 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use super::cancel::{CANCEL_REQUEST, Running, abort_request};
 use super::framing::{Frame, LineReader};
 use super::message::{Id, Incoming};
 use super::{RpcError, decode_params};
@@ -320,9 +321,6 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
-/// `$/cancel_request` (ACP §1, either direction).
-pub const CANCEL_REQUEST: &str = "$/cancel_request";
-
 /// Options of a connection.
 pub struct ServeOptions {
     /// Longest accepted frame in bytes; longer lines get `-32700` and are skipped.
@@ -548,39 +546,6 @@ where
         peer.fail_pending();
     };
     (Box::pin(read), WriterDone(done_rx))
-}
-
-type Running = Arc<Mutex<HashMap<Id, futures::future::AbortHandle>>>;
-
-/// An incoming `$/cancel_request {requestId}` (ACP §1): aborts that request
-/// if it is still running (its task then answers `-32800`); an unknown or
-/// finished id is ignored, as the protocol allows.
-fn abort_request(running: &Running, params: Option<&RawValue>) {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct CancelRequest {
-        request_id: serde_json::Value,
-    }
-    let Ok(p) = decode_params::<CancelRequest>(params) else {
-        tracing::debug!("malformed $/cancel_request");
-        return;
-    };
-    let id = match p.request_id {
-        serde_json::Value::Number(n) => match n.as_i64() {
-            Some(n) => Id::Num(n),
-            None => return,
-        },
-        serde_json::Value::String(s) => Id::Str(s),
-        _ => return,
-    };
-    if let Some(abort) = running
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&id)
-    {
-        tracing::info!(%id, "aborting a request on $/cancel_request");
-        abort.abort();
-    }
 }
 
 /// Resolves once the writer has flushed everything and every `Peer` is gone.
