@@ -1773,6 +1773,7 @@ fn generate_session(dir: &Path, id: &str, cwd: &Path, messages: usize) -> u64 {
             call: Box::new(ToolCall {
                 tool_call_id: call_id.clone(),
                 title: format!("Read src/module_{turn}.rs"),
+                name: Some("read_file".into()),
                 kind: ToolKind::Read,
                 status: ToolCallStatus::Completed,
                 content: vec![ToolCallContent::text(format!("```\n{file}```"))],

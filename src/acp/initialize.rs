@@ -29,6 +29,9 @@ pub struct ClientCapabilities {
     pub auth: ClientAuthCapabilities,
     #[serde(default)]
     pub session: Option<Value>,
+    /// Which `elicitation/create` modes the editor renders (issue 17).
+    #[serde(default, deserialize_with = "lenient")]
+    pub elicitation: super::ElicitationCapabilities,
     #[serde(rename = "_meta", default)]
     pub meta: Meta,
 }
@@ -102,6 +105,15 @@ pub struct AgentCapabilities {
     /// Unstable `providers/list|set|disable` (`{}` when supported).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub providers: Option<super::Empty>,
+    /// `auth.logout: {}` advertises the `logout` method (ACP §4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AgentAuthCapabilities>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AgentAuthCapabilities {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logout: Option<super::Empty>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -134,6 +146,9 @@ pub struct SessionCapabilities {
     pub close: Option<super::Empty>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub additional_directories: Option<super::Empty>,
+    /// Unstable `session/fork` (ACP §15, `unstable_session_fork`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fork: Option<super::Empty>,
 }
 
 impl SessionCapabilities {
@@ -143,6 +158,7 @@ impl SessionCapabilities {
             && self.resume.is_none()
             && self.close.is_none()
             && self.additional_directories.is_none()
+            && self.fork.is_none()
     }
 }
 

@@ -6,6 +6,7 @@
 //! every type mirrors its `$defs` entry in the ACP v1 schema.
 pub mod client;
 pub mod content;
+pub mod elicitation;
 pub mod initialize;
 pub mod session;
 pub mod tool_call;
@@ -14,6 +15,7 @@ pub mod update;
 
 pub use client::*;
 pub use content::*;
+pub use elicitation::*;
 pub use initialize::*;
 pub use session::*;
 pub use tool_call::*;
@@ -50,6 +52,11 @@ pub mod method {
     pub const TERMINAL_KILL: &str = "terminal/kill";
     pub const TERMINAL_RELEASE: &str = "terminal/release";
     pub const CANCEL_REQUEST: &str = "$/cancel_request";
+    pub const LOGOUT: &str = "logout";
+    pub const ELICITATION_CREATE: &str = "elicitation/create";
+    pub const ELICITATION_COMPLETE: &str = "elicitation/complete";
+    /// Unstable (`unstable_session_fork`, ACP §15).
+    pub const SESSION_FORK: &str = "session/fork";
     // Unstable (schema.unstable.json): editor-configured providers, MCP over ACP.
     pub const PROVIDERS_LIST: &str = "providers/list";
     pub const PROVIDERS_SET: &str = "providers/set";

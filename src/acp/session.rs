@@ -140,6 +140,19 @@ pub enum StopReason {
 #[serde(rename_all = "camelCase")]
 pub struct PromptResponse {
     pub stop_reason: StopReason,
+    /// Tokens this turn used (unstable `unstable_end_turn_token_usage`,
+    /// issue 17 item 7); omitted when the endpoint reported none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TurnUsage>,
+}
+
+/// `PromptResponse.usage` (the unstable schema's `Usage`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnUsage {
+    pub total_tokens: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
 }
 
 /// Params naming only a session (`session/cancel`, `session/close`, ...).

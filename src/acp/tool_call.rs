@@ -69,6 +69,9 @@ pub struct ToolCallLocation {
 pub struct ToolCall {
     pub tool_call_id: String,
     pub title: String,
+    /// The tool's programmatic name (`ToolCall.name`, issue 17 item 7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     pub kind: ToolKind,
     pub status: ToolCallStatus,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

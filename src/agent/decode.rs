@@ -19,7 +19,7 @@ use crate::acp::{
 use crate::rpc::{Frame, Id, Incoming, LineReader, RpcError, decode_params};
 
 /// Requests the agent sends the editor, whose results it decodes.
-pub const REVERSE_METHODS: [&str; 9] = [
+pub const REVERSE_METHODS: [&str; 10] = [
     method::FS_READ,
     method::FS_WRITE,
     method::REQUEST_PERMISSION,
@@ -29,6 +29,7 @@ pub const REVERSE_METHODS: [&str; 9] = [
     method::TERMINAL_KILL,
     method::TERMINAL_RELEASE,
     method::SESSION_UPDATE,
+    method::ELICITATION_CREATE,
 ];
 
 /// A decoded incoming message's params, for the checks that follow decoding.
@@ -67,6 +68,9 @@ pub fn decode_response(method: &str, result: Option<&RawValue>) -> Result<(), Rp
     match method {
         method::FS_READ => decode_params::<ReadTextFileResponse>(result).map(drop),
         method::REQUEST_PERMISSION => decode_params::<RequestPermissionResponse>(result).map(drop),
+        method::ELICITATION_CREATE => {
+            decode_params::<crate::acp::CreateElicitationResponse>(result).map(drop)
+        }
         method::TERMINAL_CREATE => decode_params::<CreateTerminalResponse>(result).map(drop),
         method::TERMINAL_OUTPUT => decode_params::<TerminalOutputResponse>(result).map(drop),
         method::TERMINAL_WAIT => decode_params::<TerminalExitStatus>(result).map(drop),

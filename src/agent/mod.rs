@@ -69,6 +69,8 @@ pub struct Agent {
     providers: providers::Providers,
     /// MCP-over-ACP connections of this ACP connection, by connection id.
     mcp_links: Arc<crate::mcp::acp_transport::Links>,
+    /// Set by `logout`, cleared by a successful `authenticate` (ACP §4).
+    logged_out: std::sync::atomic::AtomicBool,
 }
 
 fn default_factory() -> ModelFactory {
@@ -117,6 +119,7 @@ where
         store,
         providers: providers::Providers::default(),
         mcp_links: Arc::new(crate::mcp::acp_transport::Links::new(conn.peer.clone())),
+        logged_out: std::sync::atomic::AtomicBool::new(false),
     });
     let (read_loop, writer_done) = rpc::serve(conn, reader, writer, agent.clone());
     read_loop.await;
@@ -218,9 +221,11 @@ impl Handler for Agent {
             match request {
                 EditorRequest::Initialize(p) => to_raw(&self.initialize(p)),
                 EditorRequest::Authenticate(p) => to_raw(&self.authenticate(p).await?),
+                EditorRequest::Logout => to_raw(&self.logout().await?),
                 EditorRequest::NewSession(p) => self.new_session(p).await,
                 EditorRequest::LoadSession(p) => self.load_session(p).await,
                 EditorRequest::ResumeSession(p) => self.resume_session(p).await,
+                EditorRequest::ForkSession(p) => self.fork_session(p).await,
                 EditorRequest::ListSessions(p) => to_raw(&self.list_sessions(p)?),
                 EditorRequest::CloseSession(p) => to_raw(&self.close_session(p)?),
                 EditorRequest::DeleteSession(p) => to_raw(&self.delete_session(p)?),
@@ -245,6 +250,13 @@ impl Handler for Agent {
         method != method::SESSION_PROMPT && method != method::MCP_MESSAGE
     }
 
+    /// `$/cancel_request` aborts any request but a prompt (answered
+    /// `-32800` by the connection); a turn stops through `session/cancel`,
+    /// which ends it cleanly with `stopReason: cancelled` (ACP §6).
+    fn abortable(&self, method: &str) -> bool {
+        method != method::SESSION_PROMPT
+    }
+
     fn notification(&self, method: &str, params: Option<&RawValue>) {
         match EditorNotification::decode(method, params) {
             Ok(Some(EditorNotification::Cancel(r))) => match self.session(&r.session_id) {
@@ -257,6 +269,7 @@ impl Handler for Agent {
                 }
             },
             Ok(Some(EditorNotification::McpMessage(m))) => self.mcp_links.notification(m),
+            // `$/cancel_request` was handled by the connection (see `abortable`).
             Ok(Some(EditorNotification::CancelRequest) | None) => {
                 tracing::debug!(method, "ignored notification")
             }

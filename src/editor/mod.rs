@@ -6,9 +6,11 @@
 //! review edits) and to the local disk otherwise; `terminal/*` is only called
 //! when the editor advertised `terminal`. Never calling an un-advertised method
 //! is a hard rule of the protocol (ACP §2).
+mod elicit;
 mod files;
 pub mod status;
 
+pub use elicit::{Answer, ElicitError, UrlElicitation};
 pub use files::{FileError, looks_binary, read_local, write_local};
 
 use std::path::Path;

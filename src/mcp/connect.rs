@@ -131,6 +131,8 @@ pub struct Handler {
     pub(super) server: String,
     pub(super) roots: Arc<Vec<PathBuf>>,
     pub(super) progress: Arc<client::Progress>,
+    /// Where server elicitations go (issue 18 item 3, `super::elicit`).
+    pub(super) elicit: Arc<super::elicit::Relay>,
 }
 
 impl ClientHandler for Handler {
@@ -174,9 +176,29 @@ impl ClientHandler for Handler {
     }
 
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = client::capabilities();
+        capabilities.elicitation = self.elicit.capability();
         ClientConfig::new(
-            client::capabilities(),
+            capabilities,
             Implementation::new("acp-coder", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    /// A server's `elicitation/create`, relayed to the editor (issue 18 item 3).
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, ErrorData> {
+        self.elicit.relay(request).await
+    }
+
+    /// `notifications/elicitation/complete` for a relayed URL elicitation.
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.elicit.notification(&notification);
     }
 }

@@ -433,6 +433,7 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
         server: name.clone(),
         roots: Arc::new(inner.options.roots.clone()),
         progress: inner.slots[idx].progress.clone(),
+        elicit: Arc::new(super::elicit::Relay::new(inner.editor.clone(), &name)),
     };
     let began = Instant::now();
     let Some((service, child)) =

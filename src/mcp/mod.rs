@@ -18,6 +18,7 @@
 pub mod acp_transport;
 pub mod client;
 mod connect;
+pub mod elicit;
 pub mod http;
 pub mod manager;
 pub mod names;

@@ -26,6 +26,7 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use super::cancel::{CANCEL_REQUEST, Running, abort_request};
 use super::framing::{Frame, LineReader};
 use super::message::{Id, Incoming};
 use super::{RpcError, decode_params};
@@ -81,6 +82,14 @@ pub trait Handler: Send + Sync + 'static {
     fn sequential(&self, method: &str) -> bool {
         let _ = method;
         false
+    }
+
+    /// Whether a `$/cancel_request` from the peer may abort a running request
+    /// of this method (answered `-32800`). Methods with their own way to stop
+    /// (ACP's `session/prompt` has `session/cancel`) say no.
+    fn abortable(&self, method: &str) -> bool {
+        let _ = method;
+        true
     }
 
     /// Handles one notification, inline on the reader loop: it must not block
@@ -235,12 +244,14 @@ impl Peer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, tx);
-        let guard = PendingGuard {
-            shared: &self.shared,
+        let mut guard = PendingGuard {
+            peer: self,
             id,
+            answered: false,
         };
         self.send_line(line);
         let outcome = rx.await;
+        guard.answered = true;
         drop(guard);
         let raw = match outcome {
             Ok(result) => result?,
@@ -290,17 +301,30 @@ impl Peer {
     }
 }
 
+/// Forgets a request's pending entry when its future ends. A request given
+/// up before its answer came (the turn was cancelled while the agent waited
+/// on a permission dialog, an elicitation, a file or a terminal) is withdrawn
+/// with `$/cancel_request` so the editor can close the dialog; its late answer
+/// is then ignored (ACP §1, issue 17 item 3).
 struct PendingGuard<'a> {
-    shared: &'a Shared,
+    peer: &'a Peer,
     id: i64,
+    answered: bool,
 }
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
-        self.shared
+        let waiting = self
+            .peer
+            .shared
             .pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.id);
+            .remove(&self.id)
+            .is_some();
+        if waiting && !self.answered {
+            self.peer
+                .notify(CANCEL_REQUEST, &serde_json::json!({ "requestId": self.id }));
+        }
     }
 }
 
@@ -385,6 +409,8 @@ where
             job.await;
         }
     });
+    // Requests still running, by id, for `$/cancel_request`.
+    let running: Running = Arc::new(Mutex::new(HashMap::new()));
     let read = async move {
         let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, reader), max_frame);
         loop {
@@ -422,6 +448,14 @@ where
                 }
                 Ok(Incoming::Request { id, method, params }) => {
                     let sequential = handler.sequential(&method);
+                    let (abort, registration) = futures::future::AbortHandle::new_pair();
+                    if handler.abortable(&method) {
+                        running
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(id.clone(), abort);
+                    }
+                    let running = running.clone();
                     // Built here, before the next frame is read (see Handler::request).
                     // A panic inside a handler must still produce a response.
                     let fut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -432,14 +466,30 @@ where
                         tracing::debug!(%id, method, "request");
                         let result = match fut {
                             Ok(fut) => {
-                                futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(fut))
-                                    .await
+                                futures::future::Abortable::new(
+                                    futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+                                        fut,
+                                    )),
+                                    registration,
+                                )
+                                .await
                             }
-                            Err(panic) => Err(panic),
+                            Err(panic) => Ok(Err(panic)),
                         };
+                        running
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .remove(&id);
                         let result = match result {
-                            Ok(r) => r,
-                            Err(_) => {
+                            Ok(Ok(r)) => r,
+                            Err(futures::future::Aborted) => {
+                                tracing::info!(%id, method, "request cancelled by the editor");
+                                Err(RpcError::new(
+                                    super::codes::REQUEST_CANCELLED,
+                                    format!("{method} was cancelled by $/cancel_request"),
+                                ))
+                            }
+                            Ok(Err(_)) => {
                                 tracing::error!(method, "handler panicked");
                                 Err(RpcError::internal(format!(
                                     "the {method} handler failed unexpectedly; see the log"
@@ -463,6 +513,9 @@ where
                     }
                 }
                 Ok(Incoming::Notification { method, params }) => {
+                    if method == CANCEL_REQUEST {
+                        abort_request(&running, params.as_deref());
+                    }
                     handler.notification(&method, params.as_deref());
                 }
                 Ok(Incoming::Response { id, result }) => {

@@ -5,6 +5,7 @@
 //! requests (the "reverse requests" to the editor) and dispatches incoming requests
 //! to a [`Handler`], each on its own task, so a long `session/prompt` never blocks
 //! `session/cancel` or the responses to our own requests.
+mod cancel;
 mod connection;
 mod eof;
 mod error;

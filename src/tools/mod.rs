@@ -5,6 +5,7 @@
 //! (title, locations, a diff preview, which paths or command it touches), then the
 //! agent decides on permission, then [`Action::run`] does it. Tool failures are
 //! results for the model ([`ToolError`]), never JSON-RPC errors to the editor.
+mod ask_user;
 mod edit_file;
 mod find;
 mod load_skill;
@@ -18,6 +19,7 @@ pub mod search;
 mod text;
 mod write_file;
 
+pub use ask_user::AskUser;
 pub use edit_file::EditFile;
 pub use find::{Glob, Grep, ListDirectory};
 pub use load_skill::{LoadSkill, SkillTools};

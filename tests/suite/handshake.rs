@@ -78,7 +78,19 @@ async fn initialize_describes_the_agent() {
     keys.sort();
     assert_eq!(
         keys,
-        ["additionalDirectories", "close", "delete", "list", "resume"],
+        [
+            "additionalDirectories",
+            "close",
+            "delete",
+            "fork",
+            "list",
+            "resume"
+        ],
+        "{result}"
+    );
+    assert_eq!(
+        result["agentCapabilities"]["auth"],
+        json!({"logout": {}}),
         "{result}"
     );
 }

@@ -148,6 +148,9 @@ struct Caps {
     read: bool,
     write: bool,
     terminal: bool,
+    /// `elicitation.form` / `elicitation.url` (present and not null).
+    elicit_form: bool,
+    elicit_url: bool,
 }
 
 /// `clientCapabilities` with everything on (fs read/write and terminal).
@@ -256,6 +259,11 @@ struct State {
     timeout: Duration,
     /// MCP servers served over ACP (unstable `mcp/*`).
     mcp: mcp_acp::McpState,
+    /// Answers to `elicitation/create`, in order (`None`: never answer);
+    /// when empty the editor declines.
+    elicitation_answers: VecDeque<Option<Value>>,
+    /// `elicitation/create` requests left unanswered, until `$/cancel_request`.
+    held_elicitations: Vec<RpcId>,
 }
 
 impl State {
@@ -290,6 +298,8 @@ impl State {
             failing: HashMap::new(),
             timeout: DEFAULT_TIMEOUT,
             mcp: Default::default(),
+            elicitation_answers: VecDeque::new(),
+            held_elicitations: Vec::new(),
         }
     }
 }
@@ -833,6 +843,8 @@ impl FakeEditor {
                         read: caps["fs"]["readTextFile"] == true,
                         write: caps["fs"]["writeTextFile"] == true,
                         terminal: caps["terminal"] == true,
+                        elicit_form: !caps["elicitation"]["form"].is_null(),
+                        elicit_url: !caps["elicitation"]["url"].is_null(),
                     };
                 }
                 // Replayed history arrives before the response.
@@ -1038,6 +1050,18 @@ impl FakeEditor {
                 .respond(id, Ok(json!({"outcome": {"outcome": "cancelled"}})))
                 .await;
         }
+    }
+
+    /// Queues the result of the next `elicitation/create` (e.g.
+    /// `{"action": "accept", "content": {...}}`); `None` leaves it
+    /// unanswered until the agent withdraws it with `$/cancel_request`.
+    pub fn push_elicitation_answer(&self, answer: Option<Value>) {
+        self.shared.lock().elicitation_answers.push_back(answer);
+    }
+
+    /// `elicitation/create` requests still unanswered.
+    pub fn held_elicitations(&self) -> usize {
+        self.shared.lock().held_elicitations.len()
     }
 
     /// Answers every held (`NeverAnswer`) permission request.
@@ -1435,7 +1459,18 @@ fn handle_message(shared: &Arc<Shared>, msg: Value) {
                 // The agent gave up on one of its requests: answer a held
                 // permission request the way ACP expects (cancelled).
                 let target = msg["params"].get("requestId").and_then(RpcId::from_json);
-                if let Some(target) = target
+                if let Some(target) = target.clone()
+                    && let Some(i) = st.held_elicitations.iter().position(|h| *h == target)
+                {
+                    st.held_elicitations.remove(i);
+                    drop(st);
+                    let shared = shared.clone();
+                    tokio::spawn(async move {
+                        shared
+                            .respond(target, Ok(json!({"action": "cancel"})))
+                            .await;
+                    });
+                } else if let Some(target) = target
                     && st.held_permissions.iter().any(|(h, _)| *h == target)
                 {
                     drop(st);
@@ -1456,7 +1491,8 @@ fn handle_message(shared: &Arc<Shared>, msg: Value) {
             } else {
                 Ok(msg.get("result").cloned().unwrap_or(Value::Null))
             };
-            if let (Some("session/new"), Ok(result)) = (method.as_deref(), &outcome)
+            if let (Some("session/new" | "session/fork"), Ok(result)) =
+                (method.as_deref(), &outcome)
                 && let Some(sid) = result["sessionId"].as_str()
             {
                 st.known_sessions.insert(sid.to_owned());
@@ -1491,6 +1527,11 @@ async fn handle_agent_request(
         "fs/read_text_file" => caps.read,
         "fs/write_text_file" => caps.write,
         m if m.starts_with("terminal/") => caps.terminal,
+        "elicitation/create" => match params["mode"].as_str() {
+            Some("form") => caps.elicit_form,
+            Some("url") => caps.elicit_url,
+            _ => false,
+        },
         _ => true,
     };
     if !allowed {
@@ -1507,6 +1548,17 @@ async fn handle_agent_request(
         "fs/write_text_file" => Some(write_text_file(shared, params).await),
         "session/request_permission" => request_permission(shared, id, params),
         m if m.starts_with("mcp/") => Some(mcp_acp::handle_request(shared, m, params).await),
+        "elicitation/create" => {
+            let mut st = shared.lock();
+            match st.elicitation_answers.pop_front() {
+                Some(Some(answer)) => Some(Ok(answer)),
+                Some(None) => {
+                    st.held_elicitations.push(id.clone());
+                    None
+                }
+                None => Some(Ok(json!({"action": "decline"}))),
+            }
+        }
         m if m.starts_with("terminal/") => Some(terminal(shared, m, params).await),
         _ => Some(Err(RpcError::new(
             -32601,

@@ -179,6 +179,12 @@ const CLIENT_REQUESTS: &[(&str, ValidatorFn, ValidatorFn)] = &[
         validator::<acp::DisableProviderResponse>,
     ),
     ("mcp/message", mcp_message_request, mcp_message_response),
+    // Unstable (`unstable_session_fork`).
+    (
+        "session/fork",
+        validator::<acp::ForkSessionRequest>,
+        validator::<acp::ForkSessionResponse>,
+    ),
 ];
 
 /// Notifications the client sends to the agent.
@@ -240,11 +246,20 @@ const AGENT_REQUESTS: &[(&str, ValidatorFn, ValidatorFn)] = &[
         mcp_disconnect_request,
         mcp_disconnect_response,
     ),
+    (
+        "elicitation/create",
+        validator::<acp::CreateElicitationRequest>,
+        validator::<acp::CreateElicitationResponse>,
+    ),
 ];
 
 /// Notifications the agent sends to the client.
 const AGENT_NOTIFICATIONS: &[(&str, ValidatorFn)] = &[
     ("session/update", validator::<acp::SessionNotification>),
+    (
+        "elicitation/complete",
+        validator::<acp::CompleteElicitationNotification>,
+    ),
     (
         "$/cancel_request",
         validator::<acp::CancelRequestNotification>,

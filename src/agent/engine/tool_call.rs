@@ -79,6 +79,7 @@ impl Call<'_> {
         announce(
             self.session,
             &self.id,
+            Some(tool.name()),
             &first_title,
             tool.kind(),
             args.clone(),
@@ -153,6 +154,7 @@ impl Call<'_> {
         announce(
             self.session,
             &self.id,
+            None,
             &sanitize_title(&format!("Unknown tool {}", req.name), TITLE_CHARS),
             ToolKind::Other,
             args.clone(),
@@ -327,10 +329,18 @@ fn remember(session: &Session, scope: &Scope, allow: bool) {
         .remember(scope, allow);
 }
 
-fn announce(session: &Session, id: &str, title: &str, kind: ToolKind, raw_input: Value) {
+fn announce(
+    session: &Session,
+    id: &str,
+    name: Option<&str>,
+    title: &str,
+    kind: ToolKind,
+    raw_input: Value,
+) {
     session.editor.update(&SessionUpdate::ToolCall(ToolCall {
         tool_call_id: id.to_owned(),
         title: title.to_owned(),
+        name: name.map(str::to_owned),
         kind,
         status: ToolCallStatus::Pending,
         content: Vec::new(),

@@ -55,9 +55,11 @@ impl Agent {
                     resume: present(),
                     close: present(),
                     additional_directories: present(),
+                    fork: present(),
                 },
                 // Unstable `providers/*` (agent/providers.rs).
                 providers: present(),
+                auth: Some(crate::acp::AgentAuthCapabilities { logout: present() }),
             },
             auth_methods: vec![AuthMethod::Agent {
                 id: AUTH_METHOD_ID.into(),
@@ -106,7 +108,11 @@ impl Agent {
         }
         match self.settings().missing_credentials() {
             Some(what) => Err(RpcError::auth_required(what)),
-            None => Ok(Empty::default()),
+            None => {
+                self.logged_out
+                    .store(false, std::sync::atomic::Ordering::Release);
+                Ok(Empty::default())
+            }
         }
     }
 

@@ -59,7 +59,7 @@ impl Agent {
             created_at: now.clone(),
             updated_at: now,
         };
-        let id = format!("sess_{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..));
+        let id = new_session_id();
         let summary = Summary {
             session_id: id.clone(),
             cwd: req.cwd.clone(),
@@ -129,7 +129,7 @@ impl Agent {
         self.reply_then_commands(&response, session)
     }
 
-    async fn restore_session(
+    pub(in crate::agent) async fn restore_session(
         self: &Arc<Self>,
         req: LoadSessionRequest,
     ) -> Result<(Arc<Session>, Restored), RpcError> {
@@ -208,6 +208,7 @@ impl Agent {
     pub(in crate::agent) fn usable_settings(
         &self,
     ) -> Result<Arc<crate::config::Settings>, RpcError> {
+        self.check_logged_in()?;
         let settings = self.settings();
         if let Some(e) = &settings.load_error {
             return Err(RpcError::internal(format!(
@@ -265,7 +266,7 @@ impl Agent {
     }
 
     /// The response, then (strictly after it) the session's commands and title.
-    fn reply_then_commands<T: serde::Serialize>(
+    pub(super) fn reply_then_commands<T: serde::Serialize>(
         &self,
         response: &T,
         session: Arc<Session>,
@@ -456,9 +457,18 @@ async fn tools_for(
         }
     }
     let mut registry = Registry::builtin();
+    // `ask_user` exists only where the editor can show its form (issue 17).
+    if editor.can_elicit_form() {
+        registry.add(Arc::new(crate::tools::AskUser));
+    }
     registry.add_source(Arc::new(SkillTools::new(skills.clone())));
     crate::mcp::attach(&mut registry, servers, settings, cwd, additional, editor).await;
     registry
+}
+
+/// A fresh, unguessable session id (also a safe file name, `store::valid_id`).
+pub(in crate::agent) fn new_session_id() -> String {
+    format!("sess_{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
 }
 
 pub(in crate::agent) fn unknown_session(id: &str) -> RpcError {

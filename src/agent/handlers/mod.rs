@@ -1,6 +1,8 @@
 //! The ACP method handlers (ACP §3–§6), as methods of [`super::Agent`]:
 //! the handshake and session options, the session lifecycle, and prompts.
+pub(super) mod fork;
 pub(super) mod handshake;
 pub(super) mod lifecycle;
+pub(super) mod logout;
 pub(super) mod prompt;
 pub mod requests;

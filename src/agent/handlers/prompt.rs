@@ -29,14 +29,17 @@ impl Agent {
         turn: Option<TurnGuard>,
     ) -> Result<PromptResponse, RpcError> {
         let session = self.session(&req.session_id)?;
+        refuse_audio(&req.prompt)?;
         let turn = turn.unwrap_or_else(|| session.register_turn());
         let settings = self.usable_settings()?;
         self.set_title(&session, &req.prompt).await;
         tracing::info!(session = %session.id, prompt = %crate::agent::engine::model_text::summary(&req.prompt, 80), "turn start");
         session.registry.turn_started();
+        let before = tokens_used(&session).await;
         let result = self
             .run_prompt(&session, &settings, req.prompt, &turn.token)
             .await;
+        let usage = turn_usage(before, tokens_used(&session).await);
         session.registry.turn_ended();
         drop(turn);
         session.touch().await;
@@ -44,7 +47,7 @@ impl Agent {
             Ok(reason) => tracing::info!(session = %session.id, ?reason, "turn end"),
             Err(e) => tracing::warn!(session = %session.id, error = %e.message, "turn failed"),
         }
-        result.map(|stop_reason| PromptResponse { stop_reason })
+        result.map(|stop_reason| PromptResponse { stop_reason, usage })
     }
 
     async fn run_prompt(
@@ -381,4 +384,38 @@ fn say(session: &Session, text: &str) {
         text.to_owned(),
         Some(message_id()),
     ));
+}
+
+/// Audio in a prompt is refused with `-32602`: `initialize` advertises
+/// `promptCapabilities.audio: false` (ACP §3: a client must not send content
+/// types the agent did not advertise), and a refusal the editor can show beats
+/// a turn the model answers without hearing the attachment (issue 17).
+fn refuse_audio(prompt: &[ContentBlock]) -> Result<(), RpcError> {
+    match prompt
+        .iter()
+        .position(|b| matches!(b, ContentBlock::Audio(_)))
+    {
+        Some(i) => Err(RpcError::invalid_params(format!(
+            "params.prompt[{i}]: audio content is not supported (promptCapabilities.audio is false); send the prompt without the audio block"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The session's (input, output) token totals so far.
+async fn tokens_used(session: &Session) -> (u64, u64) {
+    let h = session.history.lock().await;
+    (h.total_prompt_tokens, h.total_completion_tokens)
+}
+
+/// What a turn used, for `PromptResponse.usage` (issue 17 item 7); `None`
+/// when the endpoint reported no usage during the turn.
+fn turn_usage(before: (u64, u64), after: (u64, u64)) -> Option<crate::acp::TurnUsage> {
+    let input = after.0.saturating_sub(before.0);
+    let output = after.1.saturating_sub(before.1);
+    (input + output > 0).then_some(crate::acp::TurnUsage {
+        total_tokens: input + output,
+        input_tokens: input,
+        output_tokens: output,
+    })
 }

@@ -20,9 +20,13 @@ use crate::rpc::{RpcError, decode_params};
 pub enum EditorRequest {
     Initialize(InitializeRequest),
     Authenticate(AuthenticateRequest),
+    /// `logout` (ACP §4, `auth.logout`).
+    Logout,
     NewSession(NewSessionRequest),
     LoadSession(LoadSessionRequest),
     ResumeSession(LoadSessionRequest),
+    /// Unstable `session/fork`.
+    ForkSession(LoadSessionRequest),
     ListSessions(ListSessionsRequest),
     CloseSession(SessionRef),
     DeleteSession(SessionRef),
@@ -47,9 +51,14 @@ impl EditorRequest {
         Ok(Some(match method {
             method::INITIALIZE => Self::Initialize(decode_params(p)?),
             method::AUTHENTICATE => Self::Authenticate(decode_params(p)?),
+            method::LOGOUT => {
+                decode_params::<crate::acp::Empty>(p)?;
+                Self::Logout
+            }
             method::SESSION_NEW => Self::NewSession(decode_params(p)?),
             method::SESSION_LOAD => Self::LoadSession(decode_params(p)?),
             method::SESSION_RESUME => Self::ResumeSession(decode_params(p)?),
+            method::SESSION_FORK => Self::ForkSession(decode_params(p)?),
             method::SESSION_LIST => Self::ListSessions(decode_params(p)?),
             method::SESSION_CLOSE => Self::CloseSession(decode_params(p)?),
             method::SESSION_DELETE => Self::DeleteSession(decode_params(p)?),

@@ -22,8 +22,15 @@ pub struct Restored {
     pub tool_ids: HashSet<String>,
 }
 
+/// The replayed message id of record `n`. A turn's thought and its answer
+/// are two messages live (`turn.rs` gives each its own id), so they stay two
+/// on replay: the thought gets the `_thought` suffix (issue 17, "small fixes").
 fn message_id(n: usize) -> Option<String> {
     Some(format!("replay_{n}"))
+}
+
+fn thought_id(n: usize) -> Option<String> {
+    Some(format!("replay_{n}_thought"))
 }
 
 /// Folds records into a session state. Never fails: odd records are skipped.
@@ -58,7 +65,7 @@ pub fn restore(records: Vec<Record>) -> Restored {
                 if !reasoning.is_empty() {
                     r.replay.push(SessionUpdate::agent_thought(
                         reasoning.clone(),
-                        message_id(n),
+                        thought_id(n),
                     ));
                 }
                 if !text.is_empty() {
@@ -226,6 +233,20 @@ mod tests {
             })
             .collect();
         assert_eq!(kinds, ["user", "thought", "text"]);
+        let ids: Vec<Option<&str>> = r
+            .replay
+            .iter()
+            .map(|u| match u {
+                SessionUpdate::AgentThoughtChunk(c) | SessionUpdate::AgentMessageChunk(c) => {
+                    c.message_id.as_deref()
+                }
+                _ => None,
+            })
+            .collect();
+        assert_ne!(
+            ids[1], ids[2],
+            "a turn's thought and answer are two messages"
+        );
         assert_eq!(r.history.len(), 3, "the unanswered call gets a result");
         assert!(
             matches!(&r.history[2], ChatMessage::Tool { tool_call_id, .. } if tool_call_id == "c1")

@@ -1,0 +1,168 @@
+//! MCP servers' elicitations relayed to the editor (issue 18 item 3),
+//! against the reference server `@modelcontextprotocol/server-everything`
+//! (its `trigger-elicitation-request` and `trigger-url-elicitation` tools):
+//! relayed as ACP `elicitation/create` of the same mode when the editor
+//! advertises it, the user's answer returned unchanged; without the
+//! capability nothing is advertised to the server and nothing reaches the
+//! editor.
+
+use super::mcp::everything;
+use crate::support::{FakeEditor, FakeModel, Reply, Workspace, full_capabilities};
+use serde_json::{Value, json};
+
+async fn session(
+    model: &FakeModel,
+    caps: Value,
+    path: &str,
+    ws: &Workspace,
+) -> (FakeEditor, String) {
+    let editor = FakeEditor::spawn(&[], model.agent_env());
+    editor.initialize(caps).await;
+    let result = editor
+        .request(
+            "session/new",
+            json!({"cwd": ws.path(), "mcpServers": [
+                {"name": "everything", "command": "node", "args": [path, "stdio"], "env": []}
+            ]}),
+        )
+        .await
+        .unwrap_or_else(|e| editor.fail(&format!("session/new failed: {e}")));
+    let sid = result["sessionId"].as_str().unwrap().to_owned();
+    editor
+        .request(
+            "session/set_mode",
+            json!({"sessionId": sid, "modeId": "full-auto"}),
+        )
+        .await
+        .unwrap();
+    (editor, sid)
+}
+
+fn tool_result(model: &FakeModel, call_id: &str) -> String {
+    model
+        .chat_requests()
+        .iter()
+        .rev()
+        .find_map(|r| {
+            r.messages()
+                .iter()
+                .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+                .and_then(|m| m["content"].as_str().map(str::to_owned))
+        })
+        .unwrap_or_else(|| panic!("no tool result for {call_id}"))
+}
+
+fn elicitations(editor: &FakeEditor) -> Vec<Value> {
+    editor
+        .reverse_requests()
+        .into_iter()
+        .filter(|r| r["method"] == "elicitation/create")
+        .collect()
+}
+
+#[tokio::test]
+#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs the ignored tests"]
+async fn form_and_url_elicitations_reach_the_editor_and_answers_go_back() {
+    let path = everything();
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let mut caps = full_capabilities();
+    caps["elicitation"] = json!({"form": {}, "url": {}});
+    let (editor, sid) = session(&model, caps, &path, &ws).await;
+    editor.push_elicitation_answer(Some(json!({
+        "action": "accept",
+        "content": {"name": "Ada", "check": true, "integer": 7}
+    })));
+    editor.push_elicitation_answer(Some(json!({"action": "accept"})));
+    model.push(Reply::tool_call(
+        "f1",
+        "mcp__everything__trigger-elicitation-request",
+        json!({}),
+    ));
+    model.push(Reply::tool_call(
+        "u1",
+        "mcp__everything__trigger-url-elicitation",
+        json!({"url": "https://example.com/authorize?x=1", "elicitationId": "el-42"}),
+    ));
+    model.push(Reply::text("done"));
+    editor.prompt(&sid, "go").await;
+
+    let form = tool_result(&model, "f1");
+    assert!(form.contains("Name: Ada"), "{form}");
+    assert!(form.contains("Favorite Integer: 7"), "{form}");
+    let url = tool_result(&model, "u1");
+    assert!(url.contains("User completed the URL elicitation"), "{url}");
+
+    let asked = elicitations(&editor);
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    let f = &asked[0]["params"];
+    assert_eq!(f["mode"], "form");
+    assert_eq!(f["sessionId"], sid.as_str());
+    assert!(
+        f["message"].as_str().unwrap().starts_with("everything: "),
+        "{f}"
+    );
+    assert_eq!(f["requestedSchema"]["type"], "object");
+    assert_eq!(f["requestedSchema"]["properties"]["name"]["type"], "string");
+    let u = &asked[1]["params"];
+    assert_eq!(u["mode"], "url");
+    assert_eq!(u["url"], "https://example.com/authorize?x=1");
+    assert_eq!(u["elicitationId"], "el-42");
+}
+
+#[tokio::test]
+#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs the ignored tests"]
+async fn a_declined_form_is_declined_for_the_server() {
+    let path = everything();
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let mut caps = full_capabilities();
+    caps["elicitation"] = json!({"form": {}});
+    let (editor, sid) = session(&model, caps, &path, &ws).await;
+    // No answer queued: the fake editor declines.
+    model.push(Reply::tool_call(
+        "f1",
+        "mcp__everything__trigger-elicitation-request",
+        json!({}),
+    ));
+    model.push(Reply::text("done"));
+    editor.prompt(&sid, "go").await;
+    assert!(tool_result(&model, "f1").contains("declined"));
+    // Only form mode was advertised: the server offers no URL tool.
+    let tools: Vec<String> = model.chat_requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        !tools.iter().any(|t| t.contains("trigger-url-elicitation")),
+        "{tools:?}"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs the ignored tests"]
+async fn without_the_capability_the_server_is_told_nothing_and_the_editor_asked_nothing() {
+    let path = everything();
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let (editor, sid) = session(&model, full_capabilities(), &path, &ws).await;
+    model.push(Reply::text("done"));
+    editor.prompt(&sid, "go").await;
+    let tools: Vec<String> = model.chat_requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        tools.iter().any(|t| t == "mcp__everything__echo"),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.iter().any(|t| t.contains("elicitation")),
+        "{tools:?}"
+    );
+    assert!(elicitations(&editor).is_empty());
+}
