@@ -5,6 +5,7 @@
 //! (title, locations, a diff preview, which paths or command it touches), then the
 //! agent decides on permission, then [`Action::run`] does it. Tool failures are
 //! results for the model ([`ToolError`]), never JSON-RPC errors to the editor.
+mod background;
 mod edit_file;
 mod find;
 mod load_skill;
@@ -15,9 +16,11 @@ mod read_file;
 mod run_command;
 pub mod sandbox;
 pub mod search;
+pub mod snapshot;
 mod text;
 mod write_file;
 
+pub use background::{CommandKill, CommandOutput};
 pub use edit_file::EditFile;
 pub use find::{Glob, Grep, ListDirectory};
 pub use load_skill::{LoadSkill, SkillTools};
@@ -262,6 +265,8 @@ impl Registry {
         r.add(Arc::new(Glob));
         r.add(Arc::new(Grep));
         r.add(Arc::new(RunCommand));
+        r.add(Arc::new(CommandOutput));
+        r.add(Arc::new(CommandKill));
         r.add(Arc::new(UpdatePlan));
         r
     }
@@ -368,6 +373,8 @@ mod tests {
                 "glob",
                 "grep",
                 "run_command",
+                "command_output",
+                "command_kill",
                 "update_plan"
             ]
         );

@@ -39,6 +39,7 @@
 //! reach; if they keep the pipes open the runner stops reading after the
 //! grace periods and returns anyway.
 
+pub mod background;
 mod exit;
 mod output;
 mod registry;
