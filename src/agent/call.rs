@@ -198,10 +198,19 @@ pub async fn run(
     editor.update(&SessionUpdate::ToolCallUpdate(
         ToolCallUpdate::new(&id).status(ToolCallStatus::InProgress),
     ));
+    // Issue 19: the turn's checkpoint, and what a command changed.
+    let pre = super::changes::before(session, tool.name(), &access).await;
     let result = tokio::select! {
         biased;
         _ = cancel.cancelled() => Err(ToolError::Cancelled),
         r = contained(action.run(&ctx)) => r,
+    };
+    let result = match result {
+        Ok(mut out) => {
+            super::changes::after(session, tool.name(), &access, pre, &mut out).await;
+            Ok(out)
+        }
+        Err(e) => Err(e),
     };
     match result {
         Ok(ToolOutput {

@@ -4,6 +4,8 @@
 //! and at end of input cancels every turn, stops every child process and waits
 //! for the last frames to be written.
 mod call;
+mod changes;
+mod checkpoint;
 mod commands;
 mod compact;
 mod lock;
@@ -21,6 +23,7 @@ mod session;
 mod sessions;
 pub mod store;
 mod turn;
+mod undo;
 
 pub use session::Session;
 
@@ -177,6 +180,7 @@ impl Agent {
             s.cancel();
             // Stops MCP servers; main's kill_all_children is the backstop.
             s.registry.shutdown();
+            crate::tools::process::background::kill_session(&s.id);
         }
     }
 }

@@ -80,6 +80,14 @@ impl Agent {
                     say(session, &self.mcp_status(session));
                     return Ok(StopReason::EndTurn);
                 }
+                Some(Action::Undo) => {
+                    say(session, &super::undo::undo(session).await);
+                    return Ok(StopReason::EndTurn);
+                }
+                Some(Action::Rewind) => {
+                    say(session, &super::undo::rewind(session, &args).await);
+                    return Ok(StopReason::EndTurn);
+                }
                 Some(Action::Compact) => {
                     let env = self.turn_env(session, settings).await?;
                     let mut history = tokio::select! {
@@ -108,7 +116,11 @@ impl Agent {
             }
         }
         let env = self.turn_env(session, settings).await?;
-        turn::run(&env, session, &prompt, token).await
+        crate::tools::process::background::set_limit(settings.max_background_commands);
+        let title = super::prompt::summary(&prompt, 80);
+        let max = settings.checkpoint_max_bytes;
+        let run = turn::run(&env, session, &prompt, token);
+        super::changes::checkpointed(session, &title, max, run).await
     }
 
     /// The model and its settings for this session's next call.
@@ -285,6 +297,7 @@ impl Agent {
             session.cwd.display()
         ));
         lines.extend(session.skills.get().status_line());
+        lines.extend(super::undo::background_status(session));
         lines.push(format!("- **Session**: `{}`", session.id));
         format!("**Status**\n{}", lines.join("\n"))
     }

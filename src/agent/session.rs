@@ -179,6 +179,8 @@ pub struct Session {
     tool_seq: AtomicU64,
     recorder: Arc<Recorder>,
     store: Option<store::Store>,
+    /// Checkpoints for `/undo` and what the tools saw (issue 19).
+    pub tracker: super::changes::Tracker,
 }
 
 impl Session {
@@ -189,6 +191,7 @@ impl Session {
             .collect();
         let system_prompt = super::prompt::system_prompt(&init.cwd, &init.additional_dirs)
             + &init.skills.get().index;
+        let checkpoints = store.as_ref().map(|s| s.checkpoints_dir(&init.id));
         let recorder = init.recorder.clone();
         let editor = init
             .editor
@@ -216,6 +219,7 @@ impl Session {
             used_tool_ids: Mutex::new(init.used_tool_ids),
             tool_seq: AtomicU64::new(0),
             recorder: init.recorder,
+            tracker: super::changes::Tracker::new(checkpoints),
             store,
         })
     }

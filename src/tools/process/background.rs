@@ -206,7 +206,10 @@ pub fn kill_all() {
 
 /// Starts `spec` locally; returns once it has printed its first output (see
 /// [`START_QUIET`]) or ended.
-pub async fn start_local(session: &str, mut spec: CommandSpec) -> Result<(Arc<Job>, Chunk), JobError> {
+pub async fn start_local(
+    session: &str,
+    mut spec: CommandSpec,
+) -> Result<(Arc<Job>, Chunk), JobError> {
     let handle = reserve(session)?;
     spec.timeout = LIFETIME;
     spec.output_limit = 0;
@@ -585,9 +588,15 @@ mod tests {
         assert_eq!(since("hello\n", false, &seen), ("hello\n".into(), false));
         seen.consumed = 6;
         seen.tail = "hello\n".into();
-        assert_eq!(since("hello\nworld\n", false, &seen), ("world\n".into(), false));
+        assert_eq!(
+            since("hello\nworld\n", false, &seen),
+            ("world\n".into(), false)
+        );
         // The editor dropped the start: the last text seen is still there.
-        assert_eq!(since("llo\nworld\n", true, &seen), ("world\n".into(), false));
+        assert_eq!(
+            since("llo\nworld\n", true, &seen),
+            ("world\n".into(), false)
+        );
         // Everything seen is gone: all of it is new, and some was lost.
         assert_eq!(since("zzz\n", true, &seen), ("zzz\n".into(), true));
     }
