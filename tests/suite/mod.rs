@@ -1,4 +1,5 @@
 mod auth;
+mod background;
 mod bad_input;
 mod cancel;
 mod cli_common;
@@ -36,3 +37,4 @@ mod tools_files;
 mod tools_search;
 mod trace;
 mod turns;
+mod undo;

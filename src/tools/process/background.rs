@@ -538,8 +538,19 @@ fn since(output: &str, truncated: bool, seen: &Seen) -> (String, bool) {
     {
         return (output[at + seen.tail.len()..].to_owned(), false);
     }
+    // The output now starts inside the text last returned.
+    let tail = seen.tail.as_str();
+    for k in (MIN_OVERLAP.min(tail.len()).max(1)..tail.len()).rev() {
+        let cut = tail.len() - k;
+        if tail.is_char_boundary(cut) && output.starts_with(&tail[cut..]) {
+            return (output[k..].to_owned(), false);
+        }
+    }
     (output.to_owned(), true)
 }
+
+/// Shortest overlap with the last text returned that counts as a match.
+const MIN_OVERLAP: usize = 4;
 
 fn tail_of(s: &str, n: usize) -> &str {
     if s.len() <= n {
