@@ -30,7 +30,8 @@
 //! | `BENCH_THREAD_CPU=1` (stream rounds: agent CPU per chunk by thread) | off | off |
 //!
 //! Benchmarks: `startup`, `sandbox`, `request`, `stream`, `cancel`, `mcp`, `load`,
-//! `soak`, `size`. With `--report FILE` the result rows are written there as
+//! `soak`, `size`, `checkpoint` (`BENCH_CHECKPOINT_FILES`: the large project,
+//! default 100000, quick 10000). With `--report FILE` the result rows are written there as
 //! Markdown table rows (`scripts/bench.sh` adds the search and build rows).
 #![allow(clippy::print_stdout)]
 
@@ -49,6 +50,9 @@ use serde_json::{Value, json};
 
 use acp_coder::acp::{ContentBlock, ToolCall, ToolCallContent, ToolCallStatus, ToolKind};
 use acp_coder::agent::store::{Record, Store, StoredMessage, StoredPart, StoredToolCall};
+
+#[path = "agent/checkpoint.rs"]
+mod checkpoint;
 
 /// Longest any single wait may take before the bench gives up.
 const WAIT: Duration = Duration::from_secs(60);
@@ -215,7 +219,7 @@ fn main() {
     let model = FakeModel::start();
     let mut rows = Vec::new();
     type Bench = fn(&Opts, &FakeModel) -> Vec<Row>;
-    let benches: [(&str, Bench); 9] = [
+    let benches: [(&str, Bench); 10] = [
         ("startup", bench_startup),
         ("sandbox", bench_sandbox),
         ("request", bench_request_size),
@@ -225,6 +229,7 @@ fn main() {
         ("load", bench_load),
         ("soak", bench_soak),
         ("size", bench_size),
+        ("checkpoint", checkpoint::bench_checkpoint),
     ];
     for (name, bench) in benches {
         if !opts.wants(name) {

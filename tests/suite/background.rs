@@ -48,7 +48,10 @@ async fn outlives_turns_then_is_read_and_killed(via: Via) {
             json!({"command": server(&pidfile), "background": true}),
         )
         .await;
-    assert!(started.contains("Started in the background as bg1"), "{started}");
+    assert!(
+        started.contains("Started in the background as bg1"),
+        "{started}"
+    );
     assert!(started.contains("ready"), "{started}");
     assert!(started.contains("bg1 is still running"), "{started}");
     let pid = wait_pid_file(&pidfile).await;
@@ -129,7 +132,10 @@ async fn ended_commands_report_exit_and_changes(via: Via) {
     })
     .await;
 }
-both!(ended_background_commands, ended_commands_report_exit_and_changes);
+both!(
+    ended_background_commands,
+    ended_commands_report_exit_and_changes
+);
 
 fn spawn_with_config(home: &Path, model: &FakeModel, toml: &str) -> FakeEditor {
     write_config(home, toml);
@@ -190,7 +196,10 @@ async fn at_most_n_per_session(via: Via) {
             json!({"command": "echo again; sleep 30", "background": true}),
         )
         .await;
-    assert!(again.contains("Started in the background as bg3"), "{again}");
+    assert!(
+        again.contains("Started in the background as bg3"),
+        "{again}"
+    );
 }
 both!(the_limit_holds, at_most_n_per_session);
 

@@ -65,13 +65,19 @@ async fn undo_after_write_and_edit(via: Via) {
     assert_eq!(h.ws.read("a.txt"), "one\n");
     assert!(!h.ws.exists("new.txt"));
     if via == Via::Editor {
-        assert_eq!(h.editor.buffer(h.ws.join("a.txt")).as_deref(), Some("one\n"));
+        assert_eq!(
+            h.editor.buffer(h.ws.join("a.txt")).as_deref(),
+            Some("one\n")
+        );
     }
     // The model no longer sees the undone turn.
     h.model.push(Reply::text("ok"));
     h.editor.prompt(&h.sid, "next question").await;
     let users = user_texts(&h);
-    assert!(!users.iter().any(|u| u.contains("change things")), "{users:?}");
+    assert!(
+        !users.iter().any(|u| u.contains("change things")),
+        "{users:?}"
+    );
     assert!(users.iter().any(|u| u.contains("next question")));
     // Nothing more to undo.
     let said = slash(&h, "/undo").await;
@@ -86,7 +92,11 @@ async fn undo_after_command(via: Via) {
         .build();
     let h = auto(via, ws).await;
     h.model.push(Reply::tool_calls([
-        ("w1", "write_file", json!({"path": "f.txt", "content": "B\n"})),
+        (
+            "w1",
+            "write_file",
+            json!({"path": "f.txt", "content": "B\n"}),
+        ),
         (
             "c1",
             "run_command",
@@ -110,16 +120,30 @@ async fn undo_after_command(via: Via) {
     assert_eq!(h.ws.read("f.txt"), "A\n");
     assert!(!h.ws.exists("made.txt"), "{said}");
     // keep.txt was deleted by the command: no copy, so it is reported.
-    assert!(said.contains("keep.txt: a command changed or deleted it"), "{said}");
+    assert!(
+        said.contains("keep.txt: a command changed or deleted it"),
+        "{said}"
+    );
 }
 both!(undo_restores_command_changes, undo_after_command);
 
 async fn skips_files_changed_since(via: Via) {
-    let ws = Workspace::builder().file("a.txt", "one\n").file("b.txt", "x\n").build();
+    let ws = Workspace::builder()
+        .file("a.txt", "one\n")
+        .file("b.txt", "x\n")
+        .build();
     let h = auto(via, ws).await;
     h.model.push(Reply::tool_calls([
-        ("w1", "write_file", json!({"path": "a.txt", "content": "agent\n"})),
-        ("w2", "write_file", json!({"path": "b.txt", "content": "agent b\n"})),
+        (
+            "w1",
+            "write_file",
+            json!({"path": "a.txt", "content": "agent\n"}),
+        ),
+        (
+            "w2",
+            "write_file",
+            json!({"path": "b.txt", "content": "agent b\n"}),
+        ),
     ]));
     h.model.push(Reply::text("written"));
     h.editor.prompt(&h.sid, "write").await;
@@ -129,10 +153,7 @@ async fn skips_files_changed_since(via: Via) {
         Via::Local => h.ws.write("a.txt", "user edit\n"),
     }
     let said = slash(&h, "/undo").await;
-    assert!(
-        said.contains("a.txt: it changed after that turn"),
-        "{said}"
-    );
+    assert!(said.contains("a.txt: it changed after that turn"), "{said}");
     assert_eq!(h.ws.read("b.txt"), "x\n");
     match via {
         Via::Editor => assert_eq!(
@@ -242,8 +263,14 @@ async fn undo_works_across_a_restart() {
         .filter(|m| m["role"] == "user")
         .map(|m| m["content"].to_string())
         .collect();
-    assert!(users.iter().any(|u| u.contains("first question")), "{users:?}");
-    assert!(!users.iter().any(|u| u.contains("please write")), "{users:?}");
+    assert!(
+        users.iter().any(|u| u.contains("first question")),
+        "{users:?}"
+    );
+    assert!(
+        !users.iter().any(|u| u.contains("please write")),
+        "{users:?}"
+    );
 
     // The undo itself is in the log: after another restart the history
     // still lacks the undone turn.
@@ -270,7 +297,10 @@ async fn undo_works_across_a_restart() {
         .filter(|m| m["role"] == "user")
         .map(|m| m["content"].to_string())
         .collect();
-    assert!(!users.iter().any(|u| u.contains("please write")), "{users:?}");
+    assert!(
+        !users.iter().any(|u| u.contains("please write")),
+        "{users:?}"
+    );
 }
 
 /// A formatter-like command that rewrites a file in place, and the list
