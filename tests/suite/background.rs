@@ -263,3 +263,139 @@ async fn cleanup(via: Via) {
     wait_dead(pid).await;
 }
 both!(killed_on_close_delete_and_exit, cleanup);
+
+/// A flood: the model gets the last 64 KB and a note that the rest was dropped.
+async fn output_is_bounded(via: Via) {
+    let h = auto(via, Workspace::new()).await;
+    let out = h
+        .run_tool(
+            "s1",
+            "run_command",
+            json!({"command": "head -c 200000 /dev/zero | tr '\\0' x; echo; echo END; sleep 30", "background": true}),
+        )
+        .await;
+    assert!(
+        out.contains("bytes of earlier output were dropped"),
+        "{}",
+        &out[..300.min(out.len())]
+    );
+    assert!(out.contains("END"));
+    assert!(out.len() < 70 * 1024, "{}", out.len());
+    h.run_tool("k1", "command_kill", json!({"handle": "bg1"}))
+        .await;
+}
+both!(background_output_is_bounded, output_is_bounded);
+
+/// Handles belong to their session: another session cannot read or kill
+/// them (a hostile model guessing `bg1`).
+#[tokio::test]
+async fn handles_do_not_cross_sessions() {
+    let h = auto(Via::Local, Workspace::new()).await;
+    let pidfile = h.ws.join("a.pid");
+    h.run_tool(
+        "s1",
+        "run_command",
+        json!({"command": sleeper(&pidfile), "background": true}),
+    )
+    .await;
+    let pid = wait_pid_file(&pidfile).await;
+    let other = h.editor.new_session(h.ws.path()).await;
+    h.editor
+        .request(
+            "session/set_mode",
+            json!({"sessionId": other, "modeId": "full-auto"}),
+        )
+        .await
+        .unwrap();
+    h.model.push(crate::support::Reply::tool_calls([
+        ("x1", "command_output", json!({"handle": "bg1"})),
+        ("x2", "command_kill", json!({"handle": "bg1"})),
+    ]));
+    h.model.push(crate::support::Reply::text("tried"));
+    h.editor.prompt(&other, "steal it").await;
+    for id in ["x1", "x2"] {
+        let r = h.tool_result(id);
+        assert!(r.contains("no background command \"bg1\""), "{r}");
+    }
+    assert!(process_alive(pid));
+    h.run_tool("k1", "command_kill", json!({"handle": "bg1"}))
+        .await;
+    wait_dead(pid).await;
+}
+
+/// Background mode changes nothing about permissions: in `ask` mode the
+/// user is asked, and a rejection starts nothing.
+#[tokio::test]
+async fn background_commands_ask_like_any_command() {
+    let h = Harness::start(Via::Local, Workspace::new()).await;
+    h.editor
+        .push_permission(crate::support::PermissionDecision::RejectOnce);
+    let out = h
+        .run_tool(
+            "s1",
+            "run_command",
+            json!({"command": "echo started > started.txt; sleep 30", "background": true}),
+        )
+        .await;
+    assert!(out.contains("rejected"), "{out}");
+    assert_eq!(h.editor.permission_requests().len(), 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!h.ws.exists("started.txt"));
+    let r = h
+        .run_tool("o1", "command_output", json!({"handle": "bg1"}))
+        .await;
+    assert!(r.contains("no background command"), "{r}");
+}
+
+/// The sandbox confines background commands like any other (issue 14):
+/// in full-auto a write outside the roots fails, locally and in terminals.
+async fn sandboxed(via: Via) {
+    let probe = std::process::Command::new(env!("CARGO_BIN_EXE_acp-coder"))
+        .args(["sandbox-exec", "--probe"])
+        .output()
+        .expect("probe");
+    if probe.status.code() == Some(4) {
+        eprintln!("skipping: no Landlock here");
+        return;
+    }
+    let outside = tempfile::Builder::new()
+        .prefix("bg-outside-")
+        .tempdir_in(crate::support::outside_temp_base())
+        .unwrap();
+    let target = outside.path().join("escaped.txt");
+    let h = auto(via, Workspace::new()).await;
+    let out = h
+        .run_tool(
+            "s1",
+            "run_command",
+            json!({"command": format!("echo x > {} ; echo inside > in.txt; echo tried", target.display()), "background": true}),
+        )
+        .await;
+    let read = h
+        .run_tool(
+            "o1",
+            "command_output",
+            json!({"handle": "bg1", "wait_ms": 10000}),
+        )
+        .await;
+    assert!(!target.exists(), "{out}\n{read}");
+    assert!(h.ws.exists("in.txt"), "{out}\n{read}");
+}
+both!(background_commands_are_sandboxed, sandboxed);
+
+/// The launcher's supervisor: even a SIGKILLed agent takes its background
+/// commands along.
+#[tokio::test]
+async fn background_commands_die_with_a_killed_agent() {
+    let mut h = auto(Via::Local, Workspace::new()).await;
+    let pidfile = h.ws.join("k.pid");
+    h.run_tool(
+        "s1",
+        "run_command",
+        json!({"command": sleeper(&pidfile), "background": true}),
+    )
+    .await;
+    let pid = wait_pid_file(&pidfile).await;
+    h.editor.kill().await;
+    wait_dead(pid).await;
+}
