@@ -207,10 +207,14 @@ pub async fn run(
     };
     let result = match result {
         Ok(mut out) => {
-            super::changes::after(session, tool.name(), &access, pre, &mut out).await;
+            super::changes::after(session, tool.name(), &access, pre, Some(&mut out)).await;
             Ok(out)
         }
-        Err(e) => Err(e),
+        Err(e) => {
+            // A cancelled or failed command may still have changed files.
+            super::changes::after(session, tool.name(), &access, pre, None).await;
+            Err(e)
+        }
     };
     match result {
         Ok(ToolOutput {

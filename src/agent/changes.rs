@@ -97,9 +97,23 @@ pub async fn before(session: &Session, tool: &str, access: &Access) -> Pre {
     Pre { snapshot }
 }
 
-/// Runs after a call's action succeeded: records what it saw and appends
-/// the changed-files list to a command's result.
-pub async fn after(session: &Session, tool: &str, access: &Access, pre: Pre, out: &mut ToolOutput) {
+/// Runs after a call's action: records what it saw (when it succeeded,
+/// `out` is its output) and appends the changed-files list to a command's
+/// result. A failed command's changes still join the checkpoint.
+pub async fn after(
+    session: &Session,
+    tool: &str,
+    access: &Access,
+    pre: Pre,
+    out: Option<&mut ToolOutput>,
+) {
+    let Some(out) = out else {
+        if let Some(since) = pre.snapshot {
+            let now = take(&session.roots).await;
+            note_changes(session, &since.diff(&now));
+        }
+        return;
+    };
     match access {
         Access::Read(paths) => {
             let mut seen = session.tracker.seen();
@@ -140,16 +154,22 @@ pub async fn after(session: &Session, tool: &str, access: &Access, pre: Pre, out
         }
     }
     let changes = since.diff(&now);
+    note_changes(session, &changes);
+    if let Some(text) = describe(&changes, &session.tracker.seen(), &session.cwd) {
+        out.for_model.push_str("\n\n");
+        out.for_model.push_str(&text);
+    }
+}
+
+/// Adds what a command changed to the running turn's checkpoint (a file
+/// already there keeps its earlier, known "before").
+fn note_changes(session: &Session, changes: &Changes) {
     for (path, change) in changes.all() {
         let before = match change {
             Change::Created => Before::Absent,
             Change::Changed | Change::Deleted => Before::Unknown,
         };
         session.tracker.checkpoints.note(path, before);
-    }
-    if let Some(text) = describe(&changes, &session.tracker.seen(), &session.cwd) {
-        out.for_model.push_str("\n\n");
-        out.for_model.push_str(&text);
     }
 }
 
@@ -207,12 +227,18 @@ pub async fn read_now(editor: &Editor, path: &Path) -> Result<Option<String>, Fi
 }
 
 /// Runs a prompt turn with its checkpoint: begun once the turn holds the
-/// gate, finished with the files' final contents.
-pub async fn checkpointed<F, T>(session: &Arc<Session>, prompt: &str, max_bytes: u64, turn: F) -> T
+/// gate (`_gate`, from [`Tracker::gate`]), finished with the files' final
+/// contents.
+pub async fn checkpointed<F, T>(
+    session: &Arc<Session>,
+    _gate: tokio::sync::MutexGuard<'_, ()>,
+    prompt: &str,
+    max_bytes: u64,
+    turn: F,
+) -> T
 where
     F: std::future::Future<Output = T>,
 {
-    let _gate = session.tracker.gate.lock().await;
     let start = session.history.lock().await.messages.len();
     session.tracker.checkpoints.begin(prompt, start);
     let result = turn.await;

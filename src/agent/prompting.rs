@@ -119,8 +119,14 @@ impl Agent {
         crate::tools::process::background::set_limit(settings.max_background_commands);
         let title = super::prompt::summary(&prompt, 80);
         let max = settings.checkpoint_max_bytes;
+        // A queued turn waits for the running one here; a cancel ends the wait.
+        let gate = tokio::select! {
+            biased;
+            _ = token.cancelled() => return Ok(StopReason::Cancelled),
+            g = session.tracker.gate.lock() => g,
+        };
         let run = turn::run(&env, session, &prompt, token);
-        super::changes::checkpointed(session, &title, max, run).await
+        super::changes::checkpointed(session, gate, &title, max, run).await
     }
 
     /// The model and its settings for this session's next call.

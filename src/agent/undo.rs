@@ -78,6 +78,30 @@ pub async fn rewind(session: &Session, args: &str) -> String {
             users.len()
         );
     };
+    let (report, gone) = restore_since(session, cut).await;
+    let end = history.messages.len();
+    history.messages.truncate(cut);
+    history.context_tokens = 0;
+    history.counted_messages = 0;
+    drop(history);
+    session.record(&Record::Undo { start: cut, end });
+    let mut text = format!("**Rewound {n} turn{}**", if n == 1 { "" } else { "s" });
+    text.push_str(&report.render(&session.cwd));
+    if gone > 0 {
+        text.push_str(&format!(
+            "\n\n{gone} of those turns had its checkpoint dropped (`checkpoint_max_bytes`): its files were not restored."
+        ));
+    }
+    text.push_str("\n\nThe model no longer sees those turns.");
+    text
+}
+
+/// Restores the files of every turn whose messages start at or after
+/// history index `cut`, newest first, and forgets their checkpoints;
+/// returns what was done and how many of those checkpoints were gone.
+/// `/rewind` uses it on its own session; a `session/fork` "at this prompt"
+/// calls it on the source session with the fork point as `cut`.
+async fn restore_since(session: &Session, cut: usize) -> (Report, usize) {
     let mut report = Report::default();
     let mut gone = 0;
     while let Some(cp) = session.tracker.checkpoints.nth_last(1) {
@@ -94,21 +118,7 @@ pub async fn rewind(session: &Session, args: &str) -> String {
         report.deleted.extend(r.deleted);
         report.skipped.extend(r.skipped);
     }
-    let end = history.messages.len();
-    history.messages.truncate(cut);
-    history.context_tokens = 0;
-    history.counted_messages = 0;
-    drop(history);
-    session.record(&Record::Undo { start: cut, end });
-    let mut text = format!("**Rewound {n} turn{}**", if n == 1 { "" } else { "s" });
-    text.push_str(&report.render(&session.cwd));
-    if gone > 0 {
-        text.push_str(&format!(
-            "\n\n{gone} of those turns had its checkpoint dropped (`checkpoint_max_bytes`): its files were not restored."
-        ));
-    }
-    text.push_str("\n\nThe model no longer sees those turns.");
-    text
+    (report, gone)
 }
 
 /// Removes the checkpoint's turn from the history, if the history still
@@ -135,11 +145,15 @@ async fn drop_turn(session: &Session, cp: &Checkpoint) -> String {
 /// Puts the checkpoint's files back, skipping those changed since.
 async fn restore(session: &Session, cp: &Checkpoint) -> Report {
     let mut report = Report::default();
+    // A command that deleted or changed a file acp-coder has no copy of may
+    // have moved it (`mv a b`): the file it "created" may hold the only copy
+    // of the data, so nothing of that turn is deleted.
+    let keep_created = cp.files.iter().any(|f| f.before == Before::Unknown);
     for f in &cp.files {
         let shown = crate::tools::paths::display(&f.path, &session.cwd);
         if f.before == Before::Unknown {
             report.skipped.push(format!(
-                "{shown}: a command changed or deleted it, and acp-coder keeps no copy of files before commands change them"
+                "{shown}: its content before that turn was not kept (a command changed or deleted it, and acp-coder keeps no copy of files before commands change them; or it was not a text file)"
             ));
             continue;
         }
@@ -163,6 +177,9 @@ async fn restore(session: &Session, cp: &Checkpoint) -> Report {
                 Ok(()) => report.restored.push(shown),
                 Err(e) => report.skipped.push(format!("{shown}: {e}")),
             },
+            Before::Absent if keep_created => report.skipped.push(format!(
+                "{shown}: kept, although that turn created it: the turn also changed or deleted files that cannot be restored, and this one may hold their content (a move)"
+            )),
             Before::Absent => match tokio::fs::remove_file(&f.path).await {
                 Ok(()) => report.deleted.push(shown),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -100,14 +100,15 @@ async fn undo_after_command(via: Via) {
         (
             "c1",
             "run_command",
-            json!({"command": "sed -i s/B/C/ f.txt && echo made > made.txt && rm keep.txt"}),
+            json!({"command": "sed -i s/B/C/ f.txt && echo made > made.txt"}),
         ),
+        ("c2", "run_command", json!({"command": "rm keep.txt"})),
     ]));
     h.model.push(Reply::text("ran"));
     h.editor.prompt(&h.sid, "run it").await;
     let result = h.tool_result("c1");
     assert!(result.contains("- created made.txt"), "{result}");
-    assert!(result.contains("- deleted keep.txt"), "{result}");
+    assert!(h.tool_result("c2").contains("- deleted keep.txt"));
     // The model wrote f.txt earlier: the result says it is stale.
     assert!(result.contains("- changed f.txt — stale"), "{result}");
     if via == Via::Editor {
@@ -118,14 +119,45 @@ async fn undo_after_command(via: Via) {
     let said = slash(&h, "/undo").await;
     // f.txt's content before the turn is known (the write recorded it).
     assert_eq!(h.ws.read("f.txt"), "A\n");
-    assert!(!h.ws.exists("made.txt"), "{said}");
-    // keep.txt was deleted by the command: no copy, so it is reported.
+    // keep.txt was deleted by a command: no copy, so it is reported, and
+    // (it might have been a move) made.txt is kept.
     assert!(
-        said.contains("keep.txt: a command changed or deleted it"),
+        said.contains("keep.txt: its content before that turn was not kept"),
         "{said}"
     );
+    assert!(said.contains("made.txt: kept"), "{said}");
+    assert!(h.ws.exists("made.txt"));
+
+    // A turn whose command only created a file: /undo deletes it.
+    h.run_tool("c3", "run_command", json!({"command": "echo x > only.txt"}))
+        .await;
+    let said = slash(&h, "/undo").await;
+    assert!(
+        said.contains("Deleted (the turn created them):\n- only.txt"),
+        "{said}"
+    );
+    assert!(!h.ws.exists("only.txt"));
 }
 both!(undo_restores_command_changes, undo_after_command);
+
+/// A hostile or careless `mv`: the moved file's only copy is never deleted.
+#[tokio::test]
+async fn a_moved_file_is_never_lost() {
+    let ws = Workspace::builder().file("precious.txt", "data\n").build();
+    let h = auto(Via::Local, ws).await;
+    h.run_tool(
+        "m1",
+        "run_command",
+        json!({"command": "mv precious.txt elsewhere.txt"}),
+    )
+    .await;
+    let said = slash(&h, "/undo").await;
+    assert!(
+        said.contains("precious.txt: its content before that turn was not kept"),
+        "{said}"
+    );
+    assert_eq!(h.ws.read("elsewhere.txt"), "data\n");
+}
 
 async fn skips_files_changed_since(via: Via) {
     let ws = Workspace::builder()
