@@ -234,6 +234,7 @@ pub async fn checkpointed<F, T>(
     _gate: tokio::sync::MutexGuard<'_, ()>,
     prompt: &str,
     max_bytes: u64,
+    cancel: &tokio_util::sync::CancellationToken,
     turn: F,
 ) -> T
 where
@@ -248,7 +249,16 @@ where
     };
     let mut after = Vec::new();
     for path in session.tracker.checkpoints.current_paths() {
-        let content = read_now(&session.editor, &path).await.ok().flatten();
+        // A cancelled turn may be the agent shutting down: the editor may
+        // never answer, and the prompt's response must not wait for it.
+        let content = if cancel.is_cancelled() {
+            local_now(&path).await
+        } else {
+            match tokio::time::timeout(AFTER_READ, read_now(&session.editor, &path)).await {
+                Ok(r) => r.ok().flatten(),
+                Err(_) => local_now(&path).await,
+            }
+        };
         after.push((path, content));
     }
     if let Err(e) = session
@@ -265,6 +275,13 @@ where
             ));
     }
     result
+}
+
+/// How long reading a file's final content through the editor may take.
+const AFTER_READ: std::time::Duration = std::time::Duration::from_secs(5);
+
+async fn local_now(path: &Path) -> Option<String> {
+    crate::editor::read_local(path).await.ok()
 }
 
 /// The first text of the user message at `i`, if that is one.

@@ -114,7 +114,8 @@ impl Checkpoints {
         let seq = self.next_seq(&mut st);
         st.current = Some(Checkpoint {
             seq,
-            prompt: crate::tools::sanitize_title(prompt, 80),
+            // Like everything the agent keeps (SECURITY.md §3).
+            prompt: crate::secrets::redact_string(crate::tools::sanitize_title(prompt, 80)),
             history_start,
             history_end: history_start,
             user_text: String::new(),

@@ -126,7 +126,7 @@ impl Agent {
             g = session.tracker.gate.lock() => g,
         };
         let run = turn::run(&env, session, &prompt, token);
-        super::changes::checkpointed(session, gate, &title, max, run).await
+        super::changes::checkpointed(session, gate, &title, max, token, run).await
     }
 
     /// The model and its settings for this session's next call.
