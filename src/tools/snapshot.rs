@@ -6,8 +6,11 @@
 //! are honoured and hidden entries skipped, so build outputs (`target/`,
 //! `node_modules/`) and `.git/` cost nothing and are not reported. It is
 //! bounded ([`MAX_ENTRIES`]); a snapshot that hit the bound says so and its
-//! difference is marked incomplete. Cost: see `scripts/bench.sh`
-//! (`checkpoint` scenario), about a stat per file.
+//! difference is marked incomplete. Cost: `scripts/bench.sh` (`checkpoint`
+//! scenario); about 10 µs per file per walk in a release build on a loaded
+//! 2-core machine (5 000 files: ~108 ms for the pair, 100 000: ~2 s), over
+//! the 10 ms target: an inotify-based tracker (`notify`) is the
+//! way to meet it.
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
