@@ -30,7 +30,8 @@
 //! | `BENCH_THREAD_CPU=1` (stream rounds: agent CPU per chunk by thread) | off | off |
 //!
 //! Benchmarks: `startup`, `sandbox`, `request`, `stream`, `cancel`, `mcp`, `load`,
-//! `soak`, `size`, `a2a` (benches/agent/a2a.rs). With `--report FILE` the result rows are written there as
+//! `soak`, `size`, `a2a` (benches/agent/a2a.rs), `checkpoint` (`BENCH_CHECKPOINT_FILES`:
+//! the large project, default 100000, quick 10000). With `--report FILE` the result rows are written there as
 //! Markdown table rows (`scripts/bench.sh` adds the search and build rows).
 #![allow(clippy::print_stdout)]
 
@@ -52,6 +53,8 @@ use acp_coder::agent::store::{Record, Store, StoredMessage, StoredPart, StoredTo
 
 #[path = "agent/a2a.rs"]
 mod a2a;
+#[path = "agent/checkpoint.rs"]
+mod checkpoint;
 
 /// Longest any single wait may take before the bench gives up.
 const WAIT: Duration = Duration::from_secs(60);
@@ -229,6 +232,7 @@ fn main() {
         ("soak", bench_soak),
         ("size", bench_size),
         ("a2a", a2a::bench_a2a),
+        ("checkpoint", checkpoint::bench_checkpoint),
     ];
     for (name, bench) in benches {
         if !opts.wants(name) {

@@ -21,7 +21,7 @@
 #                          quick: 2000 / 20, 3 runs)
 #   BENCH_CLEAN_BUILD=1    time `cargo build --release` in an empty target dir
 #   BENCH_ONLY=a,b         only these agent benches (startup, request, stream,
-#                          cancel, mcp, load, soak, size, a2a); BENCH_SKIP_SEARCH=1
+#                          cancel, mcp, load, soak, size, a2a, checkpoint); BENCH_SKIP_SEARCH=1
 #   and the sizes benches/agent.rs documents (BENCH_RUNS, BENCH_TURNS, …).
 # Exit status: 1 when a full run misses a limit (never in quick mode).
 set -euo pipefail
@@ -198,6 +198,11 @@ How each figure is taken (see `benches/agent.rs` for the code):
 - **first request**: the body of the first `POST /chat/completions` of a new
   session for a one-line prompt, as captured by the fake server; once in a
   bare project and once with 20 skills in `.agents/skills/` (issue 21).
+- **checkpoint**: the work done around every command for `/undo` and the
+  changed-files list (issue 19): a snapshot of the project (paths, sizes,
+  mtimes, inodes; the `glob` walker) before and after, and their
+  difference, with one file changed in between; in a 5 000-file project
+  and a large one (`BENCH_CHECKPOINT_FILES`, default 100 000), caches warm.
 - **search**: `scripts/bench-search.sh` (our in-process `grep`/`glob` against
   `rg PATTERN` / `rg --files`, both with the page cache warm).
 EOF

@@ -4,6 +4,8 @@
 //! and at end of input cancels every turn, stops every child process and waits
 //! for the last frames to be written.
 /// The decoding path as one function, for the fuzzer and the corpus replay test.
+mod changes;
+mod checkpoint;
 pub mod decode;
 mod engine;
 mod handlers;
@@ -11,6 +13,7 @@ pub mod policy;
 mod providers;
 mod session;
 pub mod store;
+mod undo;
 
 pub use session::Session;
 
@@ -188,6 +191,7 @@ impl Agent {
             s.cancel();
             // Stops MCP servers; main's kill_all_children is the backstop.
             s.registry.shutdown();
+            crate::tools::process::background::kill_session(&s.id);
         }
     }
 }

@@ -179,6 +179,8 @@ pub struct Session {
     tool_seq: AtomicU64,
     recorder: Arc<Recorder>,
     store: Option<store::Store>,
+    /// Checkpoints for `/undo` and what the tools saw (issue 19).
+    pub tracker: super::changes::Tracker,
 }
 
 impl Session {
@@ -190,6 +192,7 @@ impl Session {
         let system_prompt =
             crate::agent::engine::model_text::system_prompt(&init.cwd, &init.additional_dirs)
                 + &init.skills.get().index;
+        let checkpoints = store.as_ref().map(|s| s.checkpoints_dir(&init.id));
         let recorder = init.recorder.clone();
         let editor = init
             .editor
@@ -217,6 +220,7 @@ impl Session {
             used_tool_ids: Mutex::new(init.used_tool_ids),
             tool_seq: AtomicU64::new(0),
             recorder: init.recorder,
+            tracker: super::changes::Tracker::new(checkpoints),
             store,
         })
     }

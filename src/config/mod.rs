@@ -96,6 +96,11 @@ pub struct FileConfig {
     pub sandbox_network: Option<bool>,
     /// Bearer token of `acp-coder a2a` (issue 20); never logged.
     pub a2a_token: Option<String>,
+    /// Background commands one session may run at once (issue 19). Default 8.
+    pub max_background_commands: Option<usize>,
+    /// Bytes of file contents the checkpoints of one session keep for
+    /// `/undo` (issue 19); the oldest go first. Default 64 MiB.
+    pub checkpoint_max_bytes: Option<u64>,
 }
 
 /// Settings of one model (`[models."gpt-4.1"]`).
@@ -175,6 +180,10 @@ pub struct Settings {
     pub sandbox_network: bool,
     /// The config file's `a2a_token` (bearer token of `acp-coder a2a`).
     pub a2a_token: Option<String>,
+    /// `max_background_commands` (issue 19).
+    pub max_background_commands: usize,
+    /// `checkpoint_max_bytes` (issue 19).
+    pub checkpoint_max_bytes: u64,
 }
 
 impl std::fmt::Debug for Settings {
@@ -252,6 +261,8 @@ impl Default for Settings {
             protected_paths: Vec::new(),
             sandbox_network: true,
             a2a_token: None,
+            max_background_commands: 8,
+            checkpoint_max_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -376,6 +387,12 @@ impl Settings {
         }
         if let Some(b) = file.sandbox_network {
             s.sandbox_network = b;
+        }
+        if let Some(n) = file.max_background_commands {
+            s.max_background_commands = n.max(1);
+        }
+        if let Some(n) = file.checkpoint_max_bytes {
+            s.checkpoint_max_bytes = n;
         }
         s.headers = file.headers.into_iter().collect();
         s.models = file.models.into_iter().collect();

@@ -6,6 +6,7 @@
 //! agent decides on permission, then [`Action::run`] does it. Tool failures are
 //! results for the model ([`ToolError`]), never JSON-RPC errors to the editor.
 mod ask_user;
+mod background;
 mod edit_file;
 mod find;
 mod load_skill;
@@ -16,10 +17,12 @@ mod read_file;
 mod run_command;
 pub mod sandbox;
 pub mod search;
+pub mod snapshot;
 mod text;
 mod write_file;
 
 pub use ask_user::AskUser;
+pub use background::{CommandKill, CommandOutput};
 pub use edit_file::EditFile;
 pub use find::{Glob, Grep, ListDirectory};
 pub use load_skill::{LoadSkill, SkillTools};
@@ -308,6 +311,8 @@ impl Registry {
         r.add(Arc::new(Glob));
         r.add(Arc::new(Grep));
         r.add(Arc::new(RunCommand));
+        r.add(Arc::new(CommandOutput));
+        r.add(Arc::new(CommandKill));
         r.add(Arc::new(UpdatePlan));
         r
     }
@@ -437,6 +442,8 @@ mod tests {
                 "glob",
                 "grep",
                 "run_command",
+                "command_output",
+                "command_kill",
                 "update_plan"
             ]
         );

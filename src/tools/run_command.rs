@@ -40,6 +40,8 @@ struct Args {
     cwd: Option<String>,
     #[serde(default)]
     timeout_ms: Option<u64>,
+    #[serde(default)]
+    background: bool,
 }
 
 #[async_trait::async_trait]
@@ -50,7 +52,12 @@ impl Tool for RunCommand {
     fn description(&self) -> &str {
         "Run a shell command (sh -c) and return its exit code and output (stdout and stderr \
          together; the last 32 KB if longer). No TTY and no input: use non-interactive flags. \
-         Default timeout 120000 ms, at most 600000. Do not start servers or watchers that never exit."
+         Default timeout 120000 ms, at most 600000. The result lists the files under the project \
+         that the command created, changed or deleted. For servers, watchers and long builds set \
+         background: true: the command keeps running while the conversation goes on, and you get a \
+         handle (e.g. \"bg1\") at once with its first output; read it later with command_output and \
+         stop it with command_kill. Handles stay valid across turns until killed or the session \
+         closes; at most a few run at once per session."
     }
     fn parameters(&self) -> Value {
         json!({
@@ -58,7 +65,8 @@ impl Tool for RunCommand {
             "properties": {
                 "command": {"type": "string", "description": "The shell command line."},
                 "cwd": {"type": "string", "description": "Directory to run in. Default: the working directory."},
-                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Kill the command after this many milliseconds. Default 120000."}
+                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Kill the command after this many milliseconds. Default 120000. Ignored with background."},
+                "background": {"type": "boolean", "description": "Start the command in the background and return a handle at once (servers, watchers, long builds). Default false."}
             },
             "required": ["command"],
             "additionalProperties": false
@@ -124,6 +132,7 @@ impl Tool for RunCommand {
                 command: a.command,
                 cwd,
                 timeout,
+                background: a.background,
             }),
         })
     }
@@ -138,12 +147,16 @@ struct Run {
     command: String,
     cwd: PathBuf,
     timeout: Duration,
+    background: bool,
 }
 
 #[async_trait::async_trait]
 impl Action for Run {
     async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let policy = ctx.sandbox.as_ref().filter(|_| sandbox::level().confines());
+        if self.background {
+            return self.start_background(ctx, policy).await;
+        }
         let first = self.once(ctx, policy).await?;
         let Some(policy) = policy else {
             return Ok(first);
@@ -198,6 +211,73 @@ impl Drop for TerminalGuard {
 }
 
 impl Run {
+    /// `background: true` (issue 19 §1): same permission decision and the
+    /// same sandbox as a foreground run; the job outlives the call.
+    async fn start_background(
+        &self,
+        ctx: &ToolContext,
+        policy: Option<&sandbox::Policy>,
+    ) -> Result<ToolOutput, ToolError> {
+        use super::process::background;
+        let started = if ctx.editor.has_terminal() {
+            let (program, args) = self.terminal_argv(policy);
+            background::start_terminal(
+                &ctx.session_id,
+                &ctx.editor,
+                &self.command,
+                &program,
+                args,
+                self.cwd.clone(),
+                TERMINAL_OUTPUT_LIMIT,
+            )
+            .await
+        } else {
+            background::start_local(&ctx.session_id, self.local_spec(ctx, policy)).await
+        };
+        let (job, chunk) = started?;
+        let mut out = super::background::chunk_output(&job.handle, &chunk, job.terminal_id());
+        if chunk.running {
+            out.for_model = format!(
+                "Started in the background as {h}. Read its output with command_output {{\"handle\": \"{h}\"}} and stop it with command_kill; the handle stays valid in later turns.\n{}",
+                out.for_model,
+                h = job.handle
+            );
+        } else {
+            background::forget_if_done(&ctx.session_id, &job, &chunk).await;
+        }
+        Ok(out)
+    }
+
+    /// The argv for an editor terminal: the launcher confines `sh -c` (issue
+    /// 14) and the editor still shows the output live.
+    fn terminal_argv(&self, policy: Option<&sandbox::Policy>) -> (String, Vec<String>) {
+        match sandbox::wrap("sh", &["-c", &self.command], policy, None) {
+            Some((exe, args)) => (
+                exe.to_string_lossy().into_owned(),
+                args.iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
+            ),
+            None => ("sh".to_owned(), vec!["-c".into(), self.command.clone()]),
+        }
+    }
+
+    fn local_spec(&self, ctx: &ToolContext, policy: Option<&sandbox::Policy>) -> CommandSpec {
+        CommandSpec {
+            command: self.command.clone(),
+            cwd: self.cwd.clone(),
+            env: vec![
+                ("PAGER".into(), "cat".into()),
+                ("GIT_PAGER".into(), "cat".into()),
+                ("GIT_TERMINAL_PROMPT".into(), "0".into()),
+            ],
+            env_remove: ctx.secret_env.clone(),
+            timeout: self.timeout,
+            output_limit: MODEL_OUTPUT_LIMIT,
+            sandbox: policy.cloned(),
+        }
+    }
+
     async fn once(
         &self,
         ctx: &ToolContext,
@@ -270,17 +350,7 @@ impl Run {
         policy: Option<&sandbox::Policy>,
     ) -> Result<ToolOutput, ToolError> {
         let editor = &ctx.editor;
-        // The editor starts the launcher, which confines `sh -c` (issue 14);
-        // the editor still shows the command's output live.
-        let (program, args) = match sandbox::wrap("sh", &["-c", &self.command], policy, None) {
-            Some((exe, args)) => (
-                exe.to_string_lossy().into_owned(),
-                args.iter()
-                    .map(|a| a.to_string_lossy().into_owned())
-                    .collect(),
-            ),
-            None => ("sh".to_owned(), vec!["-c".into(), self.command.clone()]),
-        };
+        let (program, args) = self.terminal_argv(policy);
         let id = editor
             .terminal_create(&program, args, Vec::new(), &self.cwd, TERMINAL_OUTPUT_LIMIT)
             .await
@@ -343,19 +413,7 @@ impl Run {
         ctx: &ToolContext,
         policy: Option<&sandbox::Policy>,
     ) -> Result<ToolOutput, ToolError> {
-        let spec = CommandSpec {
-            command: self.command.clone(),
-            cwd: self.cwd.clone(),
-            env: vec![
-                ("PAGER".into(), "cat".into()),
-                ("GIT_PAGER".into(), "cat".into()),
-                ("GIT_TERMINAL_PROMPT".into(), "0".into()),
-            ],
-            env_remove: ctx.secret_env.clone(),
-            timeout: self.timeout,
-            output_limit: MODEL_OUTPUT_LIMIT,
-            sandbox: policy.cloned(),
-        };
+        let spec = self.local_spec(ctx, policy);
         let editor = ctx.editor.clone();
         let call_id = ctx.tool_call_id.clone();
         let mut live = String::new();

@@ -143,7 +143,7 @@ impl Call<'_> {
                 sandbox_network,
             ));
         }
-        Ok(self.execute(action, &ctx).await)
+        Ok(self.execute(tool.name(), &access, action, &ctx).await)
     }
 
     /// The tool the model named, or the call fails naming the tools there are.
@@ -233,6 +233,8 @@ impl Call<'_> {
     /// Runs the prepared action and reports how it ended.
     async fn execute(
         &self,
+        tool: &str,
+        access: &crate::tools::Access,
         action: Box<dyn crate::tools::Action>,
         ctx: &ToolContext,
     ) -> CallResult {
@@ -240,10 +242,23 @@ impl Call<'_> {
         editor.update(&SessionUpdate::ToolCallUpdate(
             ToolCallUpdate::new(&self.id).status(ToolCallStatus::InProgress),
         ));
+        // Issue 19: the turn's checkpoint, and what a command changed.
+        let pre = crate::agent::changes::before(self.session, tool, access).await;
         let result = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Err(ToolError::Cancelled),
             r = contained(action.run(ctx)) => r,
+        };
+        let result = match result {
+            Ok(mut out) => {
+                crate::agent::changes::after(self.session, tool, access, pre, Some(&mut out)).await;
+                Ok(out)
+            }
+            Err(e) => {
+                // A cancelled or failed command may still have changed files.
+                crate::agent::changes::after(self.session, tool, access, pre, None).await;
+                Err(e)
+            }
         };
         match result {
             Ok(ToolOutput {

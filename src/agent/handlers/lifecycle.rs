@@ -350,6 +350,7 @@ impl Agent {
             Some(s) => {
                 s.cancel();
                 s.registry.shutdown();
+                crate::tools::process::background::kill_session(&s.id);
                 tracing::info!(session = %req.session_id, "session closed");
                 Ok(Empty::default())
             }
@@ -367,6 +368,7 @@ impl Agent {
         {
             s.cancel();
         }
+        crate::tools::process::background::kill_session(&req.session_id);
         self.store.delete(&req.session_id).map_err(|e| match e {
             StoreError::Locked { .. } => locked(&req.session_id, &e),
             e => RpcError::internal(format!(

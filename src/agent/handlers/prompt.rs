@@ -112,6 +112,14 @@ impl Agent {
                     say(session, &text);
                     return Ok(StopReason::EndTurn);
                 }
+                Some(Action::Undo) => {
+                    say(session, &crate::agent::undo::undo(session).await);
+                    return Ok(StopReason::EndTurn);
+                }
+                Some(Action::Rewind) => {
+                    say(session, &crate::agent::undo::rewind(session, &args).await);
+                    return Ok(StopReason::EndTurn);
+                }
                 Some(Action::Compact) => {
                     let env = self.turn_env(session, settings).await?;
                     let mut history = tokio::select! {
@@ -140,7 +148,17 @@ impl Agent {
             }
         }
         let env = self.turn_env(session, settings).await?;
-        turn::run(&env, session, &prompt, token).await
+        crate::tools::process::background::set_limit(settings.max_background_commands);
+        let title = crate::agent::engine::model_text::summary(&prompt, 80);
+        let max = settings.checkpoint_max_bytes;
+        // A queued turn waits for the running one here; a cancel ends the wait.
+        let gate = tokio::select! {
+            biased;
+            _ = token.cancelled() => return Ok(StopReason::Cancelled),
+            g = session.tracker.gate.lock() => g,
+        };
+        let run = turn::run(&env, session, &prompt, token);
+        crate::agent::changes::checkpointed(session, gate, &title, max, token, run).await
     }
 
     /// The model and its settings for this session's next call.
@@ -317,6 +335,7 @@ impl Agent {
             session.cwd.display()
         ));
         lines.extend(session.skills.get().status_line());
+        lines.extend(crate::agent::undo::background_status(session));
         lines.push(format!("- **Session**: `{}`", session.id));
         format!("**Status**\n{}", lines.join("\n"))
     }

@@ -29,6 +29,10 @@ pub enum Action {
     Prompt(String),
     /// A command of a tool source (an MCP prompt), by name.
     Source(String),
+    /// Restore the files of the last turn that changed any (issue 19).
+    Undo,
+    /// Go back N turns (issue 19).
+    Rewind,
 }
 
 #[derive(Debug, Clone)]
@@ -59,6 +63,8 @@ enum BuiltinKind {
     Status,
     Mcp,
     Skills,
+    Undo,
+    Rewind,
 }
 
 fn builtin(
@@ -125,6 +131,18 @@ pub fn available(cwd: &Path, config_dir: &Path) -> Vec<Command> {
             "List the skills; `/skills reload` reads them from disk again",
             Some("reload"),
             || BuiltinKind::Skills,
+        ),
+        builtin(
+            "undo",
+            "Restore the files of the last turn that changed any, and drop that turn",
+            None,
+            || BuiltinKind::Undo,
+        ),
+        builtin(
+            "rewind",
+            "Go back N turns: restore their files and drop them from the conversation",
+            Some("number of turns (default 1)"),
+            || BuiltinKind::Rewind,
         ),
     ];
     for dir in [cwd.join(".acp-coder/commands"), config_dir.join("commands")] {
@@ -272,6 +290,8 @@ pub fn resolve(commands: &[Command], name: &str, args: &str) -> Option<Action> {
             BuiltinKind::Status => Action::Status,
             BuiltinKind::Mcp => Action::Mcp,
             BuiltinKind::Skills => Action::Skills,
+            BuiltinKind::Undo => Action::Undo,
+            BuiltinKind::Rewind => Action::Rewind,
             BuiltinKind::Init => Action::Prompt(with_args(INIT, args)),
             BuiltinKind::Review => Action::Prompt(with_args(REVIEW, args)),
         },

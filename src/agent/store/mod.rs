@@ -99,6 +99,12 @@ pub enum Record {
     Compaction {
         history: Vec<StoredMessage>,
     },
+    /// `/undo` or `/rewind` (issue 19) removed these messages, `[start,
+    /// end)`, from the model history as it stood then.
+    Undo {
+        start: usize,
+        end: usize,
+    },
     /// Something a newer version wrote; skipped.
     #[serde(other)]
     Unknown,
@@ -309,6 +315,11 @@ impl Store {
         self.dir.join(format!("{id}.jsonl"))
     }
 
+    /// Where a session's `/undo` checkpoints live (issue 19).
+    pub fn checkpoints_dir(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.checkpoints"))
+    }
+
     fn summary_path(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.json"))
     }
@@ -503,6 +514,12 @@ impl Store {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(self.io(&path, e)),
             }
+        }
+        let checkpoints = self.checkpoints_dir(id);
+        match std::fs::remove_dir_all(&checkpoints) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(self.io(&checkpoints, e)),
         }
         Ok(())
     }

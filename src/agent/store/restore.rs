@@ -100,6 +100,13 @@ pub fn restore(records: Vec<Record>) -> Restored {
             Record::Compaction { history } => {
                 r.history = history.iter().map(StoredMessage::to_chat).collect();
             }
+            Record::Undo { start, end } => {
+                if start <= end && end <= r.history.len() {
+                    r.history.drain(start..end);
+                } else {
+                    r.history.truncate(start);
+                }
+            }
             Record::Unknown => {}
         }
     }

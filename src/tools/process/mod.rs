@@ -40,6 +40,7 @@
 //! grace periods and returns anyway.
 
 mod ending;
+pub mod background;
 mod exit;
 mod output;
 mod registry;

@@ -1,0 +1,364 @@
+//! Checkpoints, `/undo` and `/rewind N` (issue 19 §2), and the changed-files
+//! list in command results (§3): after writes, edits and commands, through
+//! the editor (its buffers checked) and locally, across a restart, with a
+//! file the user changed since.
+
+use super::tools_common::{Harness, Via, both};
+use crate::support::{FakeEditor, FakeModel, Reply, SpawnOptions, Workspace, no_capabilities};
+use serde_json::json;
+use std::path::Path;
+use std::time::Duration;
+
+async fn auto(via: Via, ws: Workspace) -> Harness {
+    let h = Harness::start(via, ws).await;
+    h.set_mode("full-auto").await;
+    h
+}
+
+/// Runs a slash command; returns what the agent said in that turn.
+async fn slash(h: &Harness, text: &str) -> String {
+    let before = h.editor.agent_text(&h.sid);
+    let r = h.editor.prompt(&h.sid, text).await;
+    assert_eq!(r["stopReason"], "end_turn", "{r}");
+    h.editor.agent_text(&h.sid)[before.len()..].to_owned()
+}
+
+/// The user messages of the last model request.
+fn user_texts(h: &Harness) -> Vec<String> {
+    let reqs = h.model.chat_requests();
+    let last = reqs.last().expect("a model request");
+    last.messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].to_string())
+        .collect()
+}
+
+async fn undo_after_write_and_edit(via: Via) {
+    let ws = Workspace::builder().file("a.txt", "one\n").build();
+    let h = auto(via, ws).await;
+    if via == Via::Editor {
+        // An open buffer: the undo must reach it, not just the disk.
+        h.editor.open_buffer(h.ws.join("a.txt"), "one\n");
+    }
+    h.model.push(Reply::tool_calls([
+        (
+            "e1",
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
+        ),
+        (
+            "w1",
+            "write_file",
+            json!({"path": "new.txt", "content": "fresh\n"}),
+        ),
+    ]));
+    h.model.push(Reply::text("edited"));
+    h.editor.prompt(&h.sid, "change things").await;
+    assert_eq!(h.ws.read("a.txt"), "two\n");
+    assert!(h.ws.exists("new.txt"));
+
+    let said = slash(&h, "/undo").await;
+    assert!(said.contains("Undid the turn"), "{said}");
+    assert!(said.contains("Restored:\n- a.txt"), "{said}");
+    assert!(said.contains("- new.txt"), "{said}");
+    assert_eq!(h.ws.read("a.txt"), "one\n");
+    assert!(!h.ws.exists("new.txt"));
+    if via == Via::Editor {
+        assert_eq!(
+            h.editor.buffer(h.ws.join("a.txt")).as_deref(),
+            Some("one\n")
+        );
+    }
+    // The model no longer sees the undone turn.
+    h.model.push(Reply::text("ok"));
+    h.editor.prompt(&h.sid, "next question").await;
+    let users = user_texts(&h);
+    assert!(
+        !users.iter().any(|u| u.contains("change things")),
+        "{users:?}"
+    );
+    assert!(users.iter().any(|u| u.contains("next question")));
+    // Nothing more to undo.
+    let said = slash(&h, "/undo").await;
+    assert!(said.contains("Nothing to undo"), "{said}");
+}
+both!(undo_restores_writes_and_edits, undo_after_write_and_edit);
+
+async fn undo_after_command(via: Via) {
+    let ws = Workspace::builder()
+        .file("keep.txt", "K\n")
+        .file("f.txt", "A\n")
+        .build();
+    let h = auto(via, ws).await;
+    h.model.push(Reply::tool_calls([
+        (
+            "w1",
+            "write_file",
+            json!({"path": "f.txt", "content": "B\n"}),
+        ),
+        (
+            "c1",
+            "run_command",
+            json!({"command": "sed -i s/B/C/ f.txt && echo made > made.txt"}),
+        ),
+        ("c2", "run_command", json!({"command": "rm keep.txt"})),
+    ]));
+    h.model.push(Reply::text("ran"));
+    h.editor.prompt(&h.sid, "run it").await;
+    let result = h.tool_result("c1");
+    assert!(result.contains("- created made.txt"), "{result}");
+    assert!(h.tool_result("c2").contains("- deleted keep.txt"));
+    // The model wrote f.txt earlier: the result says it is stale.
+    assert!(result.contains("- changed f.txt — stale"), "{result}");
+    if via == Via::Editor {
+        assert!(result.contains("through the editor"), "{result}");
+    }
+    assert_eq!(h.ws.read("f.txt"), "C\n");
+
+    let said = slash(&h, "/undo").await;
+    // f.txt's content before the turn is known (the write recorded it).
+    assert_eq!(h.ws.read("f.txt"), "A\n");
+    // keep.txt was deleted by a command: no copy, so it is reported, and
+    // (it might have been a move) made.txt is kept.
+    assert!(
+        said.contains("keep.txt: its content before that turn was not kept"),
+        "{said}"
+    );
+    assert!(said.contains("made.txt: kept"), "{said}");
+    assert!(h.ws.exists("made.txt"));
+
+    // A turn whose command only created a file: /undo deletes it.
+    h.run_tool("c3", "run_command", json!({"command": "echo x > only.txt"}))
+        .await;
+    let said = slash(&h, "/undo").await;
+    assert!(
+        said.contains("Deleted (the turn created them):\n- only.txt"),
+        "{said}"
+    );
+    assert!(!h.ws.exists("only.txt"));
+}
+both!(undo_restores_command_changes, undo_after_command);
+
+/// A hostile or careless `mv`: the moved file's only copy is never deleted.
+#[tokio::test]
+async fn a_moved_file_is_never_lost() {
+    let ws = Workspace::builder().file("precious.txt", "data\n").build();
+    let h = auto(Via::Local, ws).await;
+    h.run_tool(
+        "m1",
+        "run_command",
+        json!({"command": "mv precious.txt elsewhere.txt"}),
+    )
+    .await;
+    let said = slash(&h, "/undo").await;
+    assert!(
+        said.contains("precious.txt: its content before that turn was not kept"),
+        "{said}"
+    );
+    assert_eq!(h.ws.read("elsewhere.txt"), "data\n");
+}
+
+async fn skips_files_changed_since(via: Via) {
+    let ws = Workspace::builder()
+        .file("a.txt", "one\n")
+        .file("b.txt", "x\n")
+        .build();
+    let h = auto(via, ws).await;
+    h.model.push(Reply::tool_calls([
+        (
+            "w1",
+            "write_file",
+            json!({"path": "a.txt", "content": "agent\n"}),
+        ),
+        (
+            "w2",
+            "write_file",
+            json!({"path": "b.txt", "content": "agent b\n"}),
+        ),
+    ]));
+    h.model.push(Reply::text("written"));
+    h.editor.prompt(&h.sid, "write").await;
+    // The user edits a.txt afterwards: in the editor's buffer, or on disk.
+    match via {
+        Via::Editor => h.editor.open_buffer(h.ws.join("a.txt"), "user edit\n"),
+        Via::Local => h.ws.write("a.txt", "user edit\n"),
+    }
+    let said = slash(&h, "/undo").await;
+    assert!(said.contains("a.txt: it changed after that turn"), "{said}");
+    assert_eq!(h.ws.read("b.txt"), "x\n");
+    match via {
+        Via::Editor => assert_eq!(
+            h.editor.buffer(h.ws.join("a.txt")).as_deref(),
+            Some("user edit\n")
+        ),
+        Via::Local => assert_eq!(h.ws.read("a.txt"), "user edit\n"),
+    }
+}
+both!(undo_skips_what_the_user_changed, skips_files_changed_since);
+
+async fn rewind_n_turns(via: Via) {
+    let ws = Workspace::builder().file("f.txt", "v0\n").build();
+    let h = auto(via, ws).await;
+    for i in 1..=3 {
+        h.model.push(Reply::tool_call(
+            &format!("w{i}"),
+            "write_file",
+            json!({"path": "f.txt", "content": format!("v{i}\n")}),
+        ));
+        h.model.push(Reply::text("ok"));
+        h.editor.prompt(&h.sid, &format!("turn {i}")).await;
+    }
+    // A turn without file changes counts as a turn too.
+    h.model.push(Reply::text("just talking"));
+    h.editor.prompt(&h.sid, "turn 4").await;
+    assert_eq!(h.ws.read("f.txt"), "v3\n");
+    let said = slash(&h, "/rewind 3").await;
+    assert!(said.contains("Rewound 3 turns"), "{said}");
+    assert_eq!(h.ws.read("f.txt"), "v1\n");
+    h.model.push(Reply::text("ok"));
+    h.editor.prompt(&h.sid, "after rewind").await;
+    let users = user_texts(&h);
+    assert!(users.iter().any(|u| u.contains("turn 1")), "{users:?}");
+    for gone in ["turn 2", "turn 3", "turn 4"] {
+        assert!(!users.iter().any(|u| u.contains(gone)), "{users:?}");
+    }
+    let said = slash(&h, "/rewind 9").await;
+    assert!(said.contains("Cannot rewind 9 turns"), "{said}");
+    let said = slash(&h, "/rewind x").await;
+    assert!(said.contains("takes a number"), "{said}");
+}
+both!(rewind_goes_back_n_turns, rewind_n_turns);
+
+fn spawn_in(home: &Path, model: &FakeModel) -> FakeEditor {
+    FakeEditor::spawn_with(SpawnOptions {
+        envs: model.agent_env(),
+        home: Some(home.to_path_buf()),
+        ..SpawnOptions::default()
+    })
+}
+
+/// Checkpoints live in the session's data directory: `session/load` in a
+/// new agent process, then `/undo`, restores the files and the history.
+#[tokio::test]
+async fn undo_works_across_a_restart() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = Workspace::builder().file("a.txt", "before\n").build();
+    let model = FakeModel::start().await;
+    let editor = spawn_in(home.path(), &model);
+    editor.initialize(no_capabilities()).await;
+    let sid = editor.new_session(ws.path()).await;
+    editor
+        .request(
+            "session/set_mode",
+            json!({"sessionId": sid, "modeId": "full-auto"}),
+        )
+        .await
+        .unwrap();
+    model.push(Reply::text("hi"));
+    editor.prompt(&sid, "first question").await;
+    model.push(Reply::tool_call(
+        "w1",
+        "write_file",
+        json!({"path": "a.txt", "content": "after\n"}),
+    ));
+    model.push(Reply::text("written"));
+    editor.prompt(&sid, "please write").await;
+    assert_eq!(ws.read("a.txt"), "after\n");
+    let mut editor = editor;
+    editor.close_stdin().await;
+    assert!(editor.wait_exit(Duration::from_secs(5)).await.success());
+
+    let editor = spawn_in(home.path(), &model);
+    editor.initialize(no_capabilities()).await;
+    editor
+        .request(
+            "session/load",
+            json!({"sessionId": sid, "cwd": ws.path(), "mcpServers": []}),
+        )
+        .await
+        .unwrap();
+    let before = editor.agent_text(&sid);
+    editor.prompt(&sid, "/undo").await;
+    let said = editor.agent_text(&sid)[before.len()..].to_owned();
+    assert!(said.contains("Restored:\n- a.txt"), "{said}");
+    assert!(said.contains("no longer sees that turn"), "{said}");
+    assert_eq!(ws.read("a.txt"), "before\n");
+    model.push(Reply::text("ok"));
+    editor.prompt(&sid, "again").await;
+    let reqs = model.chat_requests();
+    let users: Vec<String> = reqs
+        .last()
+        .unwrap()
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert!(
+        users.iter().any(|u| u.contains("first question")),
+        "{users:?}"
+    );
+    assert!(
+        !users.iter().any(|u| u.contains("please write")),
+        "{users:?}"
+    );
+
+    // The undo itself is in the log: after another restart the history
+    // still lacks the undone turn.
+    let mut editor = editor;
+    editor.close_stdin().await;
+    assert!(editor.wait_exit(Duration::from_secs(5)).await.success());
+    let editor = spawn_in(home.path(), &model);
+    editor.initialize(no_capabilities()).await;
+    editor
+        .request(
+            "session/load",
+            json!({"sessionId": sid, "cwd": ws.path(), "mcpServers": []}),
+        )
+        .await
+        .unwrap();
+    model.push(Reply::text("ok"));
+    editor.prompt(&sid, "third start").await;
+    let reqs = model.chat_requests();
+    let users: Vec<String> = reqs
+        .last()
+        .unwrap()
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert!(
+        !users.iter().any(|u| u.contains("please write")),
+        "{users:?}"
+    );
+}
+
+/// A formatter-like command that rewrites a file in place, and the list
+/// when nothing changed.
+async fn changed_files_list(via: Via) {
+    let ws = Workspace::builder()
+        .file("src/main.txt", "fn  main( ) {}\n")
+        .build();
+    let h = auto(via, ws).await;
+    // The model reads the file, then a "formatter" rewrites it via a rename.
+    h.run_calls(&[("r1", "read_file", json!({"path": "src/main.txt"}))])
+        .await;
+    let out = h
+        .run_tool(
+            "f1",
+            "run_command",
+            json!({"command": "tr -s ' ' < src/main.txt > src/.fmt.tmp && mv src/.fmt.tmp src/main.txt"}),
+        )
+        .await;
+    assert!(
+        out.contains("- changed src/main.txt — stale: you saw this file earlier"),
+        "{out}"
+    );
+    let out = h
+        .run_tool("n1", "run_command", json!({"command": "echo quiet"}))
+        .await;
+    assert!(!out.contains("Files the command"), "{out}");
+}
+both!(changed_files_are_listed, changed_files_list);
