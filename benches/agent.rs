@@ -221,7 +221,7 @@ fn main() {
     let model = FakeModel::start();
     let mut rows = Vec::new();
     type Bench = fn(&Opts, &FakeModel) -> Vec<Row>;
-    let benches: [(&str, Bench); 10] = [
+    let benches: [(&str, Bench); 11] = [
         ("startup", bench_startup),
         ("sandbox", bench_sandbox),
         ("request", bench_request_size),

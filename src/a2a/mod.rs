@@ -174,7 +174,10 @@ pub async fn run(opts: A2aOptions, mut config: AgentConfig) -> Result<(), ServeE
         }
         c
     };
-    let id = opts.mode.clone().unwrap_or_else(|| Mode::Ask.id().to_owned());
+    let id = opts
+        .mode
+        .clone()
+        .unwrap_or_else(|| Mode::Ask.id().to_owned());
     let Some(mode) = Mode::parse(&id) else {
         return Err(ServeError::Mode(id));
     };

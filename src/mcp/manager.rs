@@ -436,9 +436,7 @@ async fn run_server(inner: Arc<Inner>, idx: usize) {
         elicit: Arc::new(super::elicit::Relay::new(inner.editor.clone(), &name)),
     };
     let began = Instant::now();
-    let Some((service, child)) =
-        start_server(&inner, idx, handler, &sign_in_notice).await
-    else {
+    let Some((service, child)) = start_server(&inner, idx, handler, &sign_in_notice).await else {
         return;
     };
     let peer = service.peer().clone();

@@ -257,7 +257,9 @@ pub fn server_url(spec: &crate::config::McpServerSpec) -> Option<&str> {
 /// is `url`, `None` for a stdio server) and says what happened.
 pub fn sign_out(server: &str, url: Option<&str>, data_dir: &Path, status: &AuthStatus) -> String {
     let Some(url) = url else {
-        return format!("MCP server `{server}` is not an HTTP server (stdio or in the editor) and has no sign-in.");
+        return format!(
+            "MCP server `{server}` is not an HTTP server (stdio or in the editor) and has no sign-in."
+        );
     };
     match TokenStore::for_server(data_dir, url).remove() {
         Ok(true) => {

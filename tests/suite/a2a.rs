@@ -83,23 +83,17 @@ pub(super) async fn serve(
     }
 }
 
-/// The Python with `a2a-sdk` (ACP_CODER_A2A_PYTHON, installed by .ci/run);
-/// required in CI, the tests say so and skip elsewhere (as the MCP ones do).
-fn python() -> Option<String> {
+/// The Python with `a2a-sdk` (ACP_CODER_A2A_PYTHON, set by scripts/test.sh);
+/// the tests that need it are `#[ignore]`d in a plain `cargo test`, and fail
+/// saying how to install it when run without it.
+fn python() -> String {
     let var = "ACP_CODER_A2A_PYTHON";
-    if let Ok(v) = std::env::var(var)
-        && !v.is_empty()
-    {
-        return Some(v);
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => v,
+        _ => panic!(
+            "{var} is not set; install the SDK with `python3 -m venv DIR && DIR/bin/pip install a2a-sdk==1.3.0` and set {var}=DIR/bin/python (scripts/test.sh does)"
+        ),
     }
-    let msg = format!(
-        "{var} is not set; install the SDK with `python3 -m venv DIR && DIR/bin/pip install a2a-sdk==1.3.0` and set {var}=DIR/bin/python (see .ci/run)"
-    );
-    if std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false") {
-        panic!("{msg}");
-    }
-    eprintln!("\n*** SKIPPED (not in CI): {msg} ***\n");
-    None
 }
 
 /// Runs a scenario of tests/a2a/client.py; its JSON output.
@@ -148,8 +142,9 @@ pub(super) fn text_of(v: &Value) -> String {
 // ------------------------------------------------------------ with the SDK
 
 #[tokio::test]
+#[ignore = "needs the official A2A Python SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn sdk_blocking_task_edits_a_file_and_returns_the_diff() {
-    let Some(py) = python() else { return };
+    let py = python();
     let model = FakeModel::with_replies([
         Reply::tool_call(
             "c1",
@@ -209,8 +204,9 @@ async fn sdk_blocking_task_edits_a_file_and_returns_the_diff() {
 }
 
 #[tokio::test]
+#[ignore = "needs the official A2A Python SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn sdk_streaming_task_streams_text_and_tool_calls() {
-    let Some(py) = python() else { return };
+    let py = python();
     let model = FakeModel::with_replies([
         Reply::tool_call("r1", "read_file", json!({"path": "a.txt"})),
         Reply::stream([
@@ -251,8 +247,9 @@ async fn sdk_streaming_task_streams_text_and_tool_calls() {
 }
 
 #[tokio::test]
+#[ignore = "needs the official A2A Python SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn sdk_input_required_round_trip_for_a_command() {
-    let Some(py) = python() else { return };
+    let py = python();
     let model = FakeModel::with_replies([
         Reply::tool_call(
             "k1",
@@ -291,8 +288,9 @@ async fn sdk_input_required_round_trip_for_a_command() {
 }
 
 #[tokio::test]
+#[ignore = "needs the official A2A Python SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn sdk_rejecting_in_text_stops_the_command() {
-    let Some(py) = python() else { return };
+    let py = python();
     let model = FakeModel::with_replies([
         Reply::tool_call(
             "k1",
@@ -313,8 +311,9 @@ async fn sdk_rejecting_in_text_stops_the_command() {
 }
 
 #[tokio::test]
+#[ignore = "needs the official A2A Python SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn sdk_follow_up_message_continues_the_conversation() {
-    let Some(py) = python() else { return };
+    let py = python();
     let model =
         FakeModel::with_replies([Reply::text("First answer."), Reply::text("Second answer.")])
             .await;
@@ -347,8 +346,9 @@ async fn sdk_follow_up_message_continues_the_conversation() {
 }
 
 #[tokio::test]
+#[ignore = "needs the official A2A Python SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn sdk_cancel_stops_the_model_stream() {
-    let Some(py) = python() else { return };
+    let py = python();
     let model = FakeModel::with_replies([Reply::stream([
         chunk::role(),
         chunk::text("Thinking"),
@@ -373,8 +373,9 @@ async fn sdk_cancel_stops_the_model_stream() {
 }
 
 #[tokio::test]
+#[ignore = "needs the official A2A Python SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn sdk_errors_are_clear() {
-    let Some(py) = python() else { return };
+    let py = python();
     let model = FakeModel::with_replies([Reply::text("Done.")]).await;
     let ws = Workspace::new();
     let s = serve(&model, ws.path(), &[], &[]).await;
@@ -398,8 +399,9 @@ async fn sdk_errors_are_clear() {
 }
 
 #[tokio::test]
+#[ignore = "needs the official A2A Python SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn sdk_v03_compatibility_names() {
-    let Some(py) = python() else { return };
+    let py = python();
     let model =
         FakeModel::with_replies([Reply::text("Old but gold."), Reply::text("Streamed too.")]).await;
     let ws = Workspace::new();

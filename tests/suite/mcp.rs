@@ -37,9 +37,9 @@ pub(super) fn stdio(name: &str, args: &[&str]) -> Value {
 
 // The tests against the external reference servers are `#[ignore]`d: they
 // need servers installed from npm and PyPI, which a test may not download.
-// `.ci/run` installs them and runs these tests with `--ignored`.
+// `scripts/test.sh` installs them and runs these tests with `--include-ignored`.
 
-/// An external reference server from the environment (set by .ci/run); an
+/// An external reference server from the environment (set by scripts/test.sh); an
 /// ignored test run without it fails saying how to install it.
 pub(super) fn external(var: &str, install: &str) -> String {
     match std::env::var(var) {
@@ -787,7 +787,7 @@ async fn no_orphans_after_eof_even_through_a_shell_wrapper() {
 }
 
 #[tokio::test]
-#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs them with --ignored"]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn everything_server_over_stdio() {
     let path = everything();
     let model = FakeModel::start().await;
@@ -864,19 +864,19 @@ async fn everything_over_http(kind: &str, path_suffix: &str) {
 }
 
 #[tokio::test]
-#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs them with --ignored"]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn everything_server_over_legacy_sse() {
     everything_over_http("sse", "/sse").await;
 }
 
 #[tokio::test]
-#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs them with --ignored"]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn everything_server_over_streamable_http() {
     everything_over_http("http", "/mcp").await;
 }
 
 #[tokio::test]
-#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs them with --ignored"]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn python_sdk_server_over_stdio() {
     let python = external(
         "ACP_CODER_MCP_PYTHON",

@@ -148,14 +148,14 @@ async fn roots_progress_and_logs(servers: impl FnOnce(&str) -> Value, path: &str
 }
 
 #[tokio::test]
-#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs the ignored tests"]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn roots_progress_and_logs_over_stdio() {
     let path = everything();
     roots_progress_and_logs(stdio_everything, &path).await;
 }
 
 #[tokio::test]
-#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs the ignored tests"]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn roots_progress_and_logs_over_streamable_http() {
     let path = everything();
     let (_server, url) = http_everything(&path).await;
@@ -168,7 +168,7 @@ async fn roots_progress_and_logs_over_streamable_http() {
 
 /// Item 9: annotations pick the permission rule and its text.
 #[tokio::test]
-#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs the ignored tests"]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn annotations_drive_permissions() {
     let path = everything();
     let model = FakeModel::start().await;
@@ -331,14 +331,14 @@ async fn rich_results_and_resources(servers: Value, images: bool) {
 }
 
 #[tokio::test]
-#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs the ignored tests"]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn rich_results_and_resources_over_stdio() {
     let path = everything();
     rich_results_and_resources(stdio_everything(&path), true).await;
 }
 
 #[tokio::test]
-#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs the ignored tests"]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn rich_results_and_resources_over_streamable_http_without_images() {
     let path = everything();
     let (_server, url) = http_everything(&path).await;
@@ -361,7 +361,7 @@ fn commands(editor: &FakeEditor, sid: &str) -> Vec<Value> {
 /// Item 4: prompts are slash commands; running one sends its messages; a
 /// missing required argument is told to the user and the session goes on.
 #[tokio::test]
-#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs the ignored tests"]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn prompts_are_slash_commands() {
     let path = everything();
     let model = FakeModel::start().await;

@@ -61,7 +61,7 @@ fn elicitations(editor: &FakeEditor) -> Vec<Value> {
 }
 
 #[tokio::test]
-#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs the ignored tests"]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn form_and_url_elicitations_reach_the_editor_and_answers_go_back() {
     let path = everything();
     let model = FakeModel::start().await;
@@ -111,7 +111,7 @@ async fn form_and_url_elicitations_reach_the_editor_and_answers_go_back() {
 }
 
 #[tokio::test]
-#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs the ignored tests"]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn a_declined_form_is_declined_for_the_server() {
     let path = everything();
     let model = FakeModel::start().await;
@@ -142,7 +142,7 @@ async fn a_declined_form_is_declined_for_the_server() {
 }
 
 #[tokio::test]
-#[ignore = "needs the MCP reference servers from npm/PyPI; .ci/run installs them and runs the ignored tests"]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn without_the_capability_the_server_is_told_nothing_and_the_editor_asked_nothing() {
     let path = everything();
     let model = FakeModel::start().await;

@@ -142,7 +142,7 @@ fn everything_but_tokens(dir: &Path, out: &mut String) {
 }
 
 #[tokio::test]
-#[ignore = "needs the Python MCP SDK from PyPI; .ci/run installs it and runs the ignored tests"]
+#[ignore = "needs the Python MCP SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn oauth_sign_in_reuse_refresh_and_sign_out_with_the_python_sdk() {
     let python = python();
     let scratch = tempfile::tempdir().unwrap();
@@ -254,7 +254,7 @@ async fn oauth_sign_in_reuse_refresh_and_sign_out_with_the_python_sdk() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Python MCP SDK from PyPI; .ci/run installs it and runs the ignored tests"]
+#[ignore = "needs the Python MCP SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn oauth_sign_in_over_legacy_sse_with_the_python_sdk() {
     let python = python();
     let scratch = tempfile::tempdir().unwrap();

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use crate::acp::{LoadSessionRequest, NewSessionResponse};
 use crate::rpc::{Reply, RpcError};
 
-use crate::agent::Agent;
-use crate::config::Mode;
 use super::lifecycle::{absolute_dir, new_session_id, unknown_session};
+use crate::agent::Agent;
 use crate::agent::store::{self, Record, StoreError, Summary};
+use crate::config::Mode;
 
 impl Agent {
     pub(in crate::agent) async fn fork_session(

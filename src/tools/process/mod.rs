@@ -39,8 +39,8 @@
 //! reach; if they keep the pipes open the runner stops reading after the
 //! grace periods and returns anyway.
 
-mod ending;
 pub mod background;
+mod ending;
 mod exit;
 mod output;
 mod registry;

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs every test. The suite drives third-party programs a test may not
+# download itself: the ACP linter acplint, the official MCP reference servers
+# (npm's server-everything, the Python MCP SDK with its OAuth server side) and
+# the official A2A Python SDK. This script installs them once, pinned, into a
+# cache (CI_TOOLS, default $TMPDIR/acp-coder-ci-tools; needs Node/npm and
+# python3 with venv), then runs the whole suite including the tests that need
+# them, which a plain `cargo test --locked` skips as #[ignore]d.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CI_TOOLS="${CI_TOOLS:-${TMPDIR:-/tmp}/acp-coder-ci-tools}"
+mkdir -p "$CI_TOOLS"
+venv() { # venv DIR PACKAGE...: a venv with these packages, reused when present
+    local dir="$1"
+    shift
+    [ -x "$dir/bin/python" ] || python3 -m venv "$dir"
+    "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
+}
+
+echo "== test tools (into $CI_TOOLS)"
+# acplint, the third-party ACP linter (tests/suite/conformance.rs).
+venv "$CI_TOOLS/acplint-venv" acplint==0.1.0
+export ACP_CODER_ACPLINT_PYTHON="$CI_TOOLS/acplint-venv/bin/python"
+# The MCP reference servers (tests/suite/mcp*.rs): the TypeScript server
+# (stdio, streamable HTTP, legacy SSE) and the Python SDK (stdio, and the
+# OAuth-protected server of tests/suite/mcp_oauth.rs).
+npm install --no-audit --no-fund --prefix "$CI_TOOLS/npm" @modelcontextprotocol/server-everything@2026.8.31 >/dev/null
+venv "$CI_TOOLS/venv" "mcp==2.3.0"
+export ACP_CODER_MCP_EVERYTHING="$CI_TOOLS/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+export ACP_CODER_MCP_PYTHON="$CI_TOOLS/venv/bin/python"
+# The official A2A client (tests/suite/a2a.rs drives tests/a2a/client.py), in
+# its own venv so its dependencies never meet the MCP SDK's.
+venv "$CI_TOOLS/a2a-venv" "a2a-sdk==1.3.0"
+export ACP_CODER_A2A_PYTHON="$CI_TOOLS/a2a-venv/bin/python"
+node --version
+"$ACP_CODER_ACPLINT_PYTHON" -c 'import acplint; print("acplint", acplint.__version__)'
+"$ACP_CODER_MCP_PYTHON" -c 'import importlib.metadata as m; print("python mcp", m.version("mcp"))'
+"$ACP_CODER_A2A_PYTHON" -c 'import importlib.metadata as m; print("python a2a-sdk", m.version("a2a-sdk"))'
+
+echo "== tests"
+# Every test, the ignored ones too, except one that is a measurement (the
+# redaction cost per chunk; run it by hand with --release --nocapture).
+exec cargo test --locked -- --include-ignored --skip secrets::tests::redaction_cost_per_chunk
