@@ -81,7 +81,7 @@ impl Tool for AskUser {
         })
     }
     fn kind(&self) -> ToolKind {
-        ToolKind::Other
+        ToolKind::Think
     }
     fn title(&self, args: &Value) -> String {
         match args.get("question").and_then(Value::as_str) {
@@ -94,7 +94,7 @@ impl Tool for AskUser {
         let schema = form_schema(&args)?;
         Ok(Invocation {
             title: format!("Ask: {}", args.question),
-            kind: ToolKind::Other,
+            kind: ToolKind::Think,
             locations: Vec::new(),
             content: Vec::new(),
             access: Access::None,

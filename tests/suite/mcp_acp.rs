@@ -63,11 +63,12 @@ async fn an_editor_side_server_is_reached_over_the_acp_connection() {
     let conn = editor.mcp_over_acp_open();
     assert_eq!(conn, ["conn-1"]);
 
-    // Its tools are offered and called like any MCP tool, permission included.
+    // Its tools are offered and called like any MCP tool, permission included
+    // (`add` has no annotation, so `ask` asks; `echo` is a `readOnlyHint` read).
     model.push(Reply::tool_call(
         "c1",
-        "mcp__ed__echo",
-        json!({"text": "hi over acp"}),
+        "mcp__ed__add",
+        json!({"a": 2, "b": 3}),
     ));
     model.push(Reply::text("done"));
     editor.set_default_permission(Some(PermissionDecision::AllowOnce));
@@ -77,7 +78,11 @@ async fn an_editor_side_server_is_reached_over_the_acp_connection() {
             .tool_names()
             .contains(&"mcp__ed__echo".to_owned())
     );
-    assert_eq!(tool_result(&model, 1, "c1"), "hi over acp");
+    assert!(
+        tool_result(&model, 1, "c1").contains("the sum is 5"),
+        "{}",
+        tool_result(&model, 1, "c1")
+    );
     assert_eq!(
         editor.permission_requests().len(),
         1,
