@@ -15,6 +15,7 @@
 //! the editor, which may be waiting for us to read its answer), and a
 //! response queued behind a flood waits for at most the limit's worth of
 //! frames, so `session/cancel` during a flood is answered promptly.
+use super::writer::{WriterDone, write_loop};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,7 +24,7 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::cancel::{CANCEL_REQUEST, Running, abort_request};
@@ -39,11 +40,11 @@ pub const OUTGOING_LIMIT: usize = 64 << 10;
 /// What the writer has not written yet; shared by the peers and the writer
 /// (not through [`Shared`], whose sender must close when the peers are gone).
 #[derive(Default)]
-struct Backlog {
-    bytes: AtomicUsize,
-    drained: Notify,
+pub(super) struct Backlog {
+    pub(super) bytes: AtomicUsize,
+    pub(super) drained: Notify,
     /// The writer has stopped: nothing will drain any more, so nobody waits.
-    closed: AtomicBool,
+    pub(super) closed: AtomicBool,
 }
 
 /// A successful result, and optionally work to do once it has been queued for
@@ -552,54 +553,7 @@ where
         }
         peer.fail_pending();
     };
-    (Box::pin(read), WriterDone(done_rx))
-}
-
-/// Resolves once the writer has flushed everything and every `Peer` is gone.
-pub struct WriterDone(oneshot::Receiver<()>);
-
-impl WriterDone {
-    pub async fn wait(self) {
-        let _ = self.0.await;
-    }
-}
-
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut writer: W,
-    mut rx: mpsc::UnboundedReceiver<String>,
-    backlog: Arc<Backlog>,
-    done: oneshot::Sender<()>,
-) {
-    let mut buf = Vec::with_capacity(64 * 1024);
-    while let Some(line) = rx.recv().await {
-        buf.clear();
-        buf.extend_from_slice(line.as_bytes());
-        buf.push(b'\n');
-        // Batch whatever else is already queued into one write.
-        while buf.len() < 1 << 20 {
-            match rx.try_recv() {
-                Ok(more) => {
-                    buf.extend_from_slice(more.as_bytes());
-                    buf.push(b'\n');
-                }
-                Err(_) => break,
-            }
-        }
-        if let Err(e) = async {
-            writer.write_all(&buf).await?;
-            writer.flush().await
-        }
-        .await
-        {
-            tracing::warn!(error = %e, "writing to stdout failed; dropping further output");
-            break;
-        }
-        backlog.bytes.fetch_sub(buf.len(), Ordering::AcqRel);
-        backlog.drained.notify_waiters();
-    }
-    backlog.closed.store(true, Ordering::Release);
-    backlog.drained.notify_waiters();
-    let _ = done.send(());
+    (Box::pin(read), WriterDone::new(done_rx))
 }
 
 #[cfg(test)]

@@ -12,12 +12,13 @@ mod error;
 mod framing;
 mod message;
 pub mod stdio;
+mod writer;
 
 pub use connection::{
-    Connection, Direction, Handler, OUTGOING_LIMIT, Peer, Reply, ServeOptions, Tracer, WriterDone,
-    serve,
+    Connection, Direction, Handler, OUTGOING_LIMIT, Peer, Reply, ServeOptions, Tracer, serve,
 };
 pub use eof::{EofOn, eof_on, terminated};
 pub use error::{RpcError, codes};
 pub use framing::{Frame, LineReader};
 pub use message::{Id, Incoming, decode_params};
+pub use writer::WriterDone;

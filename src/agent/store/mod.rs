@@ -15,6 +15,9 @@ use serde_json::Value;
 use crate::acp::{ContentBlock, PlanEntry, ToolCall};
 use crate::llm::{ChatMessage, ToolCallRequest, UserPart};
 
+mod message;
+pub use message::{StoredMessage, StoredPart, StoredToolCall};
+
 pub(in crate::agent) mod lock;
 pub(in crate::agent) mod restore;
 
@@ -108,131 +111,6 @@ pub enum Record {
     /// Something a newer version wrote; skipped.
     #[serde(other)]
     Unknown,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StoredToolCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-}
-
-/// A chat message in storage form.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "snake_case")]
-pub enum StoredMessage {
-    User {
-        parts: Vec<StoredPart>,
-    },
-    Assistant {
-        #[serde(default)]
-        text: String,
-        #[serde(default)]
-        reasoning: String,
-        #[serde(default)]
-        tool_calls: Vec<StoredToolCall>,
-    },
-    Tool {
-        tool_call_id: String,
-        content: String,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum StoredPart {
-    Text { text: String },
-    Image { url: String },
-}
-
-impl StoredMessage {
-    /// System messages are never stored (the prompt is rebuilt at load).
-    pub fn from_chat(m: &ChatMessage) -> Option<Self> {
-        Some(match m {
-            ChatMessage::System(_) => return None,
-            ChatMessage::User(parts) => StoredMessage::User {
-                parts: parts.iter().map(StoredPart::from).collect(),
-            },
-            ChatMessage::Assistant {
-                text,
-                reasoning,
-                tool_calls,
-            } => StoredMessage::Assistant {
-                text: text.clone(),
-                reasoning: reasoning.clone(),
-                tool_calls: tool_calls.iter().map(StoredToolCall::from).collect(),
-            },
-            ChatMessage::Tool {
-                tool_call_id,
-                content,
-            } => StoredMessage::Tool {
-                tool_call_id: tool_call_id.clone(),
-                content: content.clone(),
-            },
-        })
-    }
-
-    pub fn to_chat(&self) -> ChatMessage {
-        match self {
-            StoredMessage::User { parts } => {
-                ChatMessage::User(parts.iter().map(UserPart::from).collect())
-            }
-            StoredMessage::Assistant {
-                text,
-                reasoning,
-                tool_calls,
-            } => ChatMessage::Assistant {
-                text: text.clone(),
-                reasoning: reasoning.clone(),
-                tool_calls: tool_calls.iter().map(ToolCallRequest::from).collect(),
-            },
-            StoredMessage::Tool {
-                tool_call_id,
-                content,
-            } => ChatMessage::Tool {
-                tool_call_id: tool_call_id.clone(),
-                content: content.clone(),
-            },
-        }
-    }
-}
-
-impl From<&UserPart> for StoredPart {
-    fn from(p: &UserPart) -> Self {
-        match p {
-            UserPart::Text(t) => StoredPart::Text { text: t.clone() },
-            UserPart::ImageUrl(u) => StoredPart::Image { url: u.clone() },
-        }
-    }
-}
-
-impl From<&StoredPart> for UserPart {
-    fn from(p: &StoredPart) -> Self {
-        match p {
-            StoredPart::Text { text } => UserPart::Text(text.clone()),
-            StoredPart::Image { url } => UserPart::ImageUrl(url.clone()),
-        }
-    }
-}
-
-impl From<&ToolCallRequest> for StoredToolCall {
-    fn from(c: &ToolCallRequest) -> Self {
-        StoredToolCall {
-            id: c.id.clone(),
-            name: c.name.clone(),
-            arguments: c.arguments.clone(),
-        }
-    }
-}
-
-impl From<&StoredToolCall> for ToolCallRequest {
-    fn from(c: &StoredToolCall) -> Self {
-        ToolCallRequest {
-            id: c.id.clone(),
-            name: c.name.clone(),
-            arguments: c.arguments.clone(),
-        }
-    }
 }
 
 /// The sessions directory.

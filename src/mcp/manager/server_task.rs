@@ -1,0 +1,282 @@
+//! One server's life, as a task of its [`super::McpManager`]: connect within
+//! the start limit (signing in where an HTTP server asks), list and offer its
+//! tools and prompts, follow its list changes, notice its death, clean up.
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{ServerNotification, SubscriptionFilter};
+use rmcp::service::{Peer, RoleClient};
+use tokio::sync::mpsc;
+
+use super::super::McpError;
+use super::super::connect::{Handler, connect, with_stderr};
+use super::super::stdio::StdioChild;
+use super::{BACKGROUND_START_LIMIT, EXIT_WAIT, Inner, Service, State, lock};
+
+/// Counts a server as settled exactly once, however its start ends (or
+/// when it waits for the user to sign in: `session/new` does not wait for that).
+struct Settle<'a>(&'a Inner, AtomicBool);
+
+impl Settle<'_> {
+    fn done(&self) {
+        if !self.1.swap(true, Ordering::SeqCst) {
+            self.0.settled.send_modify(|n| *n += 1);
+        }
+    }
+}
+
+impl Drop for Settle<'_> {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
+/// Starts, watches and stops server `idx` of `inner`: connect, list its
+/// tools, serve until it ends or the session stops, then clean up.
+pub(super) async fn run_server(inner: Arc<Inner>, idx: usize) {
+    let name = inner.slots[idx].spec.name.clone();
+    let settle = Settle(&inner, AtomicBool::new(false));
+    let sign_in_notice = |text: String| {
+        settle.done();
+        inner.notify(text);
+    };
+    let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
+    let (prompts_tx, mut prompts_rx) = mpsc::unbounded_channel::<()>();
+    let handler = Handler {
+        prompts_changed: prompts_tx,
+        changed: changed_tx.clone(),
+        server: name.clone(),
+        roots: Arc::new(inner.options.roots.clone()),
+        progress: inner.slots[idx].progress.clone(),
+        elicit: Arc::new(super::super::elicit::Relay::new(
+            inner.editor.clone(),
+            &name,
+        )),
+    };
+    let began = Instant::now();
+    let Some((service, child)) = start_server(&inner, idx, handler, &sign_in_notice).await else {
+        return;
+    };
+    let peer = service.peer().clone();
+    let Some(count) = list_tools(&inner, idx, &peer, began).await else {
+        drop(service);
+        if let Some(child) = child {
+            child.stop().await;
+        }
+        return;
+    };
+    // Once ready: the commands watcher reads the prompts of ready servers.
+    inner.load_prompts(idx, &peer).await;
+    let late = inner.startup_over.load(Ordering::SeqCst);
+    settle.done();
+    if late {
+        inner.notify(format!(
+            "MCP server `{name}` is ready now ({count} tool{}).",
+            if count == 1 { "" } else { "s" }
+        ));
+    }
+    let listener = subscribe(&peer, &name, &changed_tx);
+    let waiting = service.waiting();
+    tokio::pin!(waiting);
+    let ended = loop {
+        tokio::select! {
+            quit = &mut waiting => break Some(quit),
+            Some(()) = changed_rx.recv() => {
+                while changed_rx.try_recv().is_ok() {}
+                refresh(&inner, idx, &peer).await;
+            }
+            Some(()) = prompts_rx.recv() => {
+                while prompts_rx.try_recv().is_ok() {}
+                inner.load_prompts(idx, &peer).await;
+            }
+            _ = inner.stop.cancelled() => break None,
+        }
+    };
+    if let Some(l) = listener {
+        l.abort();
+    }
+    match ended {
+        None => {
+            // The service token is a child of `stop`: the service is closing.
+            let _ = tokio::time::timeout(Duration::from_secs(1), &mut waiting).await;
+            if let Some(child) = child {
+                child.stop().await;
+            }
+            inner.set(idx, State::Stopped);
+            tracing::info!(server = %name, "MCP server stopped");
+        }
+        Some(quit) => gone(&inner, idx, child.as_ref(), &format!("{quit:?}")).await,
+    }
+}
+
+/// Connects to server `idx` within [`BACKGROUND_START_LIMIT`]; `None` when
+/// the session stopped first or the server failed to start (reported).
+async fn start_server(
+    inner: &Inner,
+    idx: usize,
+    handler: Handler,
+    sign_in_notice: &(dyn Fn(String) + Send + Sync),
+) -> Option<(Service, Option<StdioChild>)> {
+    let spec = &inner.slots[idx].spec;
+    let name = &spec.name;
+    let connected = tokio::select! {
+        biased;
+        _ = inner.stop.cancelled() => {
+            inner.set(idx, State::Stopped);
+            return None;
+        }
+        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(spec, handler, &inner.options, inner.editor.mcp_links(), inner.stop.child_token(), &inner.slots[idx].auth, sign_in_notice)) => r,
+    };
+    let connected = connected.unwrap_or_else(|_| {
+        Err(McpError::Connect(format!(
+            "it did not finish starting within {} s",
+            BACKGROUND_START_LIMIT.as_secs()
+        )))
+    });
+    match connected {
+        Ok(x) => Some(x),
+        Err(e) => {
+            tracing::warn!(server = %name, error = %e, "MCP server failed to start");
+            inner.set(idx, State::Failed);
+            if !inner.stop.is_cancelled() {
+                inner.notify(format!(
+                    "MCP server `{name}` failed to start: {e}. Its tools are not available; other servers are not affected."
+                ));
+            }
+            None
+        }
+    }
+}
+
+/// Lists the tools of a connected server and offers them; their number, or
+/// `None` when listing failed (reported; the caller stops the server).
+async fn list_tools(
+    inner: &Inner,
+    idx: usize,
+    peer: &Peer<RoleClient>,
+    began: Instant,
+) -> Option<usize> {
+    let name = &inner.slots[idx].spec.name;
+    let tools = match peer.list_all_tools().await {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(server = %name, error = %e, "tools/list failed");
+            inner.set(idx, State::Failed);
+            inner.notify(format!(
+                "MCP server `{name}` started but listing its tools failed: {e}. Its tools are not available."
+            ));
+            return None;
+        }
+    };
+    let info = peer.peer_info();
+    tracing::info!(
+        server = %name,
+        tools = tools.len(),
+        protocol = %info.as_ref().map(|i| i.protocol_version.to_string()).unwrap_or_default(),
+        implementation = %info.as_ref().and_then(|i| i.server_info.as_ref()).map(|s| format!("{} {}", s.name, s.version)).unwrap_or_default(),
+        elapsed_ms = began.elapsed().as_millis() as u64,
+        "MCP server ready"
+    );
+    let count = tools.len();
+    inner.set(
+        idx,
+        State::Ready {
+            peer: peer.clone(),
+            tools,
+        },
+    );
+    inner.rebuild();
+    Some(count)
+}
+
+/// From protocol 2026-07-28 on, list changes come on a `subscriptions/listen`
+/// stream (SEP-2575) instead of as plain notifications: asks for them.
+fn subscribe(
+    peer: &Peer<RoleClient>,
+    name: &str,
+    changed: &mpsc::UnboundedSender<()>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    peer.peer_info()
+        .filter(|i| !i.protocol_version.has_initialize())
+        .filter(|i| {
+            i.capabilities
+                .tools
+                .as_ref()
+                .and_then(|t| t.list_changed)
+                .unwrap_or(false)
+        })
+        .map(|_| tokio::spawn(listen(peer.clone(), name.to_owned(), changed.clone())))
+}
+
+/// The server went away by itself: reaps it, removes its tools and tells the user.
+async fn gone(inner: &Inner, idx: usize, child: Option<&StdioChild>, quit: &str) {
+    let name = &inner.slots[idx].spec.name;
+    let how = match child {
+        Some(c) => {
+            let how = c.wait_then_stop(EXIT_WAIT).await;
+            c.stderr_eof(EXIT_WAIT).await;
+            with_stderr(format!("its process ended ({how})"), c)
+        }
+        None => format!("the connection closed ({quit})"),
+    };
+    tracing::warn!(server = %name, how = %how, "MCP server gone");
+    inner.set(idx, State::Gone);
+    inner.rebuild();
+    inner.commands.send_modify(|n| *n += 1);
+    if !inner.stop.is_cancelled() {
+        inner.notify(format!(
+            "MCP server `{name}` stopped unexpectedly: {how}. Its tools were removed; the session goes on."
+        ));
+    }
+}
+
+/// Re-reads the tool list after `tools/list_changed`.
+async fn refresh(inner: &Inner, idx: usize, peer: &Peer<RoleClient>) {
+    let name = &inner.slots[idx].spec.name;
+    match peer.list_all_tools().await {
+        Ok(tools) => {
+            tracing::info!(server = %name, tools = tools.len(), "MCP tool list changed");
+            if let State::Ready { tools: old, .. } = &mut *lock(&inner.slots[idx].state) {
+                *old = tools;
+            }
+            inner.rebuild();
+        }
+        Err(e) => {
+            tracing::warn!(server = %name, error = %e, "tools/list after list_changed failed")
+        }
+    }
+}
+
+/// Keeps a `subscriptions/listen` stream for tool-list changes open.
+async fn listen(peer: Peer<RoleClient>, server: String, changed: mpsc::UnboundedSender<()>) {
+    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    let mut sub = match peer.listen(filter).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(server = %server, error = %e, "subscriptions/listen failed");
+            return;
+        }
+    };
+    tracing::debug!(server = %server, "listening for tool list changes");
+    loop {
+        match sub.next().await {
+            Ok(Some(ServerNotification::ToolListChangedNotification(_))) => {
+                if changed.send(()).is_err() {
+                    return;
+                }
+            }
+            Ok(Some(other)) => {
+                tracing::debug!(server = %server, ?other, "subscription notification")
+            }
+            Ok(None) => {
+                tracing::debug!(server = %server, end = ?sub.end(), "subscription ended");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(server = %server, error = %e, "subscription failed");
+                return;
+            }
+        }
+    }
+}
