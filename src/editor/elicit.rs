@@ -85,11 +85,7 @@ impl Editor {
             },
             message,
         };
-        self.peer
-            .request::<_, CreateElicitationResponse>(method::ELICITATION_CREATE, &req)
-            .await
-            .map(Answer::from)
-            .map_err(ElicitError::Editor)
+        self.send(&req).await
     }
 
     /// Sends the user to `url` (e.g. an authorisation page) with `message`
@@ -101,9 +97,6 @@ impl Editor {
         message: &str,
         url: &str,
     ) -> Result<UrlElicitation, ElicitError> {
-        if !self.can_elicit_url() {
-            return Err(ElicitError::Unsupported("url"));
-        }
         let elicitation_id = format!("elicit_{:016x}", fastrand::u64(..));
         self.open_url_with_id(tool_call_id, &elicitation_id, message, url)
             .await
@@ -136,8 +129,13 @@ impl Editor {
             },
             message,
         };
+        self.send(&req).await
+    }
+
+    /// Sends one `elicitation/create` and reads the user's answer.
+    async fn send(&self, req: &CreateElicitationRequest<'_>) -> Result<Answer, ElicitError> {
         self.peer
-            .request::<_, CreateElicitationResponse>(method::ELICITATION_CREATE, &req)
+            .request::<_, CreateElicitationResponse>(method::ELICITATION_CREATE, req)
             .await
             .map(Answer::from)
             .map_err(ElicitError::Editor)
