@@ -4,16 +4,13 @@
 //! and at end of input cancels every turn, stops every child process and waits
 //! for the last frames to be written.
 /// The decoding path as one function, for the fuzzer and the corpus replay test.
-mod changes;
-mod checkpoint;
 pub mod decode;
 mod engine;
 mod handlers;
+mod history;
 pub mod policy;
-mod providers;
 mod session;
 pub mod store;
-mod undo;
 
 pub use session::Session;
 
@@ -69,7 +66,7 @@ pub struct Agent {
     catalog: policy::options::Catalog,
     store: store::Store,
     /// The editor's routing of the model provider (unstable `providers/*`).
-    providers: providers::Providers,
+    providers: handlers::providers::Providers,
     /// MCP-over-ACP connections of this ACP connection, by connection id.
     mcp_links: Arc<crate::mcp::acp_transport::Links>,
     /// Set by `logout`, cleared by a successful `authenticate` (ACP §4).
@@ -120,7 +117,7 @@ where
         model: Mutex::new(None),
         catalog: policy::options::Catalog::default(),
         store,
-        providers: providers::Providers::default(),
+        providers: handlers::providers::Providers::default(),
         mcp_links: Arc::new(crate::mcp::acp_transport::Links::new(conn.peer.clone())),
         logged_out: std::sync::atomic::AtomicBool::new(false),
     });

@@ -180,7 +180,7 @@ pub struct Session {
     recorder: Arc<Recorder>,
     store: Option<store::Store>,
     /// Checkpoints for `/undo` and what the tools saw (issue 19).
-    pub tracker: super::changes::Tracker,
+    pub tracker: super::history::changes::Tracker,
 }
 
 impl Session {
@@ -220,7 +220,7 @@ impl Session {
             used_tool_ids: Mutex::new(init.used_tool_ids),
             tool_seq: AtomicU64::new(0),
             recorder: init.recorder,
-            tracker: super::changes::Tracker::new(checkpoints),
+            tracker: super::history::changes::Tracker::new(checkpoints),
             store,
         })
     }

@@ -243,7 +243,7 @@ impl Call<'_> {
             ToolCallUpdate::new(&self.id).status(ToolCallStatus::InProgress),
         ));
         // Issue 19: the turn's checkpoint, and what a command changed.
-        let pre = crate::agent::changes::before(self.session, tool, access).await;
+        let pre = crate::agent::history::changes::before(self.session, tool, access).await;
         let result = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Err(ToolError::Cancelled),
@@ -251,12 +251,19 @@ impl Call<'_> {
         };
         let result = match result {
             Ok(mut out) => {
-                crate::agent::changes::after(self.session, tool, access, pre, Some(&mut out)).await;
+                crate::agent::history::changes::after(
+                    self.session,
+                    tool,
+                    access,
+                    pre,
+                    Some(&mut out),
+                )
+                .await;
                 Ok(out)
             }
             Err(e) => {
                 // A cancelled or failed command may still have changed files.
-                crate::agent::changes::after(self.session, tool, access, pre, None).await;
+                crate::agent::history::changes::after(self.session, tool, access, pre, None).await;
                 Err(e)
             }
         };

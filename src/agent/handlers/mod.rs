@@ -5,4 +5,5 @@ pub(super) mod handshake;
 pub(super) mod lifecycle;
 pub(super) mod logout;
 pub(super) mod prompt;
+pub(super) mod providers;
 pub mod requests;

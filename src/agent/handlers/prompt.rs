@@ -113,11 +113,14 @@ impl Agent {
                     return Ok(StopReason::EndTurn);
                 }
                 Some(Action::Undo) => {
-                    say(session, &crate::agent::undo::undo(session).await);
+                    say(session, &crate::agent::history::undo::undo(session).await);
                     return Ok(StopReason::EndTurn);
                 }
                 Some(Action::Rewind) => {
-                    say(session, &crate::agent::undo::rewind(session, &args).await);
+                    say(
+                        session,
+                        &crate::agent::history::undo::rewind(session, &args).await,
+                    );
                     return Ok(StopReason::EndTurn);
                 }
                 Some(Action::Compact) => {
@@ -158,7 +161,7 @@ impl Agent {
             g = session.tracker.gate.lock() => g,
         };
         let run = turn::run(&env, session, &prompt, token);
-        crate::agent::changes::checkpointed(session, gate, &title, max, token, run).await
+        crate::agent::history::changes::checkpointed(session, gate, &title, max, token, run).await
     }
 
     /// The model and its settings for this session's next call.
@@ -335,7 +338,7 @@ impl Agent {
             session.cwd.display()
         ));
         lines.extend(session.skills.get().status_line());
-        lines.extend(crate::agent::undo::background_status(session));
+        lines.extend(crate::agent::history::undo::background_status(session));
         lines.push(format!("- **Session**: `{}`", session.id));
         format!("**Status**\n{}", lines.join("\n"))
     }

@@ -19,7 +19,7 @@ use crate::tools::snapshot::{Change, Changes, Snapshot};
 use crate::tools::{Access, ToolOutput};
 
 use super::checkpoint::{Before, Checkpoints};
-use super::session::Session;
+use crate::agent::session::Session;
 
 /// Most changed files listed in one result.
 const LIST_LIMIT: usize = 50;

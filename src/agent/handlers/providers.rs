@@ -27,9 +27,9 @@ use crate::acp::{
 use crate::config::{KeySource, Settings};
 use crate::rpc::RpcError;
 
-use super::Agent;
-use super::policy::options;
-use super::store::Record;
+use crate::agent::Agent;
+use crate::agent::policy::options;
+use crate::agent::store::Record;
 
 /// Our one provider's id (the RFD's example name for the main endpoint).
 pub const MAIN: &str = "main";
@@ -57,7 +57,7 @@ enum Route {
 
 /// The provider state of one connection, and the effective settings it implies.
 #[derive(Default)]
-pub(super) struct Providers {
+pub(crate) struct Providers {
     route: Mutex<Route>,
     /// Effective settings derived from a base (pointer-compared), so
     /// `Agent::settings` does not copy the settings on every call.
@@ -71,7 +71,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Providers {
     /// The settings model requests use: `base` (environment and config
     /// file) with the editor's routing applied.
-    pub(super) fn effective(&self, base: Arc<Settings>) -> Arc<Settings> {
+    pub(crate) fn effective(&self, base: Arc<Settings>) -> Arc<Settings> {
         let route = match &*lock(&self.route) {
             Route::Editor(r) => r.clone(),
             Route::Configured | Route::Disabled => return base,
@@ -88,7 +88,7 @@ impl Providers {
     }
 
     /// Why no model request may be made: the editor disabled `main`.
-    pub(super) fn disabled(&self) -> Option<RpcError> {
+    pub(crate) fn disabled(&self) -> Option<RpcError> {
         matches!(*lock(&self.route), Route::Disabled).then(|| {
             RpcError::auth_required(format!(
                 "the editor disabled the model provider {MAIN:?} (providers/disable); configure it again with providers/set"
@@ -177,7 +177,7 @@ fn validate(req: &SetProviderRequest) -> Result<Vec<(String, String)>, RpcError>
 
 impl Agent {
     /// `providers/list`: routing only, never a header.
-    pub(super) fn list_providers(&self) -> ListProvidersResponse {
+    pub(crate) fn list_providers(&self) -> ListProvidersResponse {
         let current = match self.providers.disabled() {
             Some(_) => None,
             None => Some(ProviderCurrentConfig {
@@ -196,7 +196,7 @@ impl Agent {
     }
 
     /// `providers/set`: replaces `main`'s routing for every later request.
-    pub(super) async fn set_provider(&self, req: SetProviderRequest) -> Result<Empty, RpcError> {
+    pub(crate) async fn set_provider(&self, req: SetProviderRequest) -> Result<Empty, RpcError> {
         // The RFD puts the credentials in the headers: redact them from now
         // on, before anything can echo one.
         learn_secrets(&req);
@@ -230,7 +230,7 @@ impl Agent {
     }
 
     /// `providers/disable`: unknown ids succeed (RFD: idempotent).
-    pub(super) async fn disable_provider(
+    pub(crate) async fn disable_provider(
         &self,
         req: DisableProviderRequest,
     ) -> Result<Empty, RpcError> {

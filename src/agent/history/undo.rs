@@ -18,8 +18,8 @@ use crate::llm::ChatMessage;
 
 use super::changes::{read_now, user_text_at};
 use super::checkpoint::{Before, Checkpoint};
-use super::session::Session;
-use super::store::Record;
+use crate::agent::session::Session;
+use crate::agent::store::Record;
 
 /// What restoring one checkpoint did, for the user.
 #[derive(Default)]
