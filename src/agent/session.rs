@@ -331,17 +331,17 @@ impl Session {
 
     /// Ends a turn for persistence: stable storage and a fresh `updatedAt`.
     ///
-    /// The disk work runs on the blocking pool: an fsync can take tens of
+    /// The disk work runs off the runtime's workers: an fsync can take tens of
     /// milliseconds, and on this runtime's worker it held up the tasks queued
     /// behind the turn, among them the writer with the turn's last
     /// `agent_message_chunk` (the bench's paced stream saw its last chunk
     /// arrive 10–28 ms late). The caller still waits for it, so a turn is on
-    /// disk before its response is sent.
+    /// disk before its response is sent. It runs on one long-lived thread,
+    /// not tokio's blocking pool, which grew by a thread now and then
+    /// (`store::sync`).
     pub async fn touch(self: &Arc<Self>) {
         let session = self.clone();
-        if let Err(e) = tokio::task::spawn_blocking(move || session.touch_now()).await {
-            tracing::warn!(error = %e, "session not synced");
-        }
+        store::sync::run(move || session.touch_now()).await;
     }
 
     fn touch_now(&self) {

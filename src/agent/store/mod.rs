@@ -20,6 +20,7 @@ pub use message::{StoredMessage, StoredPart, StoredToolCall};
 
 pub(in crate::agent) mod lock;
 pub(in crate::agent) mod restore;
+pub(in crate::agent) mod sync;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
