@@ -694,6 +694,21 @@ fn threads(pid: u32) -> usize {
     count_dir(&format!("/proc/{pid}/task"))
 }
 
+/// `name:tid` of each thread of `pid`, to say which thread a count gained.
+fn thread_names(pid: u32) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|t| {
+            let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            format!("{}:{}", name.trim(), t.file_name().to_string_lossy())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// Live (non-zombie) children of `pid`.
 fn live_children(pid: u32) -> usize {
     let mut n = 0;
@@ -1886,12 +1901,14 @@ fn bench_soak(o: &Opts, model: &FakeModel) -> Vec<Row> {
     let mut before = (0, 0, 0, 0);
     let mut max_threads = 0;
     let mut fds_before = Vec::new();
+    let mut threads_before = Vec::new();
     let mut trend = Vec::new();
     for i in 0..o.turns {
         if i == warm {
             std::thread::sleep(Duration::from_millis(50));
             before = (rss_kb(pid), open_fds(pid), threads(pid), size());
             fds_before = fd_targets(pid);
+            threads_before = thread_names(pid);
         }
         let t0 = now_ns();
         let id = agent.prompt(&sid, &format!("turn {i}: say ok"));
@@ -1913,6 +1930,13 @@ fn bench_soak(o: &Opts, model: &FakeModel) -> Vec<Row> {
     }
     for fd in fds_before.iter().filter(|f| !fds_after.contains(f)) {
         println!("  closed descriptor: {fd}");
+    }
+    let threads_after = thread_names(pid);
+    for t in threads_after.iter().filter(|t| !threads_before.contains(t)) {
+        println!("  new thread: {t}");
+    }
+    for t in threads_before.iter().filter(|t| !threads_after.contains(t)) {
+        println!("  ended thread: {t}");
     }
     max_threads = max_threads.max(after.2);
     let ping = agent.ping();

@@ -182,12 +182,11 @@ fn main() -> ExitCode {
             .any(|m| m.value_source(id) == Some(ValueSource::CommandLine))
     };
     let login_flags = (from_flag("base_url"), from_flag("model"));
-    if matches!(
+    let loaded = matches!(
         cli.command,
         None | Some(Command::Exec(_)) | Some(Command::A2a(_))
-    ) {
-        protect_secrets(&cli.global);
-    }
+    )
+    .then(|| protect_secrets(&cli.global));
     let stderr_level = match cli.command {
         // exec shows retries and failures itself (see the log file for details).
         Some(Command::Exec(_)) => tracing_subscriber::filter::LevelFilter::OFF,
@@ -207,7 +206,7 @@ fn main() -> ExitCode {
         acp_coder::tools::sandbox::init(exe);
     }
     let code = match cli.command {
-        None => match run_agent(&cli.global) {
+        None => match run_agent(&cli.global, loaded) {
             Ok(()) => 0,
             Err(e) => {
                 tracing::error!("{e:#}");
@@ -229,9 +228,15 @@ fn main() -> ExitCode {
 /// values kept in memory and learned by the redactor, and the process becomes
 /// non-dumpable. Here in `main`, before the log writer's thread or the
 /// runtime exist, because it writes the environment.
-fn protect_secrets(g: &GlobalArgs) {
-    let mut names = Settings::load(&overrides(g))
-        .map(|s| s.secret_env)
+///
+/// Returns the settings it read, which the agent then runs with: loading
+/// them again after the scrub gives the same values (`secrets::env::var`
+/// keeps what it took out) and only delayed `initialize` (issue 15).
+fn protect_secrets(g: &GlobalArgs) -> Result<Settings, config::ConfigError> {
+    let loaded = Settings::load(&overrides(g));
+    let mut names = loaded
+        .as_ref()
+        .map(|s| s.secret_env.clone())
         .unwrap_or_else(|_| vec![config::API_KEY_ENV.to_owned()]);
     names.push(a2a::TOKEN_ENV.to_owned());
     // SAFETY: single-threaded still: nothing has spawned a thread yet.
@@ -239,6 +244,7 @@ fn protect_secrets(g: &GlobalArgs) {
     if let Err(e) = acp_coder::secrets::env::set_non_dumpable() {
         eprintln!("acp-coder: cannot mark the process non-dumpable: {e}");
     }
+    loaded
 }
 
 fn overrides(g: &GlobalArgs) -> Overrides {
@@ -250,9 +256,14 @@ fn overrides(g: &GlobalArgs) -> Overrides {
     }
 }
 
+/// The async runtime: one worker per core, at most 4, unless
+/// `TOKIO_WORKER_THREADS` (tokio's own variable) says otherwise.
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(4)))
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        builder.worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(4)));
+    }
+    builder
         .enable_all()
         .build()
         .context("cannot start the async runtime")
@@ -274,11 +285,15 @@ fn open_trace(g: &GlobalArgs, s: &Settings) -> anyhow::Result<Option<TraceFile>>
         .map_err(anyhow::Error::from)
 }
 
-fn run_agent(g: &GlobalArgs) -> anyhow::Result<()> {
+fn run_agent(
+    g: &GlobalArgs,
+    loaded: Option<Result<Settings, config::ConfigError>>,
+) -> anyhow::Result<()> {
     let overrides = overrides(g);
     // A broken config must not kill the agent before the editor can show why:
     // run on defaults and answer session/new with the reason.
-    let settings = Settings::load(&overrides).unwrap_or_else(|e| {
+    let loaded = loaded.unwrap_or_else(|| Settings::load(&overrides));
+    let settings = loaded.unwrap_or_else(|e| {
         tracing::warn!("{e}");
         Settings::failed(&e)
     });
