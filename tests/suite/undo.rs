@@ -139,7 +139,7 @@ async fn undo_after_command(via: Via) {
     // keep.txt was deleted by a command: no copy, so it is reported, and
     // (it might have been a move) made.txt is kept.
     assert!(
-        said.contains("keep.txt: its earlier content was never read by the agent"),
+        said.contains("keep.txt: not restored: a command changed or deleted it, and its earlier content was never read by the agent"),
         "{said}"
     );
     assert!(said.contains("made.txt: kept"), "{said}");
@@ -170,7 +170,7 @@ async fn a_moved_file_is_never_lost() {
     .await;
     let said = slash(&h, "/undo").await;
     assert!(
-        said.contains("precious.txt: its earlier content was never read by the agent"),
+        said.contains("precious.txt: not restored: a command changed or deleted it, and its earlier content was never read by the agent"),
         "{said}"
     );
     assert_eq!(h.ws.read("elsewhere.txt"), "data\n");
