@@ -199,10 +199,14 @@ How each figure is taken (see `benches/agent.rs` for the code):
   session for a one-line prompt, as captured by the fake server; once in a
   bare project and once with 20 skills in `.agents/skills/` (issue 21).
 - **checkpoint**: the work done around every command for `/undo` and the
-  changed-files list (issue 19): a snapshot of the project (paths, sizes,
-  mtimes, inodes; the `glob` walker) before and after, and their
-  difference, with one file changed in between; in a 5 000-file project
-  and a large one (`BENCH_CHECKPOINT_FILES`, default 100 000), caches warm.
+  changed-files list (issue 19), with one file changed in between, through
+  the session's watch: the mark before the command and, after it, draining
+  the inotify events up to a marker, stat'ing the paths with events and the
+  difference (the watch's one-time start, a walk plus one watch per
+  directory at the first command, in the baseline column); and the walk
+  fallback (a parallel walk of paths, sizes, mtimes, inodes before and
+  after); in a 5 000-file project and a large one
+  (`BENCH_CHECKPOINT_FILES`, default 100 000), caches warm.
 - **search**: `scripts/bench-search.sh` (our in-process `grep`/`glob` against
   `rg PATTERN` / `rg --files`, both with the page cache warm).
 EOF

@@ -49,7 +49,7 @@ impl Tool for CommandOutput {
         json!({
             "type": "object",
             "properties": {
-                "handle": {"type": "string", "description": "The handle run_command returned (e.g. \"bg1\")."},
+                "handle": handle_property(),
                 "wait_ms": {"type": "integer", "minimum": 0, "maximum": background::MAX_WAIT.as_millis() as u64, "description": "Wait up to this long for the command to end. Default 0."}
             },
             "required": ["handle"],
@@ -60,20 +60,13 @@ impl Tool for CommandOutput {
         ToolKind::Execute
     }
     fn title(&self, args: &Value) -> String {
-        format!(
-            "Output of {}",
-            sanitize_title(args["handle"].as_str().unwrap_or("background command"), 40)
-        )
+        title_of("Output of", args)
     }
     async fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Invocation, ToolError> {
         let a: OutputArgs = parse_args(args)?;
         let job = background::get(&ctx.session_id, &a.handle)?;
         Ok(Invocation {
-            title: format!(
-                "Output of {} (`{}`)",
-                job.handle,
-                sanitize_title(&job.command, 80).replace('`', "'")
-            ),
+            title: job_title("Output of", &job),
             kind: ToolKind::Execute,
             locations: Vec::new(),
             content: job
@@ -124,9 +117,7 @@ impl Tool for CommandKill {
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
-            "properties": {
-                "handle": {"type": "string", "description": "The handle run_command returned (e.g. \"bg1\")."}
-            },
+            "properties": {"handle": handle_property()},
             "required": ["handle"],
             "additionalProperties": false
         })
@@ -135,20 +126,13 @@ impl Tool for CommandKill {
         ToolKind::Execute
     }
     fn title(&self, args: &Value) -> String {
-        format!(
-            "Stop {}",
-            sanitize_title(args["handle"].as_str().unwrap_or("background command"), 40)
-        )
+        title_of("Stop", args)
     }
     async fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Invocation, ToolError> {
         let a: KillArgs = parse_args(args)?;
         let job = background::get(&ctx.session_id, &a.handle)?;
         Ok(Invocation {
-            title: format!(
-                "Stop {} (`{}`)",
-                job.handle,
-                sanitize_title(&job.command, 80).replace('`', "'")
-            ),
+            title: job_title("Stop", &job),
             kind: ToolKind::Execute,
             locations: Vec::new(),
             content: Vec::new(),
@@ -173,6 +157,28 @@ impl Action for Kill {
         out.for_model = format!("Stopped {}.\n{}", self.handle, out.for_model);
         Ok(out)
     }
+}
+
+/// The `handle` parameter both tools take.
+fn handle_property() -> Value {
+    json!({"type": "string", "description": "The handle run_command returned (e.g. \"bg1\")."})
+}
+
+/// A call's title before its handle is looked up.
+fn title_of(verb: &str, args: &Value) -> String {
+    format!(
+        "{verb} {}",
+        sanitize_title(args["handle"].as_str().unwrap_or("background command"), 40)
+    )
+}
+
+/// A call's title naming the command behind the handle.
+fn job_title(verb: &str, job: &background::Job) -> String {
+    format!(
+        "{verb} {} (`{}`)",
+        job.handle,
+        sanitize_title(&job.command, 80).replace('`', "'")
+    )
 }
 
 /// The text the model gets for one read of a background command.

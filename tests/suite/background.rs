@@ -16,6 +16,16 @@ async fn auto(via: Via, ws: Workspace) -> Harness {
     h
 }
 
+/// Starts `command` in the background as call `id`; returns the result.
+async fn start_bg(h: &Harness, id: &str, command: &str) -> String {
+    h.run_tool(
+        id,
+        "run_command",
+        json!({"command": command, "background": true}),
+    )
+    .await
+}
+
 /// A server-like command: records its shell's pid, prints `ready`, then a
 /// tick every 100 ms until killed.
 fn server(pidfile: &Path) -> String {
@@ -41,13 +51,7 @@ async fn outlives_turns_then_is_read_and_killed(via: Via) {
     let ws = Workspace::new();
     let h = auto(via, ws).await;
     let pidfile = h.ws.join("server.pid");
-    let started = h
-        .run_tool(
-            "s1",
-            "run_command",
-            json!({"command": server(&pidfile), "background": true}),
-        )
-        .await;
+    let started = start_bg(&h, "s1", &server(&pidfile)).await;
     assert!(
         started.contains("Started in the background as bg1"),
         "{started}"
@@ -109,13 +113,7 @@ both!(
 /// its exit code, and the changed-files list.
 async fn ended_commands_report_exit_and_changes(via: Via) {
     let h = auto(via, Workspace::new()).await;
-    let started = h
-        .run_tool(
-            "s1",
-            "run_command",
-            json!({"command": "sleep 3; echo built > out.txt; echo done; exit 4", "background": true}),
-        )
-        .await;
+    let started = start_bg(&h, "s1", "sleep 3; echo built > out.txt; echo done; exit 4").await;
     assert!(started.contains("bg1 is still running"), "{started}");
     let read = h
         .run_tool(
@@ -173,13 +171,7 @@ async fn at_most_n_per_session(via: Via) {
         assert!(out.contains(&format!("bg{i}")), "{out}");
         pids.push(wait_pid_file(&pidfile).await);
     }
-    let refused = h
-        .run_tool(
-            "s3",
-            "run_command",
-            json!({"command": "echo never", "background": true}),
-        )
-        .await;
+    let refused = start_bg(&h, "s3", "echo never").await;
     assert!(
         refused.contains("already runs 2 background commands")
             && refused.contains("max_background_commands"),
@@ -189,13 +181,7 @@ async fn at_most_n_per_session(via: Via) {
     h.run_tool("k1", "command_kill", json!({"handle": "bg1"}))
         .await;
     wait_dead(pids[0]).await;
-    let again = h
-        .run_tool(
-            "s4",
-            "run_command",
-            json!({"command": "echo again; sleep 30", "background": true}),
-        )
-        .await;
+    let again = start_bg(&h, "s4", "echo again; sleep 30").await;
     assert!(
         again.contains("Started in the background as bg3"),
         "{again}"
@@ -267,13 +253,12 @@ both!(killed_on_close_delete_and_exit, cleanup);
 /// A flood: the model gets the last 64 KB and a note that the rest was dropped.
 async fn output_is_bounded(via: Via) {
     let h = auto(via, Workspace::new()).await;
-    let out = h
-        .run_tool(
-            "s1",
-            "run_command",
-            json!({"command": "head -c 200000 /dev/zero | tr '\\0' x; echo; echo END; sleep 30", "background": true}),
-        )
-        .await;
+    let out = start_bg(
+        &h,
+        "s1",
+        "head -c 200000 /dev/zero | tr '\\0' x; echo; echo END; sleep 30",
+    )
+    .await;
     assert!(
         out.contains("bytes of earlier output were dropped"),
         "{}",
@@ -292,12 +277,7 @@ both!(background_output_is_bounded, output_is_bounded);
 async fn handles_do_not_cross_sessions() {
     let h = auto(Via::Local, Workspace::new()).await;
     let pidfile = h.ws.join("a.pid");
-    h.run_tool(
-        "s1",
-        "run_command",
-        json!({"command": sleeper(&pidfile), "background": true}),
-    )
-    .await;
+    start_bg(&h, "s1", &sleeper(&pidfile)).await;
     let pid = wait_pid_file(&pidfile).await;
     let other = h.editor.new_session(h.ws.path()).await;
     h.editor
@@ -330,13 +310,7 @@ async fn background_commands_ask_like_any_command() {
     let h = Harness::start(Via::Local, Workspace::new()).await;
     h.editor
         .push_permission(crate::support::PermissionDecision::RejectOnce);
-    let out = h
-        .run_tool(
-            "s1",
-            "run_command",
-            json!({"command": "echo started > started.txt; sleep 30", "background": true}),
-        )
-        .await;
+    let out = start_bg(&h, "s1", "echo started > started.txt; sleep 30").await;
     assert!(out.contains("rejected"), "{out}");
     assert_eq!(h.editor.permission_requests().len(), 1);
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -364,13 +338,15 @@ async fn sandboxed(via: Via) {
         .unwrap();
     let target = outside.path().join("escaped.txt");
     let h = auto(via, Workspace::new()).await;
-    let out = h
-        .run_tool(
-            "s1",
-            "run_command",
-            json!({"command": format!("echo x > {} ; echo inside > in.txt; echo tried", target.display()), "background": true}),
-        )
-        .await;
+    let out = start_bg(
+        &h,
+        "s1",
+        &format!(
+            "echo x > {} ; echo inside > in.txt; echo tried",
+            target.display()
+        ),
+    )
+    .await;
     let read = h
         .run_tool(
             "o1",
@@ -389,12 +365,7 @@ both!(background_commands_are_sandboxed, sandboxed);
 async fn background_commands_die_with_a_killed_agent() {
     let mut h = auto(Via::Local, Workspace::new()).await;
     let pidfile = h.ws.join("k.pid");
-    h.run_tool(
-        "s1",
-        "run_command",
-        json!({"command": sleeper(&pidfile), "background": true}),
-    )
-    .await;
+    start_bg(&h, "s1", &sleeper(&pidfile)).await;
     let pid = wait_pid_file(&pidfile).await;
     h.editor.kill().await;
     wait_dead(pid).await;

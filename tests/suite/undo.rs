@@ -23,6 +23,17 @@ async fn slash(h: &Harness, text: &str) -> String {
     h.editor.agent_text(&h.sid)[before.len()..].to_owned()
 }
 
+/// One prompt turn in which the model makes `calls`, then answers.
+async fn turn<'a, const N: usize>(
+    h: &Harness,
+    prompt: &str,
+    calls: [(&'a str, &'a str, serde_json::Value); N],
+) {
+    h.model.push(Reply::tool_calls(calls));
+    h.model.push(Reply::text("done"));
+    h.editor.prompt(&h.sid, prompt).await;
+}
+
 /// The user messages of the last model request.
 fn user_texts(h: &Harness) -> Vec<String> {
     let reqs = h.model.chat_requests();
@@ -41,20 +52,23 @@ async fn undo_after_write_and_edit(via: Via) {
         // An open buffer: the undo must reach it, not just the disk.
         h.editor.open_buffer(h.ws.join("a.txt"), "one\n");
     }
-    h.model.push(Reply::tool_calls([
-        (
-            "e1",
-            "edit_file",
-            json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
-        ),
-        (
-            "w1",
-            "write_file",
-            json!({"path": "new.txt", "content": "fresh\n"}),
-        ),
-    ]));
-    h.model.push(Reply::text("edited"));
-    h.editor.prompt(&h.sid, "change things").await;
+    turn(
+        &h,
+        "change things",
+        [
+            (
+                "e1",
+                "edit_file",
+                json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
+            ),
+            (
+                "w1",
+                "write_file",
+                json!({"path": "new.txt", "content": "fresh\n"}),
+            ),
+        ],
+    )
+    .await;
     assert_eq!(h.ws.read("a.txt"), "two\n");
     assert!(h.ws.exists("new.txt"));
 
@@ -91,21 +105,24 @@ async fn undo_after_command(via: Via) {
         .file("f.txt", "A\n")
         .build();
     let h = auto(via, ws).await;
-    h.model.push(Reply::tool_calls([
-        (
-            "w1",
-            "write_file",
-            json!({"path": "f.txt", "content": "B\n"}),
-        ),
-        (
-            "c1",
-            "run_command",
-            json!({"command": "sed -i s/B/C/ f.txt && echo made > made.txt"}),
-        ),
-        ("c2", "run_command", json!({"command": "rm keep.txt"})),
-    ]));
-    h.model.push(Reply::text("ran"));
-    h.editor.prompt(&h.sid, "run it").await;
+    turn(
+        &h,
+        "run it",
+        [
+            (
+                "w1",
+                "write_file",
+                json!({"path": "f.txt", "content": "B\n"}),
+            ),
+            (
+                "c1",
+                "run_command",
+                json!({"command": "sed -i s/B/C/ f.txt && echo made > made.txt"}),
+            ),
+            ("c2", "run_command", json!({"command": "rm keep.txt"})),
+        ],
+    )
+    .await;
     let result = h.tool_result("c1");
     assert!(result.contains("- created made.txt"), "{result}");
     assert!(h.tool_result("c2").contains("- deleted keep.txt"));
@@ -122,7 +139,7 @@ async fn undo_after_command(via: Via) {
     // keep.txt was deleted by a command: no copy, so it is reported, and
     // (it might have been a move) made.txt is kept.
     assert!(
-        said.contains("keep.txt: its content before that turn was not kept"),
+        said.contains("keep.txt: not restored: a command changed or deleted it, and its earlier content was never read by the agent"),
         "{said}"
     );
     assert!(said.contains("made.txt: kept"), "{said}");
@@ -153,7 +170,7 @@ async fn a_moved_file_is_never_lost() {
     .await;
     let said = slash(&h, "/undo").await;
     assert!(
-        said.contains("precious.txt: its content before that turn was not kept"),
+        said.contains("precious.txt: not restored: a command changed or deleted it, and its earlier content was never read by the agent"),
         "{said}"
     );
     assert_eq!(h.ws.read("elsewhere.txt"), "data\n");
@@ -165,20 +182,23 @@ async fn skips_files_changed_since(via: Via) {
         .file("b.txt", "x\n")
         .build();
     let h = auto(via, ws).await;
-    h.model.push(Reply::tool_calls([
-        (
-            "w1",
-            "write_file",
-            json!({"path": "a.txt", "content": "agent\n"}),
-        ),
-        (
-            "w2",
-            "write_file",
-            json!({"path": "b.txt", "content": "agent b\n"}),
-        ),
-    ]));
-    h.model.push(Reply::text("written"));
-    h.editor.prompt(&h.sid, "write").await;
+    turn(
+        &h,
+        "write",
+        [
+            (
+                "w1",
+                "write_file",
+                json!({"path": "a.txt", "content": "agent\n"}),
+            ),
+            (
+                "w2",
+                "write_file",
+                json!({"path": "b.txt", "content": "agent b\n"}),
+            ),
+        ],
+    )
+    .await;
     // The user edits a.txt afterwards: in the editor's buffer, or on disk.
     match via {
         Via::Editor => h.editor.open_buffer(h.ws.join("a.txt"), "user edit\n"),
@@ -362,3 +382,167 @@ async fn changed_files_list(via: Via) {
     assert!(!out.contains("Files the command"), "{out}");
 }
 both!(changed_files_are_listed, changed_files_list);
+
+/// Issue 19: a file a command changed is restorable when the model had read
+/// it: its content is kept before each command. One it never read is
+/// named, with the reason.
+async fn undo_after_sed_of_a_read_file(via: Via) {
+    let ws = Workspace::builder()
+        .file("a.txt", "old line\n")
+        .file("unread.txt", "old too\n")
+        .build();
+    let h = auto(via, ws).await;
+    h.run_calls(&[("r1", "read_file", json!({"path": "a.txt"}))])
+        .await;
+    let out = h
+        .run_tool(
+            "s1",
+            "run_command",
+            json!({"command": "sed -i s/old/new/ a.txt unread.txt"}),
+        )
+        .await;
+    assert!(out.contains("- changed a.txt — stale"), "{out}");
+    assert!(
+        out.contains("- changed unread.txt\n") || out.ends_with("- changed unread.txt"),
+        "{out}"
+    );
+    assert_eq!(h.ws.read("a.txt"), "new line\n");
+    let said = slash(&h, "/undo").await;
+    assert!(said.contains("Restored:\n- a.txt"), "{said}");
+    assert!(
+        said.contains("unread.txt: not restored: a command changed or deleted it, and its earlier content was never read by the agent"),
+        "{said}"
+    );
+    assert_eq!(h.ws.read("a.txt"), "old line\n");
+    assert_eq!(h.ws.read("unread.txt"), "new too\n");
+    // A file the model read and a command deleted comes back too.
+    h.run_tool("s2", "run_command", json!({"command": "rm a.txt"}))
+        .await;
+    let said = slash(&h, "/undo").await;
+    assert!(said.contains("Restored:\n- a.txt"), "{said}");
+    assert_eq!(h.ws.read("a.txt"), "old line\n");
+}
+both!(
+    undo_restores_what_a_command_changed_in_a_read_file,
+    undo_after_sed_of_a_read_file
+);
+
+/// Hostile: after changing files the model read, the command puts links to
+/// files outside the roots in their place (the file itself, and a
+/// directory on its path) holding the same content, so the files look
+/// untouched since the turn; `/undo` must not write through them.
+#[tokio::test]
+async fn undo_does_not_write_through_links() {
+    let outside = tempfile::tempdir().unwrap();
+    let out = outside.path().canonicalize().unwrap();
+    std::fs::create_dir(out.join("dir")).unwrap();
+    std::fs::write(out.join("target.txt"), "secret\n").unwrap();
+    std::fs::write(out.join("dir/f.txt"), "secret\n").unwrap();
+    let ws = Workspace::builder()
+        .file("a.txt", "mine\n")
+        .file("sub/f.txt", "mine\n")
+        .build();
+    let h = auto(Via::Local, ws).await;
+    h.run_calls(&[
+        ("r1", "read_file", json!({"path": "a.txt"})),
+        ("r2", "read_file", json!({"path": "sub/f.txt"})),
+    ])
+    .await;
+    let cmd = format!(
+        "sed -i s/mine/x/ a.txt sub/f.txt && rm a.txt && ln -s {o}/target.txt a.txt && mv sub sub.old && ln -s {o}/dir sub",
+        o = out.display()
+    );
+    h.run_tool("c1", "run_command", json!({"command": cmd}))
+        .await;
+    let said = slash(&h, "/undo").await;
+    assert!(said.contains("a.txt: it is a symbolic link now"), "{said}");
+    assert!(
+        said.contains("sub/f.txt: a directory on its path is a symbolic link now"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("target.txt")).unwrap(),
+        "secret\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("dir/f.txt")).unwrap(),
+        "secret\n"
+    );
+}
+
+/// Hostile: a file name with a newline cannot add lines to the list the
+/// model reads, and `/undo` still deletes the file the turn created.
+#[tokio::test]
+async fn a_file_name_with_a_newline_stays_on_one_line() {
+    let ws = Workspace::builder().file("a.txt", "a\n").build();
+    let h = auto(Via::Local, ws).await;
+    let out = h
+        .run_tool(
+            "n1",
+            "run_command",
+            json!({"command": "printf x > \"$(printf 'evil\\n- deleted a.txt')\""}),
+        )
+        .await;
+    assert!(out.contains("- created evil\\n- deleted a.txt"), "{out}");
+    assert!(!out.contains("\n- deleted a.txt"), "{out}");
+    let said = slash(&h, "/undo").await;
+    assert!(said.contains("Deleted (the turn created them)"), "{said}");
+    assert!(!h.ws.exists("evil\n- deleted a.txt"));
+    assert_eq!(h.ws.read("a.txt"), "a\n");
+}
+
+/// Hostile: a command deletes the project directory and makes it again;
+/// the changes are reported, and later commands are still tracked (the new
+/// directory is watched).
+#[tokio::test]
+async fn a_recreated_root_is_tracked() {
+    let ws = Workspace::builder().file("a.txt", "a\n").build();
+    let h = auto(Via::Local, ws).await;
+    let root = h.ws.path().canonicalize().unwrap();
+    let cmd = format!(
+        "cd /; rm -rf {r}; mkdir -p {r}; echo b > {r}/b.txt",
+        r = root.display()
+    );
+    let out = h
+        .run_tool("c1", "run_command", json!({"command": cmd}))
+        .await;
+    assert!(out.contains("- created b.txt"), "{out}");
+    assert!(out.contains("- deleted a.txt"), "{out}");
+    let out = h
+        .run_tool("c2", "run_command", json!({"command": "echo c > c.txt"}))
+        .await;
+    assert!(out.contains("- created c.txt"), "{out}");
+}
+
+/// The fallback: with the watch off (`ACP_CODER_CHANGES=walk`, as when
+/// inotify cannot be used), the walk gives the same lists and undo.
+#[tokio::test]
+async fn the_walk_fallback_lists_and_undoes_the_same() {
+    let ws = Workspace::builder()
+        .file("a.txt", "old\n")
+        .file("gone.txt", "g\n")
+        .build();
+    let h = Harness::start_with(
+        Via::Local.capabilities(),
+        ws,
+        "",
+        vec![("ACP_CODER_CHANGES".into(), "walk".into())],
+    )
+    .await;
+    h.set_mode("full-auto").await;
+    h.run_calls(&[("r1", "read_file", json!({"path": "a.txt"}))])
+        .await;
+    let out = h
+        .run_tool(
+            "c1",
+            "run_command",
+            json!({"command": "sed -i s/old/new/ a.txt && rm gone.txt && echo n > n.txt"}),
+        )
+        .await;
+    assert!(out.contains("- created n.txt"), "{out}");
+    assert!(out.contains("- changed a.txt — stale"), "{out}");
+    assert!(out.contains("- deleted gone.txt"), "{out}");
+    let said = slash(&h, "/undo").await;
+    assert!(said.contains("Restored:\n- a.txt"), "{said}");
+    assert_eq!(h.ws.read("a.txt"), "old\n");
+}

@@ -5,17 +5,31 @@
 //! * A write or edit (`Access::Write`): the file's content before it is
 //!   recorded (read the way the tool reads it: the editor's buffer when the
 //!   editor offers `fs.readTextFile`).
-//! * A command (`run_command`, and each read or kill of a background one): a
-//!   [`Snapshot`] of the roots before and after; the difference is listed in
-//!   the result, files the model read or wrote earlier are marked stale, and
-//!   the files join the checkpoint.
+//! * A command (`run_command`, and each read or kill of a background one):
+//!   what changed under the roots between a [`Mark`] taken before and the
+//!   end of the command ([`Watch`]: inotify events, or a walk when the watch
+//!   cannot run); the difference is listed in the result, files the model
+//!   read or wrote earlier are marked stale, and the files join the
+//!   checkpoint.
+//!
+//! Content before a command: a command's changes are only seen after it
+//! ran, so, before each command, the current content of every file the
+//! model has read or written in this session is kept in memory (text files
+//! up to [`COPY_MAX_FILE`] bytes each, [`COPY_MAX_TOTAL`] in all; a copy is
+//! reused while the file's size, mtime and inode are unchanged, so this is
+//! one `lstat` per such file). A file such a command changes or deletes
+//! (`sed -i`, a formatter, a code generator) can then be restored by
+//! `/undo`. The tradeoff: other files a command changes (ones the model
+//! never read) have no earlier copy, and `/undo` says so rather than guess;
+//! copying every file under the roots before every command would cost a
+//! full read of the project per command.
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::editor::{Editor, FileError};
 use crate::llm::{ChatMessage, UserPart};
-use crate::tools::snapshot::{Change, Changes, Snapshot};
+use crate::tools::snapshot::{Change, Changes, Mark, Stamp, Watch};
 use crate::tools::{Access, ToolOutput};
 
 use super::checkpoint::{Before, Checkpoints};
@@ -23,6 +37,15 @@ use crate::agent::session::Session;
 
 /// Most changed files listed in one result.
 const LIST_LIMIT: usize = 50;
+
+/// Largest file whose content is kept before a command.
+pub const COPY_MAX_FILE: u64 = 256 * 1024;
+/// Most content kept before a command, in all.
+pub const COPY_MAX_TOTAL: u64 = 8 * 1024 * 1024;
+
+/// Contents of seen files, kept before a command.
+type Copies = HashMap<PathBuf, Arc<str>>;
+type CopyCache = HashMap<PathBuf, (Stamp, Arc<str>)>;
 
 /// How the model last saw a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,8 +59,13 @@ enum Seen {
 pub struct Tracker {
     pub checkpoints: Checkpoints,
     seen: Mutex<HashMap<PathBuf, Seen>>,
-    /// Per background handle: the snapshot its changes are measured from.
-    background: Mutex<HashMap<String, Snapshot>>,
+    /// Per background handle: where its changes are measured from, and the
+    /// contents kept then.
+    background: Mutex<HashMap<String, (Mark, Copies)>>,
+    /// Started at the first command.
+    watch: OnceLock<Arc<Watch>>,
+    /// The last copies kept, with the stamp they were read at.
+    copies: Arc<Mutex<CopyCache>>,
     /// Held for a whole prompt turn (and by `/undo`): checkpoints follow the
     /// history, and queued turns wait here.
     pub gate: tokio::sync::Mutex<()>,
@@ -49,6 +77,8 @@ impl Tracker {
             checkpoints: Checkpoints::new(dir),
             seen: Mutex::new(HashMap::new()),
             background: Mutex::new(HashMap::new()),
+            watch: OnceLock::new(),
+            copies: Arc::default(),
             gate: tokio::sync::Mutex::new(()),
         }
     }
@@ -57,16 +87,82 @@ impl Tracker {
         self.seen.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn background(&self) -> MutexGuard<'_, HashMap<String, Snapshot>> {
+    fn background(&self) -> MutexGuard<'_, HashMap<String, (Mark, Copies)>> {
         self.background
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
+/// The content now of the `seen` files (see the module docs for the
+/// bounds); `cache` holds the last copies. Blocking.
+fn keep_copies(seen: Vec<PathBuf>, cache: &Mutex<CopyCache>) -> Copies {
+    let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut out = Copies::new();
+    let mut total = 0;
+    for path in seen {
+        let Some(stamp) = Stamp::lstat(&path) else {
+            continue;
+        };
+        if stamp.size() > COPY_MAX_FILE || total + stamp.size() > COPY_MAX_TOTAL {
+            continue;
+        }
+        let text = match cache.get(&path) {
+            Some((s, t)) if *s == stamp => t.clone(),
+            _ => match std::fs::read(&path).map(String::from_utf8) {
+                Ok(Ok(t)) if !t.contains('\0') => Arc::from(t),
+                _ => continue,
+            },
+        };
+        total += text.len() as u64;
+        cache.insert(path.clone(), (stamp, text.clone()));
+        out.insert(path, text);
+    }
+    cache.retain(|p, _| out.contains_key(p));
+    out
+}
+
 /// What [`before`] found out, for [`after`].
 pub struct Pre {
-    snapshot: Option<Snapshot>,
+    mark: Option<(Mark, Copies)>,
+}
+
+fn watch(session: &Session) -> Arc<Watch> {
+    session
+        .tracker
+        .watch
+        .get_or_init(|| Arc::new(Watch::new(session.roots.clone())))
+        .clone()
+}
+
+/// A mark for now and the copies kept with it.
+async fn mark(session: &Session) -> Option<(Mark, Copies)> {
+    let watch = watch(session);
+    let seen: Vec<PathBuf> = session.tracker.seen().keys().cloned().collect();
+    let cache = session.tracker.copies.clone();
+    tokio::task::spawn_blocking(move || {
+        let copies = keep_copies(seen, &cache);
+        (watch.mark(), copies)
+    })
+    .await
+    .ok()
+}
+
+/// The copies kept now.
+async fn copies(session: &Session) -> Copies {
+    let seen: Vec<PathBuf> = session.tracker.seen().keys().cloned().collect();
+    let cache = session.tracker.copies.clone();
+    tokio::task::spawn_blocking(move || keep_copies(seen, &cache))
+        .await
+        .unwrap_or_default()
+}
+
+/// What changed since `mark`, and a mark for now.
+async fn since(session: &Session, mark: Mark) -> Option<(Changes, Mark)> {
+    let watch = watch(session);
+    tokio::task::spawn_blocking(move || watch.since(&mark))
+        .await
+        .ok()
 }
 
 /// Whether a call is a command whose effects on files are measured.
@@ -89,12 +185,12 @@ pub async fn before(session: &Session, tool: &str, access: &Access) -> Pre {
             session.tracker.checkpoints.note(path, before);
         }
     }
-    let snapshot = if measures(tool, access) {
-        Some(take(&session.roots).await)
+    let mark = if measures(tool, access) {
+        mark(session).await
     } else {
         None
     };
-    Pre { snapshot }
+    Pre { mark }
 }
 
 /// Runs after a call's action: records what it saw (when it succeeded,
@@ -108,9 +204,10 @@ pub async fn after(
     out: Option<&mut ToolOutput>,
 ) {
     let Some(out) = out else {
-        if let Some(since) = pre.snapshot {
-            let now = take(&session.roots).await;
-            note_changes(session, &since.diff(&now));
+        if let Some((mark, copies)) = pre.mark
+            && let Some((changes, _)) = since(session, mark).await
+        {
+            note_changes(session, &changes, &copies);
         }
         return;
     };
@@ -134,27 +231,29 @@ pub async fn after(
         }
         _ => {}
     }
-    let Some(mut since) = pre.snapshot else {
+    let Some((mut from, mut copies)) = pre.mark else {
         return;
     };
-    let now = take(&session.roots).await;
     let raw = out.raw_output.clone().unwrap_or_default();
     let handle = raw["handle"].as_str().map(str::to_owned);
     let running = raw["running"] == true;
-    if let Some(h) = &handle {
-        let mut bg = session.tracker.background();
-        // A background command's changes count from its last read.
-        if matches!(tool, "command_output" | "command_kill")
-            && let Some(snap) = bg.remove(h)
-        {
-            since = snap;
-        }
-        if running {
-            bg.insert(h.clone(), now.clone());
-        }
+    // A background command's changes count from its last read.
+    if let Some(h) = &handle
+        && matches!(tool, "command_output" | "command_kill")
+        && let Some(kept) = session.tracker.background().remove(h)
+    {
+        (from, copies) = kept;
     }
-    let changes = since.diff(&now);
-    note_changes(session, &changes);
+    let Some((changes, now)) = since(session, from).await else {
+        return;
+    };
+    note_changes(session, &changes, &copies);
+    if let Some(h) = handle
+        && running
+    {
+        let copies = self::copies(session).await;
+        session.tracker.background().insert(h, (now, copies));
+    }
     if let Some(text) = describe(&changes, &session.tracker.seen(), &session.cwd) {
         out.for_model.push_str("\n\n");
         out.for_model.push_str(&text);
@@ -163,11 +262,12 @@ pub async fn after(
 
 /// Adds what a command changed to the running turn's checkpoint (a file
 /// already there keeps its earlier, known "before").
-fn note_changes(session: &Session, changes: &Changes) {
+fn note_changes(session: &Session, changes: &Changes, copies: &Copies) {
     for (path, change) in changes.all() {
-        let before = match change {
-            Change::Created => Before::Absent,
-            Change::Changed | Change::Deleted => Before::Unknown,
+        let before = match (change, copies.get(path)) {
+            (Change::Created, _) => Before::Absent,
+            (_, Some(text)) => Before::Text(text.to_string()),
+            (_, None) => Before::Unknown,
         };
         session.tracker.checkpoints.note(path, before);
     }
@@ -183,7 +283,7 @@ fn describe(changes: &Changes, seen: &HashMap<PathBuf, Seen>, cwd: &Path) -> Opt
     let mut lines = vec!["Files the command created, changed or deleted:".to_owned()];
     let total = changes.created.len() + changes.changed.len() + changes.deleted.len();
     for (path, change) in changes.all().take(LIST_LIMIT) {
-        let shown = crate::tools::paths::display(path, cwd);
+        let shown = shown(path, cwd);
         let note = match (change, seen.get(path)) {
             (Change::Created, _) | (_, None) => "",
             (_, Some(Seen::Read)) | (_, Some(Seen::Written)) => {
@@ -206,11 +306,22 @@ fn describe(changes: &Changes, seen: &HashMap<PathBuf, Seen>, cwd: &Path) -> Opt
     Some(lines.join("\n"))
 }
 
-async fn take(roots: &[PathBuf]) -> Snapshot {
-    let roots = roots.to_vec();
-    tokio::task::spawn_blocking(move || Snapshot::take(&roots))
-        .await
-        .unwrap_or_default()
+/// `path` for a listing: relative to `cwd`, control characters escaped (a
+/// file name with a newline must not add a line to the list).
+pub fn shown(path: &Path, cwd: &Path) -> String {
+    let s = crate::tools::paths::display(path, cwd);
+    if !s.chars().any(char::is_control) {
+        return s;
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// A file's content now, as the tools see it (`None`: it does not exist).

@@ -9,9 +9,11 @@
 //! that only says the turn existed, so `/undo` can tell the user it is gone.
 //!
 //! "Before" is known exactly for tool writes (the file is read first). For a
-//! file a command changed or deleted it is known only when a tool had written
-//! it earlier in the same turn; a file it created is "absent before". The
-//! rest is recorded as unknown and reported as not restorable.
+//! file a command changed or deleted it is known when a tool had written it
+//! earlier in the same turn, or when the model had read or written it in
+//! the session (its content is kept before each command: see
+//! `changes`); a file it created is "absent before". The rest is recorded
+//! as unknown and reported as not restorable.
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 

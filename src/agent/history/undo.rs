@@ -150,11 +150,15 @@ async fn restore(session: &Session, cp: &Checkpoint) -> Report {
     // of the data, so nothing of that turn is deleted.
     let keep_created = cp.files.iter().any(|f| f.before == Before::Unknown);
     for f in &cp.files {
-        let shown = crate::tools::paths::display(&f.path, &session.cwd);
+        let shown = super::changes::shown(&f.path, &session.cwd);
         if f.before == Before::Unknown {
             report.skipped.push(format!(
-                "{shown}: its content before that turn was not kept (a command changed or deleted it, and acp-coder keeps no copy of files before commands change them; or it was not a text file)"
+                "{shown}: not restored: a command changed or deleted it, and its earlier content was never read by the agent (acp-coder keeps, before a command, only the files the model read or wrote, text files up to 256 KiB)"
             ));
+            continue;
+        }
+        if let Some(why) = unsafe_target(&f.path) {
+            report.skipped.push(format!("{shown}: {why}"));
             continue;
         }
         let now = match read_now(&session.editor, &f.path).await {
@@ -191,6 +195,24 @@ async fn restore(session: &Session, cp: &Checkpoint) -> Report {
         }
     }
     report
+}
+
+/// Why `path` must not be written or deleted now: a symbolic link there or
+/// in its directories (put by a command since) would send the restore
+/// outside the place the turn changed.
+fn unsafe_target(path: &Path) -> Option<&'static str> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Some("it is a symbolic link now, so it was not written through");
+    }
+    let mut dir = path.parent()?;
+    // The nearest existing directory must be reached without a link.
+    while !dir.exists() {
+        dir = dir.parent()?;
+    }
+    match dir.canonicalize() {
+        Ok(real) if real == dir => None,
+        _ => Some("a directory on its path is a symbolic link now, so it was not written through"),
+    }
 }
 
 async fn write(editor: &Editor, path: &Path, text: &str) -> Result<(), crate::editor::FileError> {

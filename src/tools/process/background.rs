@@ -292,6 +292,21 @@ pub async fn start_terminal(
     Ok((job, chunk))
 }
 
+/// Waits up to `wait` for a local job to end (returns as soon as it does).
+async fn wait_done(state: &Mutex<LocalState>, notify: &Notify, wait: Duration) {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        // Registered before the check, so an end in between still wakes us.
+        let changed = notify.notified();
+        if lock(state).done.is_some() {
+            return;
+        }
+        if tokio::time::timeout_at(deadline, changed).await.is_err() {
+            return;
+        }
+    }
+}
+
 /// Kills one job and forgets it; returns its last output and status.
 pub async fn kill(session: &str, handle: &str) -> Result<Chunk, JobError> {
     let job = get(session, handle)?;
@@ -305,16 +320,7 @@ pub async fn kill(session: &str, handle: &str) -> Result<Chunk, JobError> {
             state,
         } => {
             cancel.cancel();
-            let deadline = tokio::time::Instant::now() + KILL_WAIT;
-            loop {
-                let wait = notify.notified();
-                if lock(state).done.is_some() {
-                    break;
-                }
-                if tokio::time::timeout_at(deadline, wait).await.is_err() {
-                    break;
-                }
-            }
+            wait_done(state, notify, KILL_WAIT).await;
             job.take_local()
         }
         Backend::Terminal { editor, id, .. } => {
@@ -337,16 +343,7 @@ pub async fn read(session: &str, handle: &str, wait: Duration) -> Result<Chunk, 
     let wait = wait.min(MAX_WAIT);
     match &job.backend {
         Backend::Local { state, notify, .. } => {
-            let deadline = tokio::time::Instant::now() + wait;
-            loop {
-                let changed = notify.notified();
-                if lock(state).done.is_some() {
-                    break;
-                }
-                if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                    break;
-                }
-            }
+            wait_done(state, notify, wait).await;
             Ok(job.take_local())
         }
         Backend::Terminal { editor, id, .. } => {

@@ -18,11 +18,39 @@ use std::path::{Path, PathBuf};
 /// Most files one snapshot records.
 pub const MAX_ENTRIES: usize = 200_000;
 
+mod walk;
+pub mod watch;
+
+pub use watch::{Mark, Watch};
+
+/// What identifies a version of a file without reading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
+pub(crate) struct Stamp {
     size: u64,
     mtime_ns: i64,
     ino: u64,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            size: meta.len(),
+            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            ino: meta.ino(),
+        }
+    }
+
+    /// The file's size in bytes.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The stamp of the regular file at `path` (not following a symbolic
+    /// link), `None` for anything else.
+    pub(crate) fn lstat(path: &Path) -> Option<Stamp> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        meta.file_type().is_file().then(|| Stamp::of(&meta))
+    }
 }
 
 /// The files under some roots at one moment.
@@ -76,31 +104,11 @@ impl Change {
 }
 
 impl Snapshot {
-    /// Walks `roots` (blocking: call from a blocking thread).
+    /// Walks `roots` (blocking: call from a blocking thread) with the
+    /// parallel walker (the cost is mostly one `lstat` per file, shared
+    /// over the cores).
     pub fn take(roots: &[PathBuf]) -> Snapshot {
-        let mut snap = Snapshot::default();
-        for root in roots {
-            for entry in super::search::walker(root).build() {
-                let Ok(entry) = entry else { continue };
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    continue;
-                }
-                let Ok(meta) = entry.metadata() else { continue };
-                if snap.files.len() >= MAX_ENTRIES {
-                    snap.truncated = true;
-                    break;
-                }
-                snap.files.insert(
-                    entry.into_path(),
-                    Stamp {
-                        size: meta.len(),
-                        mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-                        ino: meta.ino(),
-                    },
-                );
-            }
-        }
-        snap
+        walk::walk(roots).0
     }
 
     /// Number of files recorded.
