@@ -13,7 +13,9 @@ use super::mcp::{everything, external, new_session, spawn, tool_result};
 use crate::support::{FakeEditor, FakeModel, PermissionDecision, Reply, Workspace};
 use serde_json::{Value, json};
 
-const FULL_AUTO: &str = "default_mode = \"full-auto\"\n";
+/// Full-auto, and servers get a minute to start: the tests need their tools
+/// in the first turn, and `npx`/Python start slowly on a busy machine.
+const FULL_AUTO: &str = "default_mode = \"full-auto\"\nmcp_startup_timeout_secs = 60\n";
 const TOOL: &str = "mcp__everything__trigger-sampling-request";
 
 /// The agent (full-auto), a session with the server, and the agent's
@@ -214,6 +216,15 @@ async fn cancel_ends_sampling_waiting_for_permission_or_for_the_model() {
                     .is_some_and(|i| i.contains("_sampling_"))
         })
         .await;
+    // The sampling call reached the endpoint (its reply is delayed).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while model.chat_requests().len() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the sampling call never reached the model"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let began = Instant::now();
     editor.cancel(&sid).await;
     let result = pending.response().await.unwrap();
@@ -319,14 +330,17 @@ async fn a_request_outside_any_tool_call_is_refused() {
     ));
     model.push(Reply::text("done"));
     editor.prompt(&sid, "go").await;
-    let deadline = Instant::now() + Duration::from_secs(20);
+    assert!(tool_result(&model, 1, "l1").starts_with("scheduled"));
+    let deadline = Instant::now() + Duration::from_secs(60);
     let text = loop {
         if let Ok(t) = std::fs::read_to_string(&out)
             && !t.is_empty()
         {
             break t;
         }
-        assert!(Instant::now() < deadline, "the server never wrote {out:?}");
+        if Instant::now() > deadline {
+            editor.fail(&format!("the server never wrote {out:?}"));
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert!(
