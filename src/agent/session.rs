@@ -152,6 +152,8 @@ pub struct SessionInit {
     pub protected: Protected,
     /// The session's skills (issue 21), shared with its `load_skill` tool.
     pub skills: Shelf,
+    /// Shared with its MCP servers: turns lend them the model (MCP sampling).
+    pub sampling: Arc<crate::mcp::sampling::Hub>,
 }
 
 pub struct Session {
@@ -181,6 +183,8 @@ pub struct Session {
     store: Option<store::Store>,
     /// Checkpoints for `/undo` and what the tools saw (issue 19).
     pub tracker: super::history::changes::Tracker,
+    /// What its MCP servers' sampling requests use (issue 18 item 2).
+    pub sampling: Arc<crate::mcp::sampling::Hub>,
 }
 
 impl Session {
@@ -221,6 +225,7 @@ impl Session {
             tool_seq: AtomicU64::new(0),
             recorder: init.recorder,
             tracker: super::history::changes::Tracker::new(checkpoints),
+            sampling: init.sampling,
             store,
         })
     }

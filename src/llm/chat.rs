@@ -14,6 +14,13 @@ pub struct ChatRequest {
     /// Send assistant reasoning back as `reasoning_content`.
     pub send_reasoning: bool,
     pub reasoning_effort: Option<String>,
+    /// A cap on the reply (`max_tokens`); set by MCP sampling, whose
+    /// requests carry one (src/mcp/sampling.rs). Turns leave it unset.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature; unset means the endpoint's default.
+    pub temperature: Option<f32>,
+    /// Stop sequences (`stop`); omitted when empty.
+    pub stop: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -180,6 +187,15 @@ impl Serialize for ChatRequest {
         if let Some(effort) = &self.reasoning_effort {
             m.serialize_entry("reasoning_effort", effort)?;
         }
+        if let Some(max) = self.max_tokens {
+            m.serialize_entry("max_tokens", &max)?;
+        }
+        if let Some(t) = self.temperature {
+            m.serialize_entry("temperature", &t)?;
+        }
+        if !self.stop.is_empty() {
+            m.serialize_entry("stop", &self.stop)?;
+        }
         m.end()
     }
 }
@@ -240,6 +256,9 @@ mod tests {
             stream_usage: false,
             send_reasoning: false,
             reasoning_effort: None,
+            max_tokens: None,
+            temperature: None,
+            stop: Vec::new(),
         };
         let body = req.to_json();
         assert!(body.get("tools").is_none());
@@ -281,6 +300,9 @@ mod tests {
             stream_usage: true,
             send_reasoning: true,
             reasoning_effort: Some("high".into()),
+            max_tokens: None,
+            temperature: None,
+            stop: Vec::new(),
         };
         let body: Value = serde_json::from_slice(&req.to_body()).unwrap();
         assert_eq!(body, req.to_json());

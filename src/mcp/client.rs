@@ -114,6 +114,12 @@ impl Progress {
         ProgressGuard { map: self, token }
     }
 
+    /// The ACP tool call of one of this server's running calls, if any: a
+    /// sampling request is shown beside it (src/mcp/sampling.rs).
+    pub fn running_call(&self) -> Option<String> {
+        lock(&self.calls).values().next().map(|(_, id)| id.clone())
+    }
+
     /// Shows `p` in its tool call; unknown tokens (a call that just ended:
     /// the last notification may race its answer; or a hostile server) are
     /// logged and dropped.

@@ -133,6 +133,8 @@ pub struct Handler {
     pub(super) progress: Arc<client::Progress>,
     /// Where server elicitations go (issue 18 item 3, `super::elicit`).
     pub(super) elicit: Arc<super::elicit::Relay>,
+    /// Where server sampling requests go (issue 18 item 2, `super::sampling`).
+    pub(super) sampling: Arc<super::sampling::Sampler>,
 }
 
 impl ClientHandler for Handler {
@@ -178,6 +180,7 @@ impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = client::capabilities();
         capabilities.elicitation = self.elicit.capability();
+        capabilities.sampling = Some(Default::default());
         ClientConfig::new(
             capabilities,
             Implementation::new("acp-coder", env!("CARGO_PKG_VERSION")),
@@ -191,6 +194,17 @@ impl ClientHandler for Handler {
         _context: RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, ErrorData> {
         self.elicit.relay(request).await
+    }
+
+    /// A server's `sampling/createMessage`, answered by the session's model
+    /// after the user allows it (issue 18 item 2).
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        self.sampling.create_message(params).await
     }
 
     /// `notifications/elicitation/complete` for a relayed URL elicitation.

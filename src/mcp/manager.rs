@@ -47,6 +47,8 @@ pub struct McpOptions {
     pub data_dir: PathBuf,
     /// The session's directories, answered to `roots/list`.
     pub roots: Vec<PathBuf>,
+    /// The session's sampling state (the running turn's model).
+    pub sampling: Arc<super::sampling::Hub>,
 }
 
 pub(super) type Service = RunningService<RoleClient, Handler>;

@@ -15,6 +15,7 @@
 //! - [`rich`]: images of tool results for the model.
 //! - [`resources`]: the `list_mcp_resources` and `read_mcp_resource` tools.
 //! - [`prompts`]: servers' prompts as slash commands.
+//! - [`sampling`]: servers' `sampling/createMessage` answered by the model.
 pub mod acp_transport;
 pub mod client;
 mod connect;
@@ -28,6 +29,7 @@ pub mod oauth_flow;
 pub mod prompts;
 pub mod resources;
 pub mod rich;
+pub mod sampling;
 pub mod servers;
 pub mod sse;
 pub mod stdio;
@@ -76,6 +78,7 @@ pub async fn attach(
     cwd: &Path,
     additional: &[std::path::PathBuf],
     editor: &Editor,
+    sampling: &Arc<sampling::Hub>,
 ) {
     let specs = servers::merge(servers, &settings.mcp_servers);
     if specs.is_empty() {
@@ -90,6 +93,7 @@ pub async fn attach(
         data_dir: settings.data_dir.clone(),
         tool_budget: MAX_TOOLS.saturating_sub(registry.fixed_len()),
         roots: client::root_dirs(cwd, additional),
+        sampling: sampling.clone(),
     };
     let manager = McpManager::start(specs, editor.clone(), options).await;
     registry.add_source(manager as Arc<dyn crate::tools::ToolSource>);

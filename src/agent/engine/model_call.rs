@@ -19,6 +19,7 @@ use crate::agent::engine::relay::Relay;
 use crate::agent::session::{History, Session};
 
 /// What a turn needs besides the session.
+#[derive(Clone)]
 pub struct TurnEnv {
     pub model: Arc<dyn Model>,
     pub model_id: String,
@@ -73,6 +74,9 @@ pub fn request(
         stream_usage: env.settings.stream_usage,
         send_reasoning,
         reasoning_effort: env.reasoning_effort.clone(),
+        max_tokens: None,
+        temperature: None,
+        stop: Vec::new(),
     }
 }
 

@@ -24,6 +24,10 @@ pub async fn run(
     prompt: &[ContentBlock],
     cancel: &CancellationToken,
 ) -> Result<StopReason, RpcError> {
+    // The model is lent to the session's MCP servers while the turn runs
+    // (issue 18 item 2); their sampling usage is counted after each call.
+    let lender = crate::agent::engine::sampling::Lender::new(env, session, cancel);
+    let _lent = session.sampling.lend(lender.clone());
     let mut history = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
@@ -131,6 +135,7 @@ pub async fn run(
                 )
                 .await;
                 was_cancelled = result.cancelled || cancel.is_cancelled();
+                lender.count(&mut history);
                 let mut text = result.for_model;
                 if images_on {
                     images.extend(result.images.into_iter().map(|u| (req.id.clone(), u)));

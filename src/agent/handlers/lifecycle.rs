@@ -232,6 +232,7 @@ impl Agent {
         let editor = Editor::new(self.peer.clone(), self.client_caps(), &o.id)
             .with_mcp_links(self.mcp_links.clone());
         let skills = find_skills(&o.cwd, &o.additional).await;
+        let sampling = Arc::default();
         let registry = tools_for(
             &o.mcp_servers,
             settings,
@@ -239,6 +240,7 @@ impl Agent {
             &o.additional,
             &editor,
             &skills,
+            &sampling,
         )
         .await;
         let id = o.id.clone();
@@ -256,6 +258,7 @@ impl Agent {
             recorder: Recorder::new(Some(o.log)),
             protected: protected_for(settings),
             skills,
+            sampling,
         };
         let session = Session::new(init, Some(self.store.clone()));
         self.sessions
@@ -446,6 +449,7 @@ async fn tools_for(
     additional: &[PathBuf],
     editor: &Editor,
     skills: &Shelf,
+    sampling: &Arc<crate::mcp::sampling::Hub>,
 ) -> Registry {
     // The editor's MCP env values and headers are secrets from now on.
     for server in servers {
@@ -464,7 +468,16 @@ async fn tools_for(
         registry.add(Arc::new(crate::tools::AskUser));
     }
     registry.add_source(Arc::new(SkillTools::new(skills.clone())));
-    crate::mcp::attach(&mut registry, servers, settings, cwd, additional, editor).await;
+    crate::mcp::attach(
+        &mut registry,
+        servers,
+        settings,
+        cwd,
+        additional,
+        editor,
+        sampling,
+    )
+    .await;
     registry
 }
 

@@ -53,6 +53,12 @@ pub(super) async fn run_server(inner: Arc<Inner>, idx: usize) {
             inner.editor.clone(),
             &name,
         )),
+        sampling: Arc::new(super::super::sampling::Sampler::new(
+            inner.options.sampling.clone(),
+            inner.editor.clone(),
+            &name,
+            inner.slots[idx].progress.clone(),
+        )),
     };
     let began = Instant::now();
     let Some((service, child)) = start_server(&inner, idx, handler, &sign_in_notice).await else {
