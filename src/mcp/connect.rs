@@ -1,7 +1,6 @@
 //! Connecting to one MCP server: the transport, the handshake, and our side
 //! of the connection (the rmcp client handler), with failures in words.
 use rmcp::ClientHandler;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use rmcp::model::{ClientConfig, ErrorData, Implementation, ProgressNotificationParam};
@@ -64,7 +63,7 @@ fn init_error(e: &ClientInitializeError) -> String {
 
 /// Connects to one server over its transport and does the MCP handshake;
 /// an HTTP server that answers 401 gets the OAuth sign-in (`oauth_flow`),
-/// its link shown through `notify`.
+/// its link shown as a URL elicitation or through `notify`.
 pub(super) async fn connect(
     spec: &McpServerSpec,
     handler: Handler,
@@ -74,11 +73,16 @@ pub(super) async fn connect(
     auth: &oauth::AuthStatus,
     notify: &(dyn Fn(String) + Send + Sync),
 ) -> Result<(Service, Option<StdioChild>), McpError> {
+    let editor = handler.elicit.editor().clone();
     let sign_in = oauth_connect::SignIn {
         server: &spec.name,
         data_dir: &options.data_dir,
         status: auth,
-        notify,
+        present: super::oauth_flow::Present {
+            editor: &editor,
+            notify,
+        },
+        init_error,
     };
     match &spec.transport {
         McpTransportSpec::Stdio { command, args, env } => {
@@ -103,8 +107,7 @@ pub(super) async fn connect(
             }
         }
         McpTransportSpec::Http { url, headers } => {
-            let service =
-                oauth_connect::streamable(url, headers, handler, ct, &sign_in, init_error).await?;
+            let service = sign_in.streamable(url, headers, handler, ct).await?;
             Ok((service, None))
         }
         McpTransportSpec::Acp { server_id } => {
@@ -115,8 +118,7 @@ pub(super) async fn connect(
             Ok((service, None))
         }
         McpTransportSpec::Sse { url, headers } => {
-            let service =
-                oauth_connect::legacy_sse(url, headers, handler, ct, &sign_in, init_error).await?;
+            let service = sign_in.legacy_sse(url, headers, handler, ct).await?;
             Ok((service, None))
         }
     }
@@ -129,7 +131,7 @@ pub struct Handler {
     pub(super) changed: mpsc::UnboundedSender<()>,
     pub(super) prompts_changed: mpsc::UnboundedSender<()>,
     pub(super) server: String,
-    pub(super) roots: Arc<Vec<PathBuf>>,
+    pub(super) roots: client::Roots,
     pub(super) progress: Arc<client::Progress>,
     /// Where server elicitations go (issue 18 item 3, `super::elicit`).
     pub(super) elicit: Arc<super::elicit::Relay>,
@@ -148,7 +150,9 @@ impl ClientHandler for Handler {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        Ok(client::list_roots(&self.roots))
+        Ok(client::list_roots(
+            &self.roots.read().unwrap_or_else(|e| e.into_inner()),
+        ))
     }
 
     /// `notifications/progress` for a running call: shown in its tool call.

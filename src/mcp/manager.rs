@@ -91,6 +91,9 @@ struct Inner {
     startup_over: AtomicBool,
     /// Bumped when the prompts (slash commands) change.
     commands: watch::Sender<u64>,
+    /// The session's directories as `roots/list` answers them; `/add-dir`
+    /// changes them ([`ToolSource::roots_changed`]).
+    roots: client::Roots,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -134,6 +137,7 @@ impl McpManager {
             settled: watch::channel(0).0,
             startup_over: AtomicBool::new(false),
             commands: watch::channel(0).0,
+            roots: Arc::new(std::sync::RwLock::new(options.roots.clone())),
             options,
         });
         let began = Instant::now();
@@ -280,6 +284,28 @@ impl ToolSource for McpManager {
             }));
         }
         None
+    }
+
+    /// `/add-dir` (issue 18 item 1): `roots/list` answers the new list and
+    /// every ready server gets `notifications/roots/list_changed`.
+    fn roots_changed(&self, roots: &[PathBuf]) {
+        *self.inner.roots.write().unwrap_or_else(|e| e.into_inner()) = roots.to_vec();
+        for slot in &self.inner.slots {
+            let State::Ready { peer, .. } = &*lock(&slot.state) else {
+                continue;
+            };
+            let (peer, server) = (peer.clone(), slot.spec.name.clone());
+            tokio::spawn(async move {
+                #[allow(deprecated)] // roots: see src/mcp/client.rs
+                let sent = peer.notify_roots_list_changed().await;
+                match sent {
+                    Ok(()) => tracing::info!(server = %server, "MCP roots/list_changed sent"),
+                    Err(e) => {
+                        tracing::warn!(server = %server, error = %e, "MCP roots/list_changed not sent")
+                    }
+                }
+            });
+        }
     }
 
     fn commands_changed(&self) -> Option<watch::Receiver<u64>> {

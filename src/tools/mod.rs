@@ -262,6 +262,11 @@ pub trait ToolSource: Send + Sync {
         let _ = (name, input);
         None
     }
+    /// The session's roots changed (`/add-dir`): MCP servers are told
+    /// (`notifications/roots/list_changed`, issue 18 item 1).
+    fn roots_changed(&self, roots: &[PathBuf]) {
+        let _ = roots;
+    }
     /// Changes whenever [`Self::commands`] changed.
     fn commands_changed(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         None
@@ -414,6 +419,11 @@ impl Registry {
     /// See [`ToolSource::sign_out`].
     pub fn sign_out(&self, server: &str) -> Option<String> {
         self.sources.iter().find_map(|s| s.sign_out(server))
+    }
+
+    /// See [`ToolSource::roots_changed`].
+    pub fn roots_changed(&self, roots: &[PathBuf]) {
+        self.sources.iter().for_each(|s| s.roots_changed(roots));
     }
 
     /// See [`ToolSource::shutdown`].

@@ -90,7 +90,7 @@ pub async fn before(session: &Session, tool: &str, access: &Access) -> Pre {
         }
     }
     let snapshot = if measures(tool, access) {
-        Some(take(&session.roots).await)
+        Some(take(&session.roots()).await)
     } else {
         None
     };
@@ -109,7 +109,7 @@ pub async fn after(
 ) {
     let Some(out) = out else {
         if let Some(since) = pre.snapshot {
-            let now = take(&session.roots).await;
+            let now = take(&session.roots()).await;
             note_changes(session, &since.diff(&now));
         }
         return;
@@ -137,7 +137,7 @@ pub async fn after(
     let Some(mut since) = pre.snapshot else {
         return;
     };
-    let now = take(&session.roots).await;
+    let now = take(&session.roots()).await;
     let raw = out.raw_output.clone().unwrap_or_default();
     let handle = raw["handle"].as_str().map(str::to_owned);
     let running = raw["running"] == true;

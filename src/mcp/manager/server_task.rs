@@ -47,7 +47,7 @@ pub(super) async fn run_server(inner: Arc<Inner>, idx: usize) {
         prompts_changed: prompts_tx,
         changed: changed_tx.clone(),
         server: name.clone(),
-        roots: Arc::new(inner.options.roots.clone()),
+        roots: inner.roots.clone(),
         progress: inner.slots[idx].progress.clone(),
         elicit: Arc::new(super::super::elicit::Relay::new(
             inner.editor.clone(),
