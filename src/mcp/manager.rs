@@ -286,6 +286,17 @@ impl ToolSource for McpManager {
         None
     }
 
+    /// A prompt's `resource_link` to a ready server's resource (issue 18
+    /// item 5, [`super::prompt_links`]).
+    fn read_link(&self, uri: &str) -> Option<crate::tools::LinkFuture> {
+        let servers = self.inner.resource_servers();
+        if servers.is_empty() {
+            return None;
+        }
+        let (uri, timeout) = (uri.to_owned(), self.inner.options.call_timeout);
+        Some(Box::pin(super::prompt_links::read(servers, uri, timeout)))
+    }
+
     /// `/add-dir` (issue 18 item 1): `roots/list` answers the new list and
     /// every ready server gets `notifications/roots/list_changed`.
     fn roots_changed(&self, roots: &[PathBuf]) {
@@ -394,6 +405,26 @@ impl Inner {
         }
         tracing::debug!(tools = list.len(), "MCP tool list rebuilt");
         *current = list;
+    }
+
+    /// The ready servers that offer resources.
+    fn resource_servers(&self) -> Vec<resources::Server> {
+        self.slots
+            .iter()
+            .filter_map(|slot| match &*lock(&slot.state) {
+                State::Ready { peer, .. }
+                    if peer
+                        .peer_info()
+                        .is_some_and(|i| i.capabilities.resources.is_some()) =>
+                {
+                    Some(resources::Server {
+                        name: slot.spec.name.clone(),
+                        peer: peer.clone(),
+                    })
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     fn set(&self, idx: usize, state: State) {

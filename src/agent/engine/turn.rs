@@ -32,7 +32,7 @@ pub async fn run(
     let user = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
-        m = crate::agent::engine::model_text::user_message(prompt, &session.editor) => m,
+        m = crate::agent::engine::model_text::user_message(prompt, &session.editor, &session.registry) => m,
     };
     // The prompt as the model and the log get it: a secret the user pasted is
     // redacted like everywhere else (SECURITY.md §3).
