@@ -63,7 +63,7 @@ fn init_error(e: &ClientInitializeError) -> String {
 
 /// Connects to one server over its transport and does the MCP handshake;
 /// an HTTP server that answers 401 gets the OAuth sign-in (`oauth_flow`),
-/// its link shown as a URL elicitation or through `notify`.
+/// its link shown as `present` says.
 pub(super) async fn connect(
     spec: &McpServerSpec,
     handler: Handler,
@@ -71,17 +71,13 @@ pub(super) async fn connect(
     links: Option<&std::sync::Arc<acp_transport::Links>>,
     ct: CancellationToken,
     auth: &oauth::AuthStatus,
-    notify: &(dyn Fn(String) + Send + Sync),
+    present: super::oauth_flow::Present<'_>,
 ) -> Result<(Service, Option<StdioChild>), McpError> {
-    let editor = handler.elicit.editor().clone();
     let sign_in = oauth_connect::SignIn {
         server: &spec.name,
         data_dir: &options.data_dir,
         status: auth,
-        present: super::oauth_flow::Present {
-            editor: &editor,
-            notify,
-        },
+        present,
         init_error,
     };
     match &spec.transport {

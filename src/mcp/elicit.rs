@@ -43,11 +43,6 @@ impl Relay {
         }
     }
 
-    /// The session's editor (the OAuth sign-in link goes through it too).
-    pub fn editor(&self) -> &Editor {
-        &self.editor
-    }
-
     /// What the MCP client advertises: the editor's elicitation modes.
     pub fn capability(&self) -> Option<ElicitationCapability> {
         let mut cap = ElicitationCapability::new();

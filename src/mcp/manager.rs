@@ -94,6 +94,8 @@ struct Inner {
     /// The session's directories as `roots/list` answers them; `/add-dir`
     /// changes them ([`ToolSource::roots_changed`]).
     roots: client::Roots,
+    /// Set when the session's first prompt turn begins (`oauth_flow::Present`).
+    turn_begun: watch::Sender<bool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -138,6 +140,7 @@ impl McpManager {
             startup_over: AtomicBool::new(false),
             commands: watch::channel(0).0,
             roots: Arc::new(std::sync::RwLock::new(options.roots.clone())),
+            turn_begun: watch::channel(false).0,
             options,
         });
         let began = Instant::now();
@@ -187,6 +190,7 @@ impl ToolSource for McpManager {
     }
 
     fn turn_started(&self) {
+        self.inner.turn_begun.send_replace(true);
         let queued = {
             let mut n = lock(&self.inner.notices);
             n.turns += 1;

@@ -48,8 +48,15 @@ pub enum OAuthError {
 /// editor advertised `elicitation.url`), else the session's MCP notices.
 pub struct Present<'a> {
     pub editor: &'a crate::editor::Editor,
-    /// The chat message (the session's MCP notices).
+    /// The chat message (the session's MCP notices, shown at once during a
+    /// turn, else at the start of the next); it also ends `session/new`'s
+    /// wait for this server.
     pub notify: &'a (dyn Fn(String) + Send + Sync),
+    /// Ends `session/new`'s wait for this server (the user is asked instead).
+    pub settle: &'a (dyn Fn() + Send + Sync),
+    /// True once a prompt turn of the session began: only then does the
+    /// editor know the session an elicitation names (`session/new` answered).
+    pub turn_begun: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Present<'_> {
@@ -71,6 +78,8 @@ impl Present<'_> {
             (self.notify)(chat_text(server, link));
             return back.await;
         }
+        (self.settle)();
+        let _ = self.turn_begun.clone().wait_for(|b| *b).await;
         let id = format!("elicit_{:016x}", fastrand::u64(..));
         let message = format!(
             "MCP server `{server}` needs you to sign in. Open the link in your browser; it returns to acp-coder on this computer and works for {} minutes.",

@@ -25,6 +25,7 @@ mod mcp_acp;
 mod mcp_client;
 mod mcp_elicitation;
 mod mcp_oauth;
+mod mcp_session;
 mod model_errors;
 mod model_floods;
 mod model_http;

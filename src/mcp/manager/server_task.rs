@@ -55,7 +55,14 @@ pub(super) async fn run_server(inner: Arc<Inner>, idx: usize) {
         )),
     };
     let began = Instant::now();
-    let Some((service, child)) = start_server(&inner, idx, handler, &sign_in_notice).await else {
+    let settle_now = || settle.done();
+    let present = super::super::oauth_flow::Present {
+        editor: &inner.editor,
+        notify: &sign_in_notice,
+        settle: &settle_now,
+        turn_begun: inner.turn_begun.subscribe(),
+    };
+    let Some((service, child)) = start_server(&inner, idx, handler, present).await else {
         return;
     };
     let peer = service.peer().clone();
@@ -116,7 +123,7 @@ async fn start_server(
     inner: &Inner,
     idx: usize,
     handler: Handler,
-    sign_in_notice: &(dyn Fn(String) + Send + Sync),
+    present: super::super::oauth_flow::Present<'_>,
 ) -> Option<(Service, Option<StdioChild>)> {
     let spec = &inner.slots[idx].spec;
     let name = &spec.name;
@@ -126,7 +133,7 @@ async fn start_server(
             inner.set(idx, State::Stopped);
             return None;
         }
-        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(spec, handler, &inner.options, inner.editor.mcp_links(), inner.stop.child_token(), &inner.slots[idx].auth, sign_in_notice)) => r,
+        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(spec, handler, &inner.options, inner.editor.mcp_links(), inner.stop.child_token(), &inner.slots[idx].auth, present)) => r,
     };
     let connected = connected.unwrap_or_else(|_| {
         Err(McpError::Connect(format!(
