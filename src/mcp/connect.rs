@@ -193,6 +193,17 @@ impl ClientHandler for Handler {
         self.elicit.relay(request).await
     }
 
+    /// A request rmcp could not read into its type (e.g. a form schema that
+    /// is not flat): a clear error (issue 18, "bad input from a server").
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        tracing::warn!(server = %self.server, method = %request.method, "MCP server request not understood");
+        Err(super::elicit::untyped_request(&request))
+    }
+
     /// `notifications/elicitation/complete` for a relayed URL elicitation.
     async fn on_custom_notification(
         &self,

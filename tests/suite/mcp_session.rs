@@ -312,7 +312,12 @@ async fn odd_server_requests_get_clear_errors_and_the_session_goes_on() {
     let r = editor.prompt(&sid, "go").await;
     assert_eq!(r["stopReason"], "end_turn");
     let odd = tool_result(&model, 1, "o1");
-    assert!(odd.starts_with("refused: "), "{odd}");
+    assert!(
+        odd.starts_with("refused: ")
+            && odd.contains("requestedSchema.properties.address")
+            && odd.contains("not a primitive"),
+        "{odd}"
+    );
     assert!(
         editor
             .reverse_requests()
@@ -320,8 +325,8 @@ async fn odd_server_requests_get_clear_errors_and_the_session_goes_on() {
             .all(|r| r["method"] != "elicitation/create"),
         "the bad form never reached the editor"
     );
-    assert_eq!(tool_result(&model, 1, "s1"), "stray done");
-    assert_eq!(tool_result(&model, 2, "e1"), "ALIVE");
+    assert!(tool_result(&model, 1, "s1").starts_with("stray done"));
+    assert!(tool_result(&model, 2, "e1").starts_with("ALIVE"));
     let text = wait_log(&log, "belongs to no running call").await;
     assert!(
         text.contains("nobody-asked"),
