@@ -103,7 +103,7 @@ pub(super) async fn connect(
             }
         }
         McpTransportSpec::Http { url, headers } => {
-            let service = sign_in.streamable(url, headers, handler, ct).await?;
+            let service = sign_in.serve(false, (url, headers), handler, ct).await?;
             Ok((service, None))
         }
         McpTransportSpec::Acp { server_id } => {
@@ -114,7 +114,7 @@ pub(super) async fn connect(
             Ok((service, None))
         }
         McpTransportSpec::Sse { url, headers } => {
-            let service = sign_in.legacy_sse(url, headers, handler, ct).await?;
+            let service = sign_in.serve(true, (url, headers), handler, ct).await?;
             Ok((service, None))
         }
     }

@@ -20,7 +20,7 @@ pub fn run(session: &Session, input: &str) -> String {
     if let Some(root) = session
         .roots()
         .into_iter()
-        .find(|r| is_inside(&dir, &[r.clone()]))
+        .find(|r| is_inside(&dir, std::slice::from_ref(r)))
     {
         return format!(
             "`{}` is already part of the session (inside `{}`).",
