@@ -502,8 +502,7 @@ pub fn apply_changes(old: &str, changes: &[Change]) -> Result<String, String> {
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::DirBuilderExt;
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -513,21 +512,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .mode(0o700)
         .create(dir)?;
     let tmp = dir.join(format!(".config.toml.{}.tmp", fastrand::u64(..)));
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::mcp::oauth::replace_private(&tmp, path, bytes)
 }
 
 #[cfg(test)]

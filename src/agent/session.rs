@@ -160,9 +160,11 @@ pub struct Session {
     pub id: String,
     /// As given by the editor (absolute).
     pub cwd: PathBuf,
-    pub additional_dirs: Vec<PathBuf>,
-    /// cwd and additional directories, canonicalised.
-    pub roots: Vec<PathBuf>,
+    /// As given by the editor, then those `/add-dir` added (see
+    /// [`Self::additional_dirs`]).
+    additional_dirs: RwLock<Vec<PathBuf>>,
+    /// cwd and additional directories, canonicalised (see [`Self::roots`]).
+    roots: RwLock<Vec<PathBuf>>,
     pub editor: Editor,
     pub mcp_servers: Vec<McpServer>,
     /// Rebuilt when `/skills reload` changes the skill index.
@@ -204,8 +206,8 @@ impl Session {
         Arc::new(Self {
             id: init.id,
             cwd: init.cwd,
-            additional_dirs: init.additional_dirs,
-            roots,
+            additional_dirs: RwLock::new(init.additional_dirs),
+            roots: RwLock::new(roots),
             editor,
             mcp_servers: init.mcp_servers,
             system_prompt: RwLock::new(system_prompt),
@@ -230,6 +232,52 @@ impl Session {
         })
     }
 
+    /// The additional directories: the editor's, then those `/add-dir` added.
+    pub fn additional_dirs(&self) -> Vec<PathBuf> {
+        self.additional_dirs
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The session roots: cwd and additional directories, canonicalised.
+    /// Inside them the mode decides (`policy::permission`); sandboxed
+    /// commands may write there (`tools::sandbox`).
+    pub fn roots(&self) -> Vec<PathBuf> {
+        self.roots.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Adds `dir` (absolute, an existing directory) as an additional
+    /// directory (`/add-dir`, `policy::add_dir`): the same consequences as
+    /// one in `session/new`'s `additionalDirectories` (a root for
+    /// permissions and the sandbox, named in the system prompt, its skills
+    /// found, an MCP root: servers get `roots/list_changed`), recorded in the
+    /// session log so load and resume keep it.
+    pub fn add_dir(&self, dir: PathBuf) {
+        self.additional_dirs
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(dir.clone());
+        self.roots
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(crate::tools::paths::canonicalize_lenient(&dir));
+        self.record(&Record::AddDir {
+            path: dir.display().to_string(),
+        });
+        self.reload_skills();
+        let meta = self.meta();
+        if let Some(store) = &self.store
+            && let Err(e) = store.write_summary(&self.summary_of(&meta))
+        {
+            tracing::warn!(error = %e, "session summary not saved");
+        }
+        self.registry.roots_changed(&crate::mcp::client::root_dirs(
+            &self.cwd,
+            &self.additional_dirs(),
+        ));
+    }
+
     /// The system prompt the next model call gets.
     pub fn system_prompt(&self) -> String {
         self.system_prompt
@@ -241,11 +289,11 @@ impl Session {
     /// Reads the skills on disk again (`/skills reload`, issue 21): the index
     /// in the system prompt, `load_skill` and the skill commands follow.
     pub fn reload_skills(&self) {
-        let places = crate::skills::places_for_session(&self.cwd, &self.additional_dirs);
+        let additional = self.additional_dirs();
+        let places = crate::skills::places_for_session(&self.cwd, &additional);
         let catalog = crate::skills::discover(&places);
-        let prompt =
-            crate::agent::engine::model_text::system_prompt(&self.cwd, &self.additional_dirs)
-                + &catalog.index;
+        let prompt = crate::agent::engine::model_text::system_prompt(&self.cwd, &additional)
+            + &catalog.index;
         self.skills.set(catalog);
         *self
             .system_prompt
@@ -368,7 +416,7 @@ impl Session {
             session_id: self.id.clone(),
             cwd: self.cwd.display().to_string(),
             additional_directories: self
-                .additional_dirs
+                .additional_dirs()
                 .iter()
                 .map(|d| d.display().to_string())
                 .collect(),

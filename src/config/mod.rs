@@ -123,6 +123,10 @@ pub struct ModelConfig {
     /// Whether images from tool results are sent to the model (issue 18
     /// item 7); default true. `false` for text-only models.
     pub images: Option<bool>,
+    /// Whether audio from tool results is sent to the model as
+    /// `input_audio` parts (issue 18 item 7); default false, since most
+    /// chat models refuse audio input.
+    pub audio: Option<bool>,
 }
 
 /// Where the API key came from, for messages that must not contain the key.
@@ -462,6 +466,11 @@ impl Settings {
     /// Whether the model gets the images of tool results (default yes).
     pub fn model_accepts_images(&self, id: &str) -> bool {
         self.model_config(id).and_then(|c| c.images).unwrap_or(true)
+    }
+
+    /// Whether the model gets the audio of tool results (default no).
+    pub fn model_accepts_audio(&self, id: &str) -> bool {
+        self.model_config(id).and_then(|c| c.audio).unwrap_or(false)
     }
 
     /// The context window of a model, in tokens.

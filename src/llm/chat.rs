@@ -43,6 +43,12 @@ pub enum UserPart {
     Text(String),
     /// A `data:` URL or an https URL.
     ImageUrl(String),
+    /// Base64 audio and its format (`wav` or `mp3`, the formats the
+    /// chat-completions `input_audio` part takes; issue 18 item 7).
+    InputAudio {
+        data: String,
+        format: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -118,6 +124,9 @@ impl Serialize for UserParts<'_> {
         s.collect_seq(self.0.iter().map(|p| match p {
             UserPart::Text(t) => json!({"type": "text", "text": t}),
             UserPart::ImageUrl(u) => json!({"type": "image_url", "image_url": {"url": u}}),
+            UserPart::InputAudio { data, format } => {
+                json!({"type": "input_audio", "input_audio": {"data": data, "format": format}})
+            }
         }))
     }
 }
@@ -285,6 +294,10 @@ mod tests {
                 ChatMessage::User(vec![
                     UserPart::Text("look".into()),
                     UserPart::ImageUrl("data:image/png;base64,AA".into()),
+                    UserPart::InputAudio {
+                        data: "UklG".into(),
+                        format: "wav".into(),
+                    },
                 ]),
                 ChatMessage::Assistant {
                     text: "done".into(),
@@ -316,7 +329,8 @@ mod tests {
                 "messages": [
                     {"role": "user", "content": [
                         {"type": "text", "text": "look"},
-                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}
+                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}},
+                        {"type": "input_audio", "input_audio": {"data": "UklG", "format": "wav"}}
                     ]},
                     {"role": "assistant", "content": "done", "reasoning_content": "because"}
                 ],

@@ -3,9 +3,9 @@
 //! running tool calls. The rmcp [`super::manager::Handler`] delegates here.
 //!
 //! - Roots ("Client features: Roots"): the session's cwd and additional
-//!   directories as `file://` URIs. They are fixed for the life of a
-//!   session (a `session/load` or `session/resume` starts new servers), so
-//!   `listChanged` is advertised as `false`: nothing would ever send it.
+//!   directories as `file://` URIs. `/add-dir` adds one during a session:
+//!   `listChanged` is advertised and every connected server gets
+//!   `notifications/roots/list_changed` (`McpManager::roots_changed`).
 //! - Logging ("Server utilities: Logging"): `notifications/message` goes to
 //!   the agent's log file at the matching level, never to stdout.
 //! - Progress ("Utilities: Progress"): each `tools/call` carries a progress
@@ -38,10 +38,14 @@ const TEXT_MAX: usize = 2000;
 pub fn capabilities() -> ClientCapabilities {
     let mut caps = ClientCapabilities::default();
     let mut roots = RootsCapabilities::default();
-    roots.list_changed = Some(false);
+    roots.list_changed = Some(true);
     caps.roots = Some(roots);
     caps
 }
+
+/// The session's directories, shared by its servers' handlers and changed
+/// by `/add-dir`.
+pub type Roots = std::sync::Arc<std::sync::RwLock<Vec<PathBuf>>>;
 
 /// `roots/list`: one `file://` root per session directory, named after it.
 pub fn list_roots(dirs: &[PathBuf]) -> ListRootsResult {
@@ -209,7 +213,7 @@ mod tests {
         assert_eq!(uris, ["file:///work/my%20project/", "file:///data/"]);
         assert_eq!(r.roots[0].name.as_deref(), Some("my project"));
         let caps = serde_json::to_value(capabilities()).unwrap();
-        assert_eq!(caps, serde_json::json!({"roots": {"listChanged": false}}));
+        assert_eq!(caps, serde_json::json!({"roots": {"listChanged": true}}));
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! Connecting to one MCP server: the transport, the handshake, and our side
 //! of the connection (the rmcp client handler), with failures in words.
 use rmcp::ClientHandler;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use rmcp::model::{ClientConfig, ErrorData, Implementation, ProgressNotificationParam};
@@ -64,7 +63,7 @@ fn init_error(e: &ClientInitializeError) -> String {
 
 /// Connects to one server over its transport and does the MCP handshake;
 /// an HTTP server that answers 401 gets the OAuth sign-in (`oauth_flow`),
-/// its link shown through `notify`.
+/// its link shown as `present` says.
 pub(super) async fn connect(
     spec: &McpServerSpec,
     handler: Handler,
@@ -72,13 +71,14 @@ pub(super) async fn connect(
     links: Option<&std::sync::Arc<acp_transport::Links>>,
     ct: CancellationToken,
     auth: &oauth::AuthStatus,
-    notify: &(dyn Fn(String) + Send + Sync),
+    present: super::oauth_flow::Present<'_>,
 ) -> Result<(Service, Option<StdioChild>), McpError> {
     let sign_in = oauth_connect::SignIn {
         server: &spec.name,
         data_dir: &options.data_dir,
         status: auth,
-        notify,
+        present,
+        init_error,
     };
     match &spec.transport {
         McpTransportSpec::Stdio { command, args, env } => {
@@ -103,8 +103,7 @@ pub(super) async fn connect(
             }
         }
         McpTransportSpec::Http { url, headers } => {
-            let service =
-                oauth_connect::streamable(url, headers, handler, ct, &sign_in, init_error).await?;
+            let service = sign_in.serve(false, (url, headers), handler, ct).await?;
             Ok((service, None))
         }
         McpTransportSpec::Acp { server_id } => {
@@ -115,8 +114,7 @@ pub(super) async fn connect(
             Ok((service, None))
         }
         McpTransportSpec::Sse { url, headers } => {
-            let service =
-                oauth_connect::legacy_sse(url, headers, handler, ct, &sign_in, init_error).await?;
+            let service = sign_in.serve(true, (url, headers), handler, ct).await?;
             Ok((service, None))
         }
     }
@@ -129,7 +127,7 @@ pub struct Handler {
     pub(super) changed: mpsc::UnboundedSender<()>,
     pub(super) prompts_changed: mpsc::UnboundedSender<()>,
     pub(super) server: String,
-    pub(super) roots: Arc<Vec<PathBuf>>,
+    pub(super) roots: client::Roots,
     pub(super) progress: Arc<client::Progress>,
     /// Where server elicitations go (issue 18 item 3, `super::elicit`).
     pub(super) elicit: Arc<super::elicit::Relay>,
@@ -150,7 +148,9 @@ impl ClientHandler for Handler {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        Ok(client::list_roots(&self.roots))
+        Ok(client::list_roots(
+            &self.roots.read().unwrap_or_else(|e| e.into_inner()),
+        ))
     }
 
     /// `notifications/progress` for a running call: shown in its tool call.
@@ -205,6 +205,17 @@ impl ClientHandler for Handler {
         _context: RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
         self.sampling.create_message(params).await
+    }
+
+    /// A request rmcp could not read into its type (e.g. a form schema that
+    /// is not flat): a clear error (issue 18, "bad input from a server").
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        tracing::warn!(server = %self.server, method = %request.method, "MCP server request not understood");
+        Err(super::elicit::untyped_request(&request))
     }
 
     /// `notifications/elicitation/complete` for a relayed URL elicitation.

@@ -149,6 +149,32 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The error for a server request rmcp could not read into its typed form
+/// (it arrives as a custom request): an `elicitation/create` whose schema is
+/// not a flat object (rmcp would answer "method not found: elicitation/create")
+/// gets invalid params naming the offending property; any other method is
+/// not one the agent answers.
+pub fn untyped_request(request: &rmcp::model::CustomRequest) -> ErrorData {
+    if request.method == "elicitation/create" {
+        let params = request.params.clone().unwrap_or_default();
+        let schema = params.get("requestedSchema").cloned().unwrap_or_default();
+        if params.get("mode").and_then(Value::as_str) != Some("url")
+            && let Err(e) = check_form(&schema)
+        {
+            return e;
+        }
+        return ErrorData::invalid_params(
+            "elicitation/create: the params do not match MCP's form (message, requestedSchema) or URL (message, url, elicitationId) elicitation",
+            None,
+        );
+    }
+    ErrorData::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        format!("{}: acp-coder does not answer this method", request.method),
+        None,
+    )
+}
+
 /// A relayed form must be an object whose properties are all primitives
 /// (string, number, integer, boolean, or a multi-select array of strings);
 /// the error names the offending property.
@@ -190,6 +216,18 @@ mod tests {
             .unwrap_err();
         assert!(e.message.contains("properties.deep"), "{}", e.message);
         assert!(check_form(&json!({"type": "array"})).is_err());
+        let custom = |method: &str, params: Value| {
+            untyped_request(&rmcp::model::CustomRequest::new(method, Some(params)))
+        };
+        let e = custom(
+            "elicitation/create",
+            json!({"message": "m", "requestedSchema": {"type": "object", "properties": {"addr": {"type": "object"}}}}),
+        );
+        assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(e.message.contains("properties.addr"), "{}", e.message);
+        let e = custom("x/unknown", json!({}));
+        assert_eq!(e.code, rmcp::model::ErrorCode::METHOD_NOT_FOUND);
+        assert!(e.message.starts_with("x/unknown: "), "{}", e.message);
     }
 
     /// A hostile server cannot make the editor show a `javascript:` or

@@ -93,6 +93,11 @@ struct Inner {
     startup_over: AtomicBool,
     /// Bumped when the prompts (slash commands) change.
     commands: watch::Sender<u64>,
+    /// The session's directories as `roots/list` answers them; `/add-dir`
+    /// changes them ([`ToolSource::roots_changed`]).
+    roots: client::Roots,
+    /// Set when the session's first prompt turn begins (`oauth_flow::Present`).
+    turn_begun: watch::Sender<bool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -136,6 +141,8 @@ impl McpManager {
             settled: watch::channel(0).0,
             startup_over: AtomicBool::new(false),
             commands: watch::channel(0).0,
+            roots: Arc::new(std::sync::RwLock::new(options.roots.clone())),
+            turn_begun: watch::channel(false).0,
             options,
         });
         let began = Instant::now();
@@ -185,6 +192,7 @@ impl ToolSource for McpManager {
     }
 
     fn turn_started(&self) {
+        self.inner.turn_begun.send_replace(true);
         let queued = {
             let mut n = lock(&self.inner.notices);
             n.turns += 1;
@@ -284,6 +292,39 @@ impl ToolSource for McpManager {
         None
     }
 
+    /// A prompt's `resource_link` to a ready server's resource (issue 18
+    /// item 5, [`super::prompt_links`]).
+    fn read_link(&self, uri: &str) -> Option<crate::tools::LinkFuture> {
+        let servers = self.inner.resource_servers();
+        if servers.is_empty() {
+            return None;
+        }
+        let (uri, timeout) = (uri.to_owned(), self.inner.options.call_timeout);
+        Some(Box::pin(super::prompt_links::read(servers, uri, timeout)))
+    }
+
+    /// `/add-dir` (issue 18 item 1): `roots/list` answers the new list and
+    /// every ready server gets `notifications/roots/list_changed`.
+    fn roots_changed(&self, roots: &[PathBuf]) {
+        *self.inner.roots.write().unwrap_or_else(|e| e.into_inner()) = roots.to_vec();
+        for slot in &self.inner.slots {
+            let State::Ready { peer, .. } = &*lock(&slot.state) else {
+                continue;
+            };
+            let (peer, server) = (peer.clone(), slot.spec.name.clone());
+            tokio::spawn(async move {
+                #[allow(deprecated)] // roots: see src/mcp/client.rs
+                let sent = peer.notify_roots_list_changed().await;
+                match sent {
+                    Ok(()) => tracing::info!(server = %server, "MCP roots/list_changed sent"),
+                    Err(e) => {
+                        tracing::warn!(server = %server, error = %e, "MCP roots/list_changed not sent")
+                    }
+                }
+            });
+        }
+    }
+
     fn commands_changed(&self) -> Option<watch::Receiver<u64>> {
         Some(self.inner.commands.subscribe())
     }
@@ -370,6 +411,26 @@ impl Inner {
         }
         tracing::debug!(tools = list.len(), "MCP tool list rebuilt");
         *current = list;
+    }
+
+    /// The ready servers that offer resources.
+    fn resource_servers(&self) -> Vec<resources::Server> {
+        self.slots
+            .iter()
+            .filter_map(|slot| match &*lock(&slot.state) {
+                State::Ready { peer, .. }
+                    if peer
+                        .peer_info()
+                        .is_some_and(|i| i.capabilities.resources.is_some()) =>
+                {
+                    Some(resources::Server {
+                        name: slot.spec.name.clone(),
+                        peer: peer.clone(),
+                    })
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     fn set(&self, idx: usize, state: State) {

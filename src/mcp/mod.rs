@@ -16,6 +16,7 @@
 //! - [`resources`]: the `list_mcp_resources` and `read_mcp_resource` tools.
 //! - [`prompts`]: servers' prompts as slash commands.
 //! - [`sampling`]: servers' `sampling/createMessage` answered by the model.
+//! - [`prompt_links`]: prompt `resource_link`s read through their server.
 pub mod acp_transport;
 pub mod client;
 mod connect;
@@ -26,6 +27,7 @@ pub mod names;
 pub mod oauth;
 pub mod oauth_connect;
 pub mod oauth_flow;
+pub mod prompt_links;
 pub mod prompts;
 pub mod resources;
 pub mod rich;

@@ -166,8 +166,7 @@ fn learn(file: &TokenFile) {
 /// Writes `bytes` to `path` atomically, readable by the owner only: a new
 /// file created 0600 next to it, then renamed over it; the folder is 0700.
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::DirBuilderExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -181,18 +180,28 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         std::process::id(),
         fastrand::u32(..)
     ));
+    replace_private(&tmp, path, bytes)
+}
+
+/// Writes `bytes` to the new file `tmp` (created 0600, never following a
+/// link: `create_new`) and renames it over `path`; `tmp` is removed on
+/// failure. Shared with `login.rs` (the config file holding API keys).
+pub(crate) fn replace_private(tmp: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let result = (|| {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&tmp)?;
+            .open(tmp)?;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(tmp, path)
     })();
     if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_file(tmp);
     }
     result
 }

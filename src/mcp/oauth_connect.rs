@@ -19,8 +19,10 @@ pub struct SignIn<'a> {
     pub server: &'a str,
     pub data_dir: &'a Path,
     pub status: &'a AuthStatus,
-    /// Shows the sign-in link to the user (see [`oauth_flow::present_sign_in_link`]).
-    pub notify: &'a (dyn Fn(String) + Send + Sync),
+    /// Shows the sign-in link to the user (see [`oauth_flow::Present`]).
+    pub present: oauth_flow::Present<'a>,
+    /// A failed handshake in words (`connect::init_error`).
+    pub init_error: fn(&rmcp::service::ClientInitializeError) -> String,
 }
 
 impl SignIn<'_> {
@@ -51,61 +53,58 @@ impl SignIn<'_> {
             url,
             challenge,
             store,
-            self.notify,
+            &self.present,
             oauth_flow::SIGN_IN_WAIT,
         )
         .await
         .map_err(|e| McpError::Connect(format!("signing in failed: {e}")))
     }
-}
 
-/// A streamable HTTP server, signing in when it answers 401.
-pub async fn streamable<H: ClientHandler + Clone>(
-    url: &str,
-    headers: &[(String, String)],
-    handler: H,
-    ct: CancellationToken,
-    sign_in: &SignIn<'_>,
-    init_error: fn(&rmcp::service::ClientInitializeError) -> String,
-) -> Result<RunningService<RoleClient, H>, McpError> {
-    let (store, manager) = sign_in.stored(url).await?;
-    let transport = http::streamable(url, headers, manager)?;
-    let e = match serve_client_with_ct(handler.clone(), transport, ct.clone()).await {
-        Ok(service) => return Ok(service),
-        Err(e) => e,
-    };
-    let Some(challenge) = oauth_flow::challenge_of(&e) else {
-        return Err(McpError::Handshake(init_error(&e)));
-    };
-    let manager = sign_in.run(url, &challenge, store).await?;
-    let transport = http::streamable(url, headers, manager)?;
-    serve_client_with_ct(handler, transport, ct)
-        .await
-        .map_err(|e| McpError::Handshake(init_error(&e)))
-}
-
-/// A legacy SSE server, signing in when its event stream answers 401.
-pub async fn legacy_sse<H: ClientHandler>(
-    url: &str,
-    headers: &[(String, String)],
-    handler: H,
-    ct: CancellationToken,
-    sign_in: &SignIn<'_>,
-    init_error: fn(&rmcp::service::ClientInitializeError) -> String,
-) -> Result<RunningService<RoleClient, H>, McpError> {
-    let (client, headers) = http::client_and_headers(headers)?;
-    let (store, manager) = sign_in.stored(url).await?;
-    let connected =
-        sse::SseTransport::connect(client.clone(), url, headers.clone(), Bearer::new(manager))
+    /// Connects to a streamable HTTP server (or, with `legacy_sse`, an
+    /// HTTP+SSE one), signing in when it answers 401 (for SSE: when its
+    /// event stream does).
+    pub async fn serve<H: ClientHandler + Clone>(
+        &self,
+        legacy_sse: bool,
+        (url, headers): (&str, &[(String, String)]),
+        handler: H,
+        ct: CancellationToken,
+    ) -> Result<RunningService<RoleClient, H>, McpError> {
+        let (store, manager) = self.stored(url).await?;
+        let handshake =
+            |e: rmcp::service::ClientInitializeError| McpError::Handshake((self.init_error)(&e));
+        if legacy_sse {
+            let (client, headers) = http::client_and_headers(headers)?;
+            let connected = sse::SseTransport::connect(
+                client.clone(),
+                url,
+                headers.clone(),
+                Bearer::new(manager),
+            )
             .await;
-    let transport = match connected {
-        Err(McpError::SignIn(challenge)) => {
-            let manager = sign_in.run(url, &challenge, store).await?;
-            sse::SseTransport::connect(client, url, headers, Bearer::new(manager)).await?
+            let transport = match connected {
+                Err(McpError::SignIn(challenge)) => {
+                    let manager = self.run(url, &challenge, store).await?;
+                    sse::SseTransport::connect(client, url, headers, Bearer::new(manager)).await?
+                }
+                other => other?,
+            };
+            return serve_client_with_ct(handler, transport, ct)
+                .await
+                .map_err(handshake);
         }
-        other => other?,
-    };
-    serve_client_with_ct(handler, transport, ct)
-        .await
-        .map_err(|e| McpError::Handshake(init_error(&e)))
+        let transport = http::streamable(url, headers, manager)?;
+        let e = match serve_client_with_ct(handler.clone(), transport, ct.clone()).await {
+            Ok(service) => return Ok(service),
+            Err(e) => e,
+        };
+        let Some(challenge) = oauth_flow::challenge_of(&e) else {
+            return Err(handshake(e));
+        };
+        let manager = self.run(url, &challenge, store).await?;
+        let transport = http::streamable(url, headers, manager)?;
+        serve_client_with_ct(handler, transport, ct)
+            .await
+            .map_err(handshake)
+    }
 }

@@ -3,7 +3,7 @@
 //! `AuthorizationManager` (RFC 9728 protected resource metadata from the
 //! 401's `WWW-Authenticate`, RFC 8414 server metadata, RFC 7591 dynamic
 //! registration, the `oauth2` crate's PKCE and token requests). The user
-//! opens the link ([`present_sign_in_link`]); the browser comes back to a
+//! opens the link ([`Present`]); the browser comes back to a
 //! one-shot listener of ours on 127.0.0.1 ([`Callback`]), which checks the
 //! `state` and hands the code over for the token exchange.
 use std::sync::Arc;
@@ -34,27 +34,85 @@ pub enum OAuthError {
         .0.as_secs()
     )]
     TimedOut(Duration),
+    #[error("you declined the sign-in; start a new session to be asked again")]
+    Declined,
     #[error("the authorization server refused the sign-in: {0}")]
     Denied(String),
     #[error("{0}")]
     Auth(#[from] AuthError),
 }
 
-/// Tells the user to open `link` to sign in to `server`.
-///
-/// For now a chat message (through `notify`, the session's MCP notices) and
-/// a log line naming the authorization endpoint (not the link: its `state`
-/// guards the callback). This is the one place the link is shown: route it
-/// through an ACP URL-mode elicitation here once the editor supports it.
-pub fn present_sign_in_link(notify: &(dyn Fn(String) + Send + Sync), server: &str, link: &str) {
-    let endpoint = link.split('?').next().unwrap_or(link);
-    tracing::info!(server = %server, %endpoint, "MCP server needs sign-in; link presented to the user");
-    notify(format!(
+/// Where the sign-in link goes (issue 18 item 8: "through a URL-mode
+/// elicitation when the editor supports it, otherwise a message in the
+/// chat"): an ACP `elicitation/create` in URL mode (ACP elicitation, the
+/// editor advertised `elicitation.url`), else the session's MCP notices.
+pub struct Present<'a> {
+    pub editor: &'a crate::editor::Editor,
+    /// The chat message (the session's MCP notices, shown at once during a
+    /// turn, else at the start of the next); it also ends `session/new`'s
+    /// wait for this server.
+    pub notify: &'a (dyn Fn(String) + Send + Sync),
+    /// Ends `session/new`'s wait for this server (the user is asked instead).
+    pub settle: &'a (dyn Fn() + Send + Sync),
+    /// True once a prompt turn of the session began: only then does the
+    /// editor know the session an elicitation names (`session/new` answered).
+    pub turn_begun: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Present<'_> {
+    /// Shows `link` and waits for `back` (the browser's return). A declined
+    /// or cancelled elicitation ends the sign-in; an editor that fails the
+    /// elicitation gets the chat message instead. Either way the elicitation
+    /// is completed (`elicitation/complete`) once the flow is over.
+    async fn wait(
+        &self,
+        server: &str,
+        link: &str,
+        back: impl std::future::Future<Output = Outcome>,
+    ) -> Outcome {
+        // The endpoint, not the link: its `state` guards the callback.
+        let endpoint = link.split('?').next().unwrap_or(link);
+        let url_mode = self.editor.can_elicit_url();
+        tracing::info!(server = %server, %endpoint, url_mode, "MCP server needs sign-in; link presented to the user");
+        if !url_mode {
+            (self.notify)(chat_text(server, link));
+            return back.await;
+        }
+        (self.settle)();
+        let _ = self.turn_begun.clone().wait_for(|b| *b).await;
+        let id = format!("elicit_{:016x}", fastrand::u64(..));
+        let message = format!(
+            "MCP server `{server}` needs you to sign in. Open the link in your browser; it returns to acp-coder on this computer and works for {} minutes.",
+            SIGN_IN_WAIT.as_secs() / 60
+        );
+        let ask = self.editor.open_url_with_id(None, &id, &message, link);
+        tokio::pin!(back);
+        let outcome = tokio::select! {
+            // The browser came back before the editor answered.
+            outcome = &mut back => outcome,
+            answer = ask => match answer {
+                Ok(crate::editor::Answer::Accept(_)) => back.await,
+                Ok(_) => return Err(OAuthError::Declined),
+                Err(e) => {
+                    tracing::warn!(server = %server, error = %e, "URL elicitation failed; the sign-in link goes to the chat");
+                    (self.notify)(chat_text(server, link));
+                    back.await
+                }
+            },
+        };
+        self.editor.complete_elicitation(&id);
+        outcome
+    }
+}
+
+/// The chat message asking the user to open `link` to sign in to `server`.
+fn chat_text(server: &str, link: &str) -> String {
+    format!(
         "MCP server `{server}` needs you to sign in. Open this link in your browser:\n\n{link}\n\n\
          The browser then returns to acp-coder on this computer; the link works for {} minutes. \
          The server's tools are added once you are signed in.",
         SIGN_IN_WAIT.as_secs() / 60
-    ));
+    )
 }
 
 /// An rmcp authorization manager for `url` with its tokens in `store`:
@@ -97,7 +155,7 @@ pub async fn sign_in(
     url: &str,
     challenge: &str,
     store: Arc<TokenStore>,
-    notify: &(dyn Fn(String) + Send + Sync),
+    present: &Present<'_>,
     wait: Duration,
 ) -> Result<AuthorizationManager, OAuthError> {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -124,8 +182,9 @@ pub async fn sign_in(
                 .map(|(_, v)| v.into_owned())
         })
         .ok_or_else(|| AuthError::InternalError("the sign-in link has no state".into()))?;
-    present_sign_in_link(notify, server, &link);
-    let back = callback.wait(&state, wait).await?;
+    let back = present
+        .wait(server, &link, callback.wait(&state, wait))
+        .await?;
     crate::secrets::learn([back.code.clone()]);
     m.exchange_code_for_token_with_issuer(&back.code, &state, back.issuer.as_deref())
         .await?;

@@ -379,6 +379,6 @@ mod tests {
              [image resource demo://i: image/png, 3 bytes; shown to the user]\n\
              [binary resource demo://b (application/zip, 3 bytes): not shown]"
         );
-        assert_eq!(crate::mcp::rich::images_of(&out.content).len(), 1);
+        assert_eq!(crate::mcp::rich::media_of(&out.content).len(), 1);
     }
 }

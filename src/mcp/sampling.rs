@@ -60,6 +60,10 @@ pub trait TurnModel: Send + Sync {
     /// The models the configuration names (`model`, `[models."…"]`).
     fn known_models(&self) -> Vec<String>;
     fn accepts_images(&self, model: &str) -> bool;
+    /// Whether the model takes `input_audio` parts (per-model `audio`).
+    fn accepts_audio(&self, _model: &str) -> bool {
+        false
+    }
     fn read_only(&self) -> bool;
     /// The turn's token: `session/cancel` triggers it.
     fn cancel(&self) -> CancellationToken;
@@ -183,7 +187,7 @@ impl Sampler {
             )));
         }
         let model = pick_model(&params, &turn.model_id(), &turn.known_models());
-        let sample = to_sample(&params, turn.accepts_images(&model))?;
+        let sample = to_sample(&params, turn.accepts_images(&model), turn.accepts_audio(&model))?;
         let withheld = params
             .include_context
             .as_ref()
@@ -372,7 +376,11 @@ fn pick_model(p: &CreateMessageRequestParams, session: &str, known: &[String]) -
 /// The request as model messages: the server's system prompt, then its
 /// messages; images as image parts when the model takes them (user
 /// messages), anything else the chat API cannot carry as a note.
-fn to_sample(p: &CreateMessageRequestParams, images: bool) -> Result<Sample, ErrorData> {
+fn to_sample(
+    p: &CreateMessageRequestParams,
+    images: bool,
+    audio: bool,
+) -> Result<Sample, ErrorData> {
     if p.messages.is_empty() {
         return Err(ErrorData::invalid_params(
             "sampling/createMessage: messages is empty; send at least one user message",
@@ -413,6 +421,18 @@ fn to_sample(p: &CreateMessageRequestParams, images: bool) -> Result<Sample, Err
                     "[image: {}, not shown: this model does not take images here]",
                     img.mime_type
                 ))),
+                SamplingMessageContentBlock::Audio(a)
+                    if audio
+                        && m.role == Role::User
+                        && crate::mcp::rich::audio_format(&a.mime_type).is_some() =>
+                {
+                    parts.push(UserPart::InputAudio {
+                        data: a.data.clone(),
+                        format: crate::mcp::rich::audio_format(&a.mime_type)
+                            .unwrap_or("wav")
+                            .to_owned(),
+                    })
+                }
                 SamplingMessageContentBlock::Audio(a) => parts.push(UserPart::Text(format!(
                     "[audio: {}, not played: the model endpoint takes no audio]",
                     a.mime_type
@@ -435,6 +455,7 @@ fn to_sample(p: &CreateMessageRequestParams, images: bool) -> Result<Sample, Err
                     .into_iter()
                     .map(|p| match p {
                         UserPart::Text(t) | UserPart::ImageUrl(t) => t,
+                        UserPart::InputAudio { format, .. } => format!("[audio: {format}]"),
                     })
                     .collect::<Vec<_>>()
                     .join("\n"),

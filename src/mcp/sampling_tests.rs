@@ -66,7 +66,7 @@ fn messages_system_prompt_and_limits_reach_the_model() {
         "temperature": 0.5,
         "stopSequences": ["END"]
     }));
-    let s = to_sample(&p, true).unwrap();
+    let s = to_sample(&p, true, false).unwrap();
     assert_eq!(s.max_tokens, 77);
     assert_eq!(s.temperature, Some(0.5));
     assert_eq!(s.stop, ["END"]);
@@ -83,7 +83,7 @@ fn messages_system_prompt_and_limits_reach_the_model() {
     assert!(matches!(&s.messages[2], ChatMessage::Assistant { text, .. } if text == "ok"));
 
     // `images = false`: the image is named, not sent.
-    let s = to_sample(&p, false).unwrap();
+    let s = to_sample(&p, false, false).unwrap();
     let ChatMessage::User(parts) = &s.messages[1] else {
         panic!()
     };
@@ -94,7 +94,7 @@ fn messages_system_prompt_and_limits_reach_the_model() {
 fn malformed_requests_get_errors_naming_the_field() {
     let empty = params(json!({"messages": [], "maxTokens": 5}));
     assert!(
-        to_sample(&empty, true)
+        to_sample(&empty, true, false)
             .unwrap_err()
             .message
             .contains("messages is empty")
@@ -103,7 +103,7 @@ fn malformed_requests_get_errors_naming_the_field() {
         json!({"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}], "maxTokens": 0}),
     );
     assert!(
-        to_sample(&zero, true)
+        to_sample(&zero, true, false)
             .unwrap_err()
             .message
             .contains("maxTokens")
@@ -114,7 +114,7 @@ fn malformed_requests_get_errors_naming_the_field() {
         "tools": [{"name": "t", "inputSchema": {"type": "object"}}]
     }));
     assert!(
-        to_sample(&tools, true)
+        to_sample(&tools, true, false)
             .unwrap_err()
             .message
             .contains("sampling.tools")
@@ -124,7 +124,7 @@ fn malformed_requests_get_errors_naming_the_field() {
         "maxTokens": 5
     }));
     assert!(
-        to_sample(&tool_use, true)
+        to_sample(&tool_use, true, false)
             .unwrap_err()
             .message
             .contains("messages[0]")

@@ -313,9 +313,14 @@ pub fn convert(result: &Value) -> ToolOutput {
                 i.data.len() / 4 * 3
             )),
             ContentBlock::Audio(a) => model.push(format!(
-                "[audio: {}, {} bytes; not playable here]",
+                "[audio: {}, {} bytes{}]",
                 a.mime_type,
-                a.data.len() / 4 * 3
+                a.data.len() / 4 * 3,
+                if super::rich::audio_format(&a.mime_type).is_some() {
+                    ""
+                } else {
+                    "; a format models do not take (only WAV and MP3 audio is sent)"
+                }
             )),
             ContentBlock::ResourceLink(l) => {
                 let mut s = format!("[resource link: {} <{}>", l.name, l.uri);

@@ -262,6 +262,18 @@ pub trait ToolSource: Send + Sync {
         let _ = (name, input);
         None
     }
+    /// Reads a `resource_link` of the user's prompt whose `uri` this source
+    /// claims (issue 18 item 5: an MCP server's resource); the future gives
+    /// `None` when no server of the source claims it.
+    fn read_link(&self, uri: &str) -> Option<LinkFuture> {
+        let _ = uri;
+        None
+    }
+    /// The session's roots changed (`/add-dir`): MCP servers are told
+    /// (`notifications/roots/list_changed`, issue 18 item 1).
+    fn roots_changed(&self, roots: &[PathBuf]) {
+        let _ = roots;
+    }
     /// Changes whenever [`Self::commands`] changed.
     fn commands_changed(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         None
@@ -290,6 +302,12 @@ pub struct SourceCommand {
 pub type CommandFuture = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<Vec<crate::acp::ContentBlock>, String>> + Send>,
 >;
+
+/// A prompt link read by a [`ToolSource`]: `None` when it does not claim the
+/// URI; else its contents (text for the model, images as image content) or
+/// why reading it failed.
+pub type LinkFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Option<Result<ToolOutput, String>>> + Send>>;
 
 /// The tools of a session, by name: built-in ones, then those of its
 /// [`ToolSource`]s.
@@ -414,6 +432,23 @@ impl Registry {
     /// See [`ToolSource::sign_out`].
     pub fn sign_out(&self, server: &str) -> Option<String> {
         self.sources.iter().find_map(|s| s.sign_out(server))
+    }
+
+    /// See [`ToolSource::read_link`]: the first source that claims `uri`.
+    pub async fn read_link(&self, uri: &str) -> Option<Result<ToolOutput, String>> {
+        for source in &self.sources {
+            if let Some(read) = source.read_link(uri)
+                && let Some(got) = read.await
+            {
+                return Some(got);
+            }
+        }
+        None
+    }
+
+    /// See [`ToolSource::roots_changed`].
+    pub fn roots_changed(&self, roots: &[PathBuf]) {
+        self.sources.iter().for_each(|s| s.roots_changed(roots));
     }
 
     /// See [`ToolSource::shutdown`].

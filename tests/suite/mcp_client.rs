@@ -12,7 +12,11 @@ use crate::support::{
 };
 
 /// An agent with `config` (TOML) and a debug log in `dir`; the log path.
-async fn agent(model: &FakeModel, dir: &Path, config: &str) -> (FakeEditor, std::path::PathBuf) {
+pub(super) async fn agent(
+    model: &FakeModel,
+    dir: &Path,
+    config: &str,
+) -> (FakeEditor, std::path::PathBuf) {
     let cfg = dir.join("config.toml");
     std::fs::write(&cfg, config).unwrap();
     let log = dir.join("agent.log");
@@ -29,7 +33,12 @@ async fn agent(model: &FakeModel, dir: &Path, config: &str) -> (FakeEditor, std:
     (editor, log)
 }
 
-async fn session(editor: &FakeEditor, cwd: &Path, extra: &[&Path], servers: Value) -> String {
+pub(super) async fn session(
+    editor: &FakeEditor,
+    cwd: &Path,
+    extra: &[&Path],
+    servers: Value,
+) -> String {
     let r = editor
         .request(
             "session/new",
@@ -40,12 +49,12 @@ async fn session(editor: &FakeEditor, cwd: &Path, extra: &[&Path], servers: Valu
     r["sessionId"].as_str().unwrap().to_owned()
 }
 
-fn stdio_everything(path: &str) -> Value {
+pub(super) fn stdio_everything(path: &str) -> Value {
     json!([{"name": "ev", "command": "node", "args": [path, "stdio"], "env": []}])
 }
 
 /// Starts server-everything serving streamable HTTP; its `/mcp` URL.
-async fn http_everything(path: &str) -> (tokio::process::Child, String) {
+pub(super) async fn http_everything(path: &str) -> (tokio::process::Child, String) {
     let port = free_port();
     let child = tokio::process::Command::new("node")
         .args([path, "streamableHttp"])
@@ -59,11 +68,11 @@ async fn http_everything(path: &str) -> (tokio::process::Child, String) {
     (child, format!("http://127.0.0.1:{port}/mcp"))
 }
 
-fn file_uri(p: &Path) -> String {
+pub(super) fn file_uri(p: &Path) -> String {
     format!("file://{}/", p.display())
 }
 
-async fn wait_log(log: &Path, needle: &str) -> String {
+pub(super) async fn wait_log(log: &Path, needle: &str) -> String {
     for _ in 0..200 {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         if text.contains(needle) {
@@ -215,7 +224,7 @@ async fn annotations_drive_permissions() {
 }
 
 /// The messages of chat request `n` (JSON as sent).
-fn messages(model: &FakeModel, n: usize) -> Vec<Value> {
+pub(super) fn messages(model: &FakeModel, n: usize) -> Vec<Value> {
     model.chat_requests()[n].messages().to_vec()
 }
 

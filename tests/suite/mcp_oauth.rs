@@ -65,6 +65,10 @@ fn grants(events: &Path) -> Vec<String> {
 }
 
 async fn agent(model: &FakeModel, home: &Path) -> FakeEditor {
+    agent_with(model, home, full_capabilities()).await
+}
+
+async fn agent_with(model: &FakeModel, home: &Path, caps: Value) -> FakeEditor {
     let config = home.join("config.toml");
     std::fs::write(
         &config,
@@ -77,7 +81,7 @@ async fn agent(model: &FakeModel, home: &Path) -> FakeEditor {
         home: Some(home.to_path_buf()),
         cwd: None,
     });
-    editor.initialize(full_capabilities()).await;
+    editor.initialize(caps).await;
     editor
 }
 
@@ -294,5 +298,109 @@ async fn oauth_sign_in_over_legacy_sse_with_the_python_sdk() {
             .mode()
             & 0o777,
         0o600
+    );
+}
+
+/// The `elicitation/create` requests the agent sent.
+fn url_elicitations(editor: &FakeEditor) -> Vec<Value> {
+    editor
+        .reverse_requests()
+        .into_iter()
+        .filter(|r| r["method"] == "elicitation/create")
+        .map(|r| r["params"].clone())
+        .collect()
+}
+
+/// Issue 18 item 8: an editor with `elicitation.url` gets the sign-in link
+/// as a URL elicitation (not in the chat); declining ends the sign-in;
+/// accepting and following the link signs in, and the elicitation is
+/// completed.
+#[tokio::test]
+#[ignore = "needs the Python MCP SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
+async fn oauth_link_goes_through_a_url_elicitation_when_the_editor_has_it() {
+    let python = python();
+    let scratch = tempfile::tempdir().unwrap();
+    let (_server, url, events) = oauth_server(&python, "streamable-http", scratch.path()).await;
+    let home = tempfile::tempdir().unwrap();
+    let ws = Workspace::new();
+    let model = FakeModel::start().await;
+    let servers = json!([{"type": "http", "name": "py", "url": url, "headers": []}]);
+    let mut caps = full_capabilities();
+    caps["elicitation"] = json!({"url": {}});
+
+    // 1. Declined (the fake editor declines when no answer is queued).
+    let editor = agent_with(&model, home.path(), caps.clone()).await;
+    let (sid, _) = new_session(&editor, ws.path(), servers.clone()).await;
+    model.push(Reply::text("hello"));
+    editor.prompt(&sid, "hi").await;
+    let asked = url_elicitations(&editor);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["mode"], "url");
+    assert!(
+        asked[0]["url"].as_str().unwrap().contains("/authorize?"),
+        "{}",
+        asked[0]
+    );
+    assert!(
+        asked[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("MCP server `py` needs you to sign in"),
+        "{}",
+        asked[0]
+    );
+    let text = editor.agent_text(&sid);
+    assert!(!text.contains("/authorize?"), "no link in the chat: {text}");
+    let began = Instant::now();
+    while !editor.agent_text(&sid).contains("you declined the sign-in") {
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "the refusal was not reported: {}",
+            editor.agent_text(&sid)
+        );
+        model.push(Reply::text("again"));
+        editor.prompt(&sid, "again").await;
+    }
+    assert_eq!(grants(&events), ["register"]);
+    drop(editor);
+
+    // 2. Accepted: the user's browser follows the link; signed in.
+    let editor = agent_with(&model, home.path(), caps).await;
+    editor.push_elicitation_answer(Some(json!({"action": "accept"})));
+    let (sid, _) = new_session(&editor, ws.path(), servers).await;
+    // The link is asked for once the editor knows the session (a turn began).
+    editor.prompt(&sid, "/mcp").await;
+    let began = Instant::now();
+    let link = loop {
+        if let Some(e) = url_elicitations(&editor).first() {
+            break e["url"].as_str().unwrap().to_owned();
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "no URL elicitation"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let id = url_elicitations(&editor)[0]["elicitationId"].clone();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    assert_eq!(reqwest::get(&link).await.unwrap().status(), 200);
+    let status = wait_ready(&editor, &sid).await;
+    assert!(status.contains("sign-in: signed in"), "{status}");
+    assert!(
+        call_whoami(&editor, &model, &sid, "u1")
+            .await
+            .starts_with("signed-in caller")
+    );
+    assert!(!editor.agent_text(&sid).contains("/authorize?"));
+    assert!(
+        editor
+            .messages()
+            .iter()
+            .any(|m| m["method"] == "elicitation/complete" && m["params"]["elicitationId"] == id),
+        "the elicitation was completed"
+    );
+    assert_eq!(
+        grants(&events),
+        ["register", "register", "authorization_code"]
     );
 }

@@ -26,6 +26,7 @@ mod mcp_client;
 mod mcp_elicitation;
 mod mcp_oauth;
 mod mcp_sampling;
+mod mcp_session;
 mod model_errors;
 mod model_floods;
 mod model_http;

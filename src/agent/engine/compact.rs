@@ -33,6 +33,8 @@ fn chars(m: &ChatMessage) -> usize {
                 UserPart::Text(t) => t.len(),
                 // Providers bill images at roughly a thousand tokens.
                 UserPart::ImageUrl(_) => 4000,
+                // Base64 audio: its tokens grow with its length.
+                UserPart::InputAudio { data, .. } => data.len() / 8,
             })
             .sum(),
         ChatMessage::Assistant {
@@ -151,6 +153,7 @@ fn render(messages: &[ChatMessage], window: u64) -> String {
                     match p {
                         UserPart::Text(t) => out.push_str(t),
                         UserPart::ImageUrl(_) => out.push_str("[image]"),
+                        UserPart::InputAudio { .. } => out.push_str("[audio]"),
                     }
                     out.push('\n');
                 }

@@ -76,9 +76,14 @@ fn agents_files(cwd: &Path, repo: Option<&Path>) -> Vec<(PathBuf, String)> {
 }
 
 /// Converts prompt blocks into one user message. Embedded resources are inlined
-/// as delimited context; `resource_link`s to files are read (through the editor
-/// when it can, so unsaved changes are seen); images become image parts.
-pub async fn user_message(blocks: &[ContentBlock], editor: &Editor) -> ChatMessage {
+/// as delimited context; a `resource_link` an MCP server claims is read
+/// through it (issue 18 item 5), one to a file through the editor when it
+/// can (so unsaved changes are seen); images become image parts.
+pub async fn user_message(
+    blocks: &[ContentBlock],
+    editor: &Editor,
+    sources: &crate::tools::Registry,
+) -> ChatMessage {
     let mut parts: Vec<UserPart> = Vec::new();
     let mut text = String::new();
     let push_text = |text: &mut String, t: &str| {
@@ -105,6 +110,26 @@ pub async fn user_message(blocks: &[ContentBlock], editor: &Editor) -> ChatMessa
                 ),
             },
             ContentBlock::ResourceLink(link) => {
+                match sources.read_link(&link.uri).await {
+                    Some(Ok(out)) => {
+                        push_text(&mut text, &out.for_model);
+                        for part in crate::mcp::rich::media_of(&out.content) {
+                            if !text.is_empty() {
+                                parts.push(UserPart::Text(std::mem::take(&mut text)));
+                            }
+                            parts.push(part);
+                        }
+                        continue;
+                    }
+                    Some(Err(e)) => {
+                        push_text(
+                            &mut text,
+                            &format!("[Referenced: {} ({}) — {e}]", link.name, link.uri),
+                        );
+                        continue;
+                    }
+                    None => {}
+                }
                 let body = match file_uri_to_path(&link.uri) {
                     Some(path) => match editor.read_text_file(&path).await {
                         Ok(body) if body.len() <= 256 * 1024 => Some(body),

@@ -90,6 +90,10 @@ impl TurnModel for Lender {
         self.env.settings.model_accepts_images(model)
     }
 
+    fn accepts_audio(&self, model: &str) -> bool {
+        self.env.settings.model_accepts_audio(model)
+    }
+
     fn read_only(&self) -> bool {
         self.session.mode() == Mode::ReadOnly
     }

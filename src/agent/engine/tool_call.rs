@@ -27,8 +27,9 @@ pub struct CallResult {
     /// The text the model reads as this call's result.
     pub for_model: String,
     pub cancelled: bool,
-    /// `data:` URLs of the images the call returned (issue 18 item 7).
-    pub images: Vec<String>,
+    /// The images and audio the call returned, as model parts (issue 18
+    /// item 7, [`crate::mcp::rich`]).
+    pub media: Vec<crate::llm::UserPart>,
 }
 
 /// Runs one call requested by the model.
@@ -94,7 +95,7 @@ impl Call<'_> {
         let mut ctx = ToolContext {
             session_id: self.session.id.clone(),
             cwd: self.session.cwd.clone(),
-            roots: self.session.roots.clone(),
+            roots: self.session.roots(),
             editor: self.session.editor.clone(),
             cancel: self.cancel.clone(),
             tool_call_id: self.id.clone(),
@@ -138,7 +139,7 @@ impl Call<'_> {
             .await?;
         if let (true, crate::tools::Access::Execute { cwd, .. }) = (unasked, &access) {
             ctx.sandbox = Some(crate::tools::sandbox::policy_for(
-                &self.session.roots,
+                &self.session.roots(),
                 cwd,
                 sandbox_network,
             ));
@@ -176,10 +177,11 @@ impl Call<'_> {
         args: &Value,
     ) -> Step<bool> {
         let session = self.session;
+        let roots = session.roots();
         let decision = {
             let grants = session.grants.lock().unwrap_or_else(|e| e.into_inner());
             let bounds = permission::Bounds {
-                roots: &session.roots,
+                roots: &roots,
                 protected: &session.protected,
             };
             permission::decide(session.mode(), access, tool, &bounds, &grants)
@@ -277,7 +279,7 @@ impl Call<'_> {
                 let raw = raw_output.unwrap_or_else(
                     || json!({ "output": crate::utf8::shorten(&for_model, RAW_OUTPUT_LIMIT) }),
                 );
-                let images = crate::mcp::rich::images_of(&content);
+                let media = crate::mcp::rich::media_of(&content);
                 editor.update(&SessionUpdate::ToolCallUpdate(ToolCallUpdate {
                     status: Some(ToolCallStatus::Completed),
                     content: (!content.is_empty()).then_some(content),
@@ -288,7 +290,7 @@ impl Call<'_> {
                 CallResult {
                     for_model: trim_for_model(for_model),
                     cancelled: false,
-                    images,
+                    media,
                 }
             }
             Err(ToolError::Cancelled) => self.cancelled(),
@@ -309,7 +311,7 @@ impl Call<'_> {
         CallResult {
             for_model: format!("Error: {msg}"),
             cancelled: false,
-            images: Vec::new(),
+            media: Vec::new(),
         }
     }
 
@@ -383,7 +385,7 @@ fn cancelled(session: &Session, id: &str) -> CallResult {
     CallResult {
         for_model: "Error: the user cancelled this call before it finished.".into(),
         cancelled: true,
-        images: Vec::new(),
+        media: Vec::new(),
     }
 }
 

@@ -36,7 +36,7 @@ pub async fn run(
     let user = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
-        m = crate::agent::engine::model_text::user_message(prompt, &session.editor) => m,
+        m = crate::agent::engine::model_text::user_message(prompt, &session.editor, &session.registry) => m,
     };
     // The prompt as the model and the log get it: a secret the user pasted is
     // redacted like everywhere else (SECURITY.md §3).
@@ -120,8 +120,9 @@ pub async fn run(
             });
         }
         let mut was_cancelled = false;
-        let mut images = Vec::new();
+        let mut media = Vec::new();
         let images_on = env.settings.model_accepts_images(&env.model_id);
+        let audio_on = env.settings.model_accepts_audio(&env.model_id);
         for req in &calls {
             let content = if was_cancelled {
                 "Error: not run; the user cancelled the turn.".to_owned()
@@ -137,10 +138,10 @@ pub async fn run(
                 was_cancelled = result.cancelled || cancel.is_cancelled();
                 lender.count(&mut history);
                 let mut text = result.for_model;
-                if images_on {
-                    images.extend(result.images.into_iter().map(|u| (req.id.clone(), u)));
-                } else if !result.images.is_empty() {
-                    text = format!("{text}\n{}", crate::mcp::rich::NOT_SENT);
+                let (kept, note) = crate::mcp::rich::accepted(result.media, images_on, audio_on);
+                media.extend(kept.into_iter().map(|p| (req.id.clone(), p)));
+                if let Some(note) = note {
+                    text = format!("{text}\n{note}");
                 }
                 // The one choke point of every tool's (built-in or MCP)
                 // result: a secret it read never reaches the model or the log.
@@ -153,7 +154,7 @@ pub async fn run(
             session.record_message(&msg);
             history.messages.push(msg);
         }
-        if let Some(msg) = crate::mcp::rich::images_message(&images) {
+        if let Some(msg) = crate::mcp::rich::media_message(&media) {
             session.record_user(&[], &msg);
             history.messages.push(msg);
         }

@@ -134,7 +134,7 @@ impl Agent {
         req: LoadSessionRequest,
     ) -> Result<(Arc<Session>, Restored), RpcError> {
         let cwd = absolute_dir("params.cwd", &req.cwd)?;
-        let additional = additional_dirs(&req.additional_directories)?;
+        let mut additional = additional_dirs(&req.additional_directories)?;
         let settings = self.usable_settings()?;
         let records = match self.store.read(&req.session_id) {
             Ok(r) => r,
@@ -168,6 +168,15 @@ impl Agent {
             old.cancel();
         }
         let restored = restore(records);
+        // Directories `/add-dir` added (issue 18 item 1) come back with the
+        // session; one removed since is left out.
+        for dir in restored.added_directories.iter().map(PathBuf::from) {
+            if !dir.is_dir() {
+                tracing::warn!(session = %req.session_id, dir = %dir.display(), "a directory added with /add-dir is gone; not restored");
+            } else if !additional.contains(&dir) {
+                additional.push(dir);
+            }
+        }
         let model = self.model()?;
         let listed = self.catalog.listed(&settings, model.as_ref()).await;
         let mode = restored

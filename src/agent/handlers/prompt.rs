@@ -112,6 +112,10 @@ impl Agent {
                     say(session, &text);
                     return Ok(StopReason::EndTurn);
                 }
+                Some(Action::AddDir) => {
+                    say(session, &crate::agent::policy::add_dir::run(session, &args));
+                    return Ok(StopReason::EndTurn);
+                }
                 Some(Action::Undo) => {
                     say(session, &crate::agent::history::undo::undo(session).await);
                     return Ok(StopReason::EndTurn);

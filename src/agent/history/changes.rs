@@ -25,7 +25,7 @@
 //! full read of the project per command.
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::editor::{Editor, FileError};
 use crate::llm::{ChatMessage, UserPart};
@@ -62,8 +62,9 @@ pub struct Tracker {
     /// Per background handle: where its changes are measured from, and the
     /// contents kept then.
     background: Mutex<HashMap<String, (Mark, Copies)>>,
-    /// Started at the first command.
-    watch: OnceLock<Arc<Watch>>,
+    /// Started at the first command, for the roots it was started with
+    /// (`/add-dir` changes them: the next command starts a new watch).
+    watch: Mutex<Option<(Vec<PathBuf>, Arc<Watch>)>>,
     /// The last copies kept, with the stamp they were read at.
     copies: Arc<Mutex<CopyCache>>,
     /// Held for a whole prompt turn (and by `/undo`): checkpoints follow the
@@ -77,7 +78,7 @@ impl Tracker {
             checkpoints: Checkpoints::new(dir),
             seen: Mutex::new(HashMap::new()),
             background: Mutex::new(HashMap::new()),
-            watch: OnceLock::new(),
+            watch: Mutex::new(None),
             copies: Arc::default(),
             gate: tokio::sync::Mutex::new(()),
         }
@@ -127,12 +128,24 @@ pub struct Pre {
     mark: Option<(Mark, Copies)>,
 }
 
+/// The session's watch over its current roots. A mark taken on an earlier
+/// watch (a background command started before `/add-dir`) reads as
+/// "incomplete" on the new one rather than as a wrong list.
 fn watch(session: &Session) -> Arc<Watch> {
-    session
+    let roots = session.roots();
+    let mut slot = session
         .tracker
         .watch
-        .get_or_init(|| Arc::new(Watch::new(session.roots.clone())))
-        .clone()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    match &*slot {
+        Some((r, w)) if *r == roots => w.clone(),
+        _ => {
+            let w = Arc::new(Watch::new(roots.clone()));
+            *slot = Some((roots, w.clone()));
+            w
+        }
+    }
 }
 
 /// A mark for now and the copies kept with it.

@@ -33,6 +33,8 @@ pub enum Action {
     Undo,
     /// Go back N turns (issue 19).
     Rewind,
+    /// Add a directory to the session (issue 18 item 1, `add_dir`).
+    AddDir,
 }
 
 #[derive(Debug, Clone)]
@@ -65,6 +67,7 @@ enum BuiltinKind {
     Skills,
     Undo,
     Rewind,
+    AddDir,
 }
 
 fn builtin(
@@ -143,6 +146,12 @@ pub fn available(cwd: &Path, config_dir: &Path) -> Vec<Command> {
             "Go back N turns: restore their files and drop them from the conversation",
             Some("number of turns (default 1)"),
             || BuiltinKind::Rewind,
+        ),
+        builtin(
+            "add-dir",
+            "Add a directory to the session: the model may work in it, MCP servers see it as a root",
+            Some("path of an existing directory"),
+            || BuiltinKind::AddDir,
         ),
     ];
     for dir in [cwd.join(".acp-coder/commands"), config_dir.join("commands")] {
@@ -292,6 +301,7 @@ pub fn resolve(commands: &[Command], name: &str, args: &str) -> Option<Action> {
             BuiltinKind::Skills => Action::Skills,
             BuiltinKind::Undo => Action::Undo,
             BuiltinKind::Rewind => Action::Rewind,
+            BuiltinKind::AddDir => Action::AddDir,
             BuiltinKind::Init => Action::Prompt(with_args(INIT, args)),
             BuiltinKind::Review => Action::Prompt(with_args(REVIEW, args)),
         },
@@ -354,6 +364,7 @@ mod tests {
             Some(Action::Prompt("Fix issue 42 now carefully.\n".into()))
         );
         assert_eq!(resolve(&cmds, "compact", ""), Some(Action::Compact));
+        assert_eq!(resolve(&cmds, "add-dir", "../lib"), Some(Action::AddDir));
         assert!(
             matches!(resolve(&cmds, "review", "auth"), Some(Action::Prompt(p)) if p.ends_with("Additional instructions: auth"))
         );

@@ -1,5 +1,6 @@
 //! Policy (DESIGN §3 "Modes and permissions"): what runs, asks or is refused,
 //! the session modes and config options, and the slash commands.
+pub(super) mod add_dir;
 pub(super) mod commands;
 pub mod modes;
 pub(super) mod options;

@@ -35,6 +35,7 @@ pub enum StoredMessage {
 pub enum StoredPart {
     Text { text: String },
     Image { url: String },
+    Audio { data: String, format: String },
 }
 
 impl StoredMessage {
@@ -94,6 +95,10 @@ impl From<&UserPart> for StoredPart {
         match p {
             UserPart::Text(t) => StoredPart::Text { text: t.clone() },
             UserPart::ImageUrl(u) => StoredPart::Image { url: u.clone() },
+            UserPart::InputAudio { data, format } => StoredPart::Audio {
+                data: data.clone(),
+                format: format.clone(),
+            },
         }
     }
 }
@@ -103,6 +108,10 @@ impl From<&StoredPart> for UserPart {
         match p {
             StoredPart::Text { text } => UserPart::Text(text.clone()),
             StoredPart::Image { url } => UserPart::ImageUrl(url.clone()),
+            StoredPart::Audio { data, format } => UserPart::InputAudio {
+                data: data.clone(),
+                format: format.clone(),
+            },
         }
     }
 }

@@ -109,6 +109,11 @@ pub enum Record {
         start: usize,
         end: usize,
     },
+    /// `/add-dir` added this additional directory (issue 18 item 1); load
+    /// and resume keep it.
+    AddDir {
+        path: String,
+    },
     /// Something a newer version wrote; skipped.
     #[serde(other)]
     Unknown,

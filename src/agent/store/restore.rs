@@ -12,6 +12,8 @@ use crate::agent::store::{Record, StoredMessage};
 pub struct Restored {
     pub cwd: Option<String>,
     pub additional_directories: Vec<String>,
+    /// Added by `/add-dir` during the session, in order.
+    pub added_directories: Vec<String>,
     pub created_at: Option<String>,
     pub history: Vec<ChatMessage>,
     pub replay: Vec<SessionUpdate>,
@@ -47,6 +49,11 @@ pub fn restore(records: Vec<Record>) -> Restored {
                 r.cwd = Some(cwd);
                 r.additional_directories = additional_directories;
                 r.created_at = Some(created_at);
+            }
+            Record::AddDir { path } => {
+                if !r.added_directories.contains(&path) {
+                    r.added_directories.push(path);
+                }
             }
             Record::User { prompt, message } => {
                 for block in prompt {

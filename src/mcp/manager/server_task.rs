@@ -47,7 +47,7 @@ pub(super) async fn run_server(inner: Arc<Inner>, idx: usize) {
         prompts_changed: prompts_tx,
         changed: changed_tx.clone(),
         server: name.clone(),
-        roots: Arc::new(inner.options.roots.clone()),
+        roots: inner.roots.clone(),
         progress: inner.slots[idx].progress.clone(),
         elicit: Arc::new(super::super::elicit::Relay::new(
             inner.editor.clone(),
@@ -61,7 +61,14 @@ pub(super) async fn run_server(inner: Arc<Inner>, idx: usize) {
         )),
     };
     let began = Instant::now();
-    let Some((service, child)) = start_server(&inner, idx, handler, &sign_in_notice).await else {
+    let settle_now = || settle.done();
+    let present = super::super::oauth_flow::Present {
+        editor: &inner.editor,
+        notify: &sign_in_notice,
+        settle: &settle_now,
+        turn_begun: inner.turn_begun.subscribe(),
+    };
+    let Some((service, child)) = start_server(&inner, idx, handler, present).await else {
         return;
     };
     let peer = service.peer().clone();
@@ -122,7 +129,7 @@ async fn start_server(
     inner: &Inner,
     idx: usize,
     handler: Handler,
-    sign_in_notice: &(dyn Fn(String) + Send + Sync),
+    present: super::super::oauth_flow::Present<'_>,
 ) -> Option<(Service, Option<StdioChild>)> {
     let spec = &inner.slots[idx].spec;
     let name = &spec.name;
@@ -132,7 +139,7 @@ async fn start_server(
             inner.set(idx, State::Stopped);
             return None;
         }
-        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(spec, handler, &inner.options, inner.editor.mcp_links(), inner.stop.child_token(), &inner.slots[idx].auth, sign_in_notice)) => r,
+        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(spec, handler, &inner.options, inner.editor.mcp_links(), inner.stop.child_token(), &inner.slots[idx].auth, present)) => r,
     };
     let connected = connected.unwrap_or_else(|_| {
         Err(McpError::Connect(format!(
