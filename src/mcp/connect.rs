@@ -202,9 +202,9 @@ impl ClientHandler for Handler {
     async fn create_message(
         &self,
         params: rmcp::model::CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
-        self.sampling.create_message(params).await
+        self.sampling.create_message(params, context.ct).await
     }
 
     /// A request rmcp could not read into its type (e.g. a form schema that

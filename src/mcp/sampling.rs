@@ -156,9 +156,12 @@ impl Sampler {
     }
 
     /// Answers one `sampling/createMessage`.
+    /// `withdrawn` fires when the server cancels its request
+    /// (`notifications/cancelled`): the prompt or the model call ends then.
     pub async fn create_message(
         &self,
         params: CreateMessageRequestParams,
+        withdrawn: CancellationToken,
     ) -> Result<CreateMessageResult, ErrorData> {
         let server = &self.server;
         let size = request_bytes(&params);
@@ -220,10 +223,19 @@ impl Sampler {
                 None,
             )
         };
+        let gone = || {
+            self.finish(
+                &id,
+                ToolCallStatus::Failed,
+                "The server withdrew the request.",
+            );
+            ErrorData::internal_error("sampling withdrawn by the server".to_owned(), None)
+        };
         if !lock(&self.hub.always).contains(server) {
             let allowed = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return Err(cancelled()),
+                _ = withdrawn.cancelled() => return Err(gone()),
                 a = self.ask(&id) => a,
             };
             if let Err(why) = allowed {
@@ -237,6 +249,7 @@ impl Sampler {
         let done = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(cancelled()),
+            _ = withdrawn.cancelled() => return Err(gone()),
             r = turn.complete(&model, sample) => r,
         };
         let completion = match done {

@@ -170,14 +170,20 @@ fn the_prompt_shows_the_request_cut_to_size() {
 #[tokio::test]
 async fn outside_a_turn_or_a_call_of_the_server_it_is_refused() {
     let (hub, calls, s, editor) = sampler();
-    let e = s.create_message(text_request("hi")).await.unwrap_err();
+    let e = s
+        .create_message(text_request("hi"), CancellationToken::new())
+        .await
+        .unwrap_err();
     assert!(e.message.contains("only available while"), "{}", e.message);
     // A turn, but no call of this server running.
     let _lent = hub.lend(Arc::new(NoModel {
         read_only: false,
         cancel: CancellationToken::new(),
     }));
-    let e = s.create_message(text_request("hi")).await.unwrap_err();
+    let e = s
+        .create_message(text_request("hi"), CancellationToken::new())
+        .await
+        .unwrap_err();
     assert!(e.message.contains("(srv)"), "{}", e.message);
     // A cancelled turn lends nothing.
     let cancel = CancellationToken::new();
@@ -191,7 +197,10 @@ async fn outside_a_turn_or_a_call_of_the_server_it_is_refused() {
         editor,
         "call_1".into(),
     );
-    let e = s.create_message(text_request("hi")).await.unwrap_err();
+    let e = s
+        .create_message(text_request("hi"), CancellationToken::new())
+        .await
+        .unwrap_err();
     assert!(e.message.contains("only available while"), "{}", e.message);
 }
 
@@ -207,12 +216,18 @@ async fn read_only_refuses_without_asking_and_size_is_bounded() {
         editor,
         "call_1".into(),
     );
-    let e = s.create_message(text_request("hi")).await.unwrap_err();
+    let e = s
+        .create_message(text_request("hi"), CancellationToken::new())
+        .await
+        .unwrap_err();
     assert!(e.message.contains("read-only"), "{}", e.message);
     // Checked first, whatever the turn: 10 MB are refused naming the limit.
     drop(lent);
     let e = s
-        .create_message(text_request(&"x".repeat(10 << 20)))
+        .create_message(
+            text_request(&"x".repeat(10 << 20)),
+            CancellationToken::new(),
+        )
         .await
         .unwrap_err();
     assert!(e.message.contains("1048576 bytes (1 MB)"), "{}", e.message);
