@@ -13,6 +13,9 @@ use crate::tools::ToolOutput;
 
 /// Resources compared per server (a server may list thousands).
 const LIST_MAX: usize = 2000;
+/// Longest wait for one server's lists: every prompt with a link asks each
+/// server, so a hung one must not hold the turn for a whole call timeout.
+const LIST_WAIT: Duration = Duration::from_secs(10);
 
 /// What reading a link gave: the contents (text for the model; images as
 /// image content) or why the server that claims the URI failed.
@@ -22,7 +25,7 @@ pub type LinkRead = Result<ToolOutput, String>;
 /// does.
 pub async fn read(servers: Vec<Server>, uri: String, timeout: Duration) -> Option<LinkRead> {
     for server in servers {
-        if !claims(&server, &uri, timeout).await {
+        if !claims(&server, &uri, timeout.min(LIST_WAIT)).await {
             continue;
         }
         tracing::info!(server = %server.name, %uri, "prompt resource link read through its MCP server");
