@@ -148,8 +148,8 @@ async fn cancel_during_a_text_flood_waits_behind_a_bounded_queue() {
     r.editor
         .wait_for_update(&r.sid, |u| u["sessionUpdate"] == "agent_message_chunk")
         .await;
-    // Let the flood build up behind the editor.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Let the flood build up behind the editor: a thousand frames in.
+    r.editor.wait_for_after(1_000, |_| true).await;
     let before = r.editor.raw_lines().len();
     let started = Instant::now();
     r.editor.cancel(&r.sid).await;

@@ -2,7 +2,6 @@
 //! logs, tool annotations, resources, rich results, against the official
 //! `@modelcontextprotocol/server-everything` over stdio and streamable HTTP.
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -64,17 +63,7 @@ fn file_uri(p: &Path) -> String {
 }
 
 async fn wait_log(log: &Path, needle: &str) -> String {
-    for _ in 0..200 {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.contains(needle) {
-            return text;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "{needle:?} never reached the log:\n{}",
-        std::fs::read_to_string(log).unwrap_or_default()
-    );
+    crate::support::wait_for_text_in(log, needle).await
 }
 
 /// Roots, progress and logs in one session over `servers`.
@@ -192,13 +181,7 @@ async fn annotations_drive_permissions() {
     assert_eq!(first_call(&editor, &sid, "a1")["kind"], "read");
 
     // ask mode: an openWorldHint tool asks and says so.
-    editor
-        .request(
-            "session/set_mode",
-            json!({"sessionId": sid, "modeId": "ask"}),
-        )
-        .await
-        .unwrap();
+    editor.set_mode(&sid, "ask").await;
     editor.push_permission(PermissionDecision::RejectOnce);
     model.push(Reply::tool_call(
         "a3",
