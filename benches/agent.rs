@@ -49,7 +49,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use acp_coder::acp::{ContentBlock, ToolCall, ToolCallContent, ToolCallStatus, ToolKind};
-use acp_coder::agent::store::{Record, Store, StoredMessage, StoredPart, StoredToolCall};
+use acp_coder::agent::store::{
+    Record, Store, StoredAssistant, StoredMessage, StoredPart, StoredToolCall,
+};
 
 #[path = "agent/a2a.rs"]
 mod a2a;
@@ -1776,7 +1778,7 @@ fn generate_session(dir: &Path, id: &str, cwd: &Path, messages: usize) -> u64 {
         });
         let call_id = format!("call_{turn}");
         let args = json!({"path": format!("src/module_{turn}.rs")}).to_string();
-        push(&Record::Assistant {
+        push(&Record::Assistant(StoredAssistant {
             text: format!("Let me read src/module_{turn}.rs first."),
             reasoning: String::new(),
             tool_calls: vec![StoredToolCall {
@@ -1784,7 +1786,7 @@ fn generate_session(dir: &Path, id: &str, cwd: &Path, messages: usize) -> u64 {
                 name: "read_file".into(),
                 arguments: args.clone(),
             }],
-        });
+        }));
         let file: String = (1..=40)
             .map(|l| format!("{l:>4}\tfn line_{l}() {{ let x = {l} * 2; }}\n"))
             .collect();
@@ -1806,11 +1808,11 @@ fn generate_session(dir: &Path, id: &str, cwd: &Path, messages: usize) -> u64 {
             tool_call_id: call_id,
             content: file,
         });
-        push(&Record::Assistant {
+        push(&Record::Assistant(StoredAssistant {
             text: format!("`handle_{turn}` doubles its input. {}", filler.repeat(8)),
             reasoning: String::new(),
             tool_calls: vec![],
-        });
+        }));
     }
     let path = dir.join(format!("{id}.jsonl"));
     std::fs::write(&path, &out).expect("write the session");

@@ -11,7 +11,8 @@
 //!   prints `listening http://ADDR/mcp` on stdout.
 //! - `--delay-ms` sleeps before serving (start-up concurrency tests);
 //!   `--exit N` writes to stderr and exits with status N at once.
-//! - `--pid-file` records the pid; `--log` appends events (cancellations).
+//! - `--pid-file` records the pid; `--log` appends events (a slow call's
+//!   start, cancellations).
 //! - `--modern` speaks protocol 2026-07-28 by hand (no rmcp): it answers
 //!   `initialize` with that version and sends tool-list changes only on a
 //!   `subscriptions/listen` stream.
@@ -170,6 +171,7 @@ impl ServerHandler for TestServer {
             .unwrap(),
             "slow" => {
                 let ms = args["ms"].as_u64().unwrap_or(1000);
+                log_event(&self.log, "started slow");
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(ms)) => text_result(format!("slept {ms} ms")),
                     _ = context.ct.cancelled() => {

@@ -1,10 +1,9 @@
 //! acp-coder: a coding agent speaking the Agent Client Protocol (ACP v1) over stdio.
 //!
-//! Layering (an arrow is "may use"; README.md "Layout" lists the folders): `rpc`,
-//! `acp`, `llm` and `utf8` know nothing of the rest; `editor` uses `rpc` and
-//! `acp`; `tools` use `editor` and `acp`; `mcp` uses `acp`, `tools` and
-//! `config`; `agent` ties everything together; `a2a` drives the agent in
-//! process, as `exec` does.
+//! Layering: README.md "Layout" lists every folder and which module may use
+//! which. In short, `rpc`, `acp`, `utf8` and `secrets` use nothing of ours;
+//! `editor` and `tools` build on them; `mcp` on `tools` and `config`; `agent`
+//! ties everything together; `exec` and `a2a` drive the agent in process.
 pub mod a2a;
 pub mod acp;
 pub mod agent;

@@ -493,48 +493,8 @@ fn init_logging(
         .with_target(false)
         .with_filter(stderr_level);
     let writer = match &g.log_file {
-        Some(path) => {
-            let dir = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(std::path::Path::new("."));
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create log directory {}", dir.display()))?;
-            // Logs hold prompt summaries and paths: only the user may read them.
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .open(path)
-                .with_context(|| format!("cannot open log file {}", path.display()))?;
-            Some(log_writer(file))
-        }
-        None => {
-            let dir = config::state_home().join("acp-coder").join("logs");
-            match std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&dir)
-                .map_err(anyhow::Error::from)
-                .and_then(|()| {
-                    tracing_appender::rolling::Builder::new()
-                        .rotation(tracing_appender::rolling::Rotation::DAILY)
-                        .filename_prefix("acp-coder")
-                        .filename_suffix("log")
-                        .max_log_files(7)
-                        .build(&dir)
-                        .map_err(anyhow::Error::from)
-                }) {
-                Ok(appender) => Some(log_writer(appender)),
-                Err(e) => {
-                    eprintln!(
-                        "acp-coder: logging to stderr only: cannot write logs in {}: {e}",
-                        dir.display()
-                    );
-                    None
-                }
-            }
-        }
+        Some(path) => Some(log_writer(open_log_file(path)?)),
+        None => daily_log().map(log_writer),
     };
     // async-openai logs the raw text of a reply it cannot decode (which a
     // server may fill with echoed keys) at error level, unredacted; the
@@ -556,6 +516,53 @@ fn init_logging(
         None => {
             registry.init();
             Ok(None)
+        }
+    }
+}
+
+/// `--log-file`: created (with its folder) if needed, appended to, and
+/// readable by the user only (logs hold prompt summaries and paths).
+fn open_log_file(path: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create log directory {}", dir.display()))?;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot open log file {}", path.display()))
+}
+
+/// The default log: a daily file in `$XDG_STATE_HOME/acp-coder/logs`, seven
+/// kept. `None` (stderr only, said once) when that folder is not writable.
+fn daily_log() -> Option<tracing_appender::rolling::RollingFileAppender> {
+    let dir = config::state_home().join("acp-coder").join("logs");
+    let appender = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| {
+            tracing_appender::rolling::Builder::new()
+                .rotation(tracing_appender::rolling::Rotation::DAILY)
+                .filename_prefix("acp-coder")
+                .filename_suffix("log")
+                .max_log_files(7)
+                .build(&dir)
+                .map_err(anyhow::Error::from)
+        });
+    match appender {
+        Ok(appender) => Some(appender),
+        Err(e) => {
+            eprintln!(
+                "acp-coder: logging to stderr only: cannot write logs in {}: {e}",
+                dir.display()
+            );
+            None
         }
     }
 }

@@ -362,15 +362,7 @@ impl Session {
     /// Records a finished assistant message.
     pub fn record_message(&self, message: &ChatMessage) {
         match StoredMessage::from_chat(message) {
-            Some(StoredMessage::Assistant {
-                text,
-                reasoning,
-                tool_calls,
-            }) => self.record(&Record::Assistant {
-                text,
-                reasoning,
-                tool_calls,
-            }),
+            Some(StoredMessage::Assistant(a)) => self.record(&Record::Assistant(a)),
             Some(StoredMessage::Tool {
                 tool_call_id,
                 content,

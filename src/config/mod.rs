@@ -58,7 +58,7 @@ pub struct FileConfig {
     pub api_key_env: Option<String>,
     /// Set false for a remote endpoint that needs no key.
     pub require_api_key: Option<bool>,
-    pub default_mode: Option<String>,
+    pub default_mode: Option<Mode>,
     pub max_turn_requests: Option<u32>,
     pub context_window: Option<u64>,
     pub max_retries: Option<u32>,
@@ -305,58 +305,9 @@ impl Settings {
             data_dir: data_home_with(env).join("acp-coder"),
             ..Settings::default()
         };
-        s.base_url = over
-            .base_url
-            .clone()
-            .or_else(|| env(BASE_URL_ENV))
-            .or(file.base_url.clone())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.into())
-            .trim_end_matches('/')
-            .to_owned();
-        if !(s.base_url.starts_with("http://") || s.base_url.starts_with("https://")) {
-            return Err(ConfigError::Invalid(format!(
-                "base URL {:?} must start with http:// or https:// (set --base-url, {BASE_URL_ENV} or base_url in the config file)",
-                s.base_url
-            )));
-        }
-        s.api_key_env = file
-            .api_key_env
-            .clone()
-            .unwrap_or_else(|| API_KEY_ENV.into());
-        if !s.secret_env.contains(&s.api_key_env) {
-            s.secret_env.push(s.api_key_env.clone());
-        }
-        let (key, source) = if let Some(k) = &over.api_key {
-            (Some(k.clone()), KeySource::Flag)
-        } else if let Some(k) = env(&s.api_key_env) {
-            (Some(k), KeySource::Env(s.api_key_env.clone()))
-        } else if let Some(k) = &file.api_key {
-            (
-                Some(k.clone()),
-                KeySource::File(path.clone().unwrap_or_default()),
-            )
-        } else {
-            (None, KeySource::None)
-        };
-        s.api_key = key;
-        s.key_source = source;
-        s.require_api_key = file
-            .require_api_key
-            .unwrap_or_else(|| !is_local_endpoint(&s.base_url));
-        s.model = over
-            .model
-            .clone()
-            .or_else(|| env(MODEL_ENV))
-            .or(file.model.clone().filter(|m| !m.trim().is_empty()));
-        if let Some(mode) = &file.default_mode {
-            let Some(m) = Mode::parse(mode) else {
-                return Err(ConfigError::Invalid(format!(
-                    "default_mode {mode:?} in {} is not one of {}",
-                    path.unwrap_or_default().display(),
-                    Mode::ids()
-                )));
-            };
-            s.default_mode = m;
+        s.endpoint(over, env, &file, path.as_deref())?;
+        if let Some(mode) = file.default_mode {
+            s.default_mode = mode;
         }
         if let Some(n) = file.max_turn_requests {
             s.max_turn_requests = n.max(1);
@@ -412,14 +363,7 @@ impl Settings {
         if let Some(n) = file.mcp_tool_timeout_secs {
             s.mcp_tool_timeout = Duration::from_secs(n.max(1));
         }
-        for glob in &file.protected_paths {
-            if let Err(e) = globset::Glob::new(glob.trim_start_matches("./")) {
-                return Err(ConfigError::Invalid(format!(
-                    "protected_paths entry {glob:?} in {} is not a valid glob ({e}); use globs relative to the project such as \"deploy/*.sh\"",
-                    file_path.display()
-                )));
-            }
-        }
+        check_globs(&file.protected_paths, &file_path)?;
         s.protected_paths = file.protected_paths;
         s.a2a_token = file.a2a_token.filter(|t| !t.trim().is_empty());
         // Hidden knobs for tests and debugging; not part of the documented contract.
@@ -430,6 +374,62 @@ impl Settings {
             s.stream_idle_timeout = Duration::from_secs(secs);
         }
         Ok(s)
+    }
+
+    /// The model endpoint and its key (flag > env > file): the base
+    /// URL (http or https), the key variable, where the key came from, and
+    /// whether one is needed.
+    fn endpoint(
+        &mut self,
+        over: &Overrides,
+        env: &dyn Fn(&str) -> Option<String>,
+        file: &FileConfig,
+        path: Option<&Path>,
+    ) -> Result<(), ConfigError> {
+        self.base_url = over
+            .base_url
+            .clone()
+            .or_else(|| env(BASE_URL_ENV))
+            .or(file.base_url.clone())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.into())
+            .trim_end_matches('/')
+            .to_owned();
+        if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
+            return Err(ConfigError::Invalid(format!(
+                "base URL {:?} must start with http:// or https:// (set --base-url, {BASE_URL_ENV} or base_url in the config file)",
+                self.base_url
+            )));
+        }
+        self.api_key_env = file
+            .api_key_env
+            .clone()
+            .unwrap_or_else(|| API_KEY_ENV.into());
+        if !self.secret_env.contains(&self.api_key_env) {
+            self.secret_env.push(self.api_key_env.clone());
+        }
+        let (key, source) = if let Some(k) = &over.api_key {
+            (Some(k.clone()), KeySource::Flag)
+        } else if let Some(k) = env(&self.api_key_env) {
+            (Some(k), KeySource::Env(self.api_key_env.clone()))
+        } else if let Some(k) = &file.api_key {
+            (
+                Some(k.clone()),
+                KeySource::File(path.map(Path::to_path_buf).unwrap_or_default()),
+            )
+        } else {
+            (None, KeySource::None)
+        };
+        self.api_key = key;
+        self.key_source = source;
+        self.require_api_key = file
+            .require_api_key
+            .unwrap_or_else(|| !is_local_endpoint(&self.base_url));
+        self.model = over
+            .model
+            .clone()
+            .or_else(|| env(MODEL_ENV))
+            .or(file.model.clone().filter(|m| !m.trim().is_empty()));
+        Ok(())
     }
 
     /// Settings to run on when loading failed: defaults plus the reason.
@@ -489,6 +489,19 @@ impl Settings {
             KeySource::None => format!("{} (no key is set)", self.api_key_env),
         }
     }
+}
+
+/// `protected_paths` must be valid globs (checked once, at load).
+fn check_globs(globs: &[String], file_path: &Path) -> Result<(), ConfigError> {
+    for glob in globs {
+        if let Err(e) = globset::Glob::new(glob.trim_start_matches("./")) {
+            return Err(ConfigError::Invalid(format!(
+                "protected_paths entry {glob:?} in {} is not a valid glob ({e}); use globs relative to the project such as \"deploy/*.sh\"",
+                file_path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {

@@ -2,7 +2,8 @@
 //! config file's `default_mode`, the `--mode` flag and the sessions. How the
 //! agent shows them over ACP is in `agent::policy::modes`.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub enum Mode {
     ReadOnly,
     Ask,
@@ -49,5 +50,15 @@ impl Mode {
                 "Edits and runs commands without asking; still asks outside the project"
             }
         }
+    }
+}
+
+/// The config file's `default_mode` (the file's only mode key): an unknown id
+/// is refused with the list of valid ones.
+impl TryFrom<String> for Mode {
+    type Error = String;
+
+    fn try_from(id: String) -> Result<Self, String> {
+        Mode::parse(&id).ok_or_else(|| format!("default_mode {id:?} is not one of {}", Mode::ids()))
     }
 }

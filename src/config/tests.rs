@@ -164,3 +164,23 @@ fn local_endpoints() {
         assert!(!is_local_endpoint(u), "{u}");
     }
 }
+
+#[test]
+fn default_mode_is_read_as_a_mode_and_a_bad_one_lists_the_choices() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    let over = Overrides {
+        config: Some(cfg.clone()),
+        ..Default::default()
+    };
+    std::fs::write(&cfg, "default_mode = \"full-auto\"\n").unwrap();
+    let s = Settings::load_with(&over, &env_of(&[])).unwrap();
+    assert_eq!(s.default_mode, Mode::FullAuto);
+    std::fs::write(&cfg, "default_mode = \"yolo\"\n").unwrap();
+    let e = Settings::load_with(&over, &env_of(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("default_mode \"yolo\""), "{e}");
+    assert!(e.contains("read-only, ask, accept-edits, full-auto"), "{e}");
+    assert!(e.contains("c.toml"), "{e}");
+}

@@ -11,38 +11,16 @@ pub fn redact_all(text: &str, secrets: &[String]) -> String {
 }
 
 /// An error whose server-supplied text went through [`redact_all`].
-pub(super) fn redact_error(e: LlmError, secrets: &[String]) -> LlmError {
-    let r = |t: String| redact_all(&t, secrets);
-    match e {
-        LlmError::Status {
-            status,
-            url,
-            message,
-            retry_after,
-        } => LlmError::Status {
-            status,
-            url,
-            message: r(message),
-            retry_after,
-        },
-        LlmError::Connect { url, reason } => LlmError::Connect {
-            url,
-            reason: r(reason),
-        },
-        LlmError::Interrupted { url, reason } => LlmError::Interrupted {
-            url,
-            reason: r(reason),
-        },
-        LlmError::Decode { url, reason } => LlmError::Decode {
-            url,
-            reason: r(reason),
-        },
-        LlmError::Api { url, message } => LlmError::Api {
-            url,
-            message: r(message),
-        },
-        e @ (LlmError::Timeout { .. } | LlmError::Limit { .. }) => e,
+pub(super) fn redact_error(mut e: LlmError, secrets: &[String]) -> LlmError {
+    match &mut e {
+        LlmError::Status { message: text, .. }
+        | LlmError::Api { message: text, .. }
+        | LlmError::Connect { reason: text, .. }
+        | LlmError::Interrupted { reason: text, .. }
+        | LlmError::Decode { reason: text, .. } => *text = redact_all(text, secrets),
+        LlmError::Timeout { .. } | LlmError::Limit { .. } => {}
     }
+    e
 }
 
 #[cfg(test)]

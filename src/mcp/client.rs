@@ -92,11 +92,8 @@ fn clip(text: &str) -> String {
     if text.len() <= TEXT_MAX {
         return text.to_owned();
     }
-    let mut end = TEXT_MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes in all)", &text[..end], text.len())
+    let head = crate::utf8::head(text, TEXT_MAX);
+    format!("{head}… ({} bytes in all)", text.len())
 }
 
 /// The running calls of one server, by the progress token of their request.

@@ -117,7 +117,13 @@ async fn an_incoming_cancel_request_aborts_a_slow_request_with_32800() {
             json!({"cwd": ws.path(), "mcpServers": []}),
         )
         .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Cancelled once session/new is waiting on the model list.
+    let listing = |m: &FakeModel| {
+        m.requests()
+            .iter()
+            .any(|r| r.path.starts_with("/v1/models"))
+    };
+    assert!(model.wait_until(Duration::from_secs(10), listing).await);
     editor
         .notify("$/cancel_request", json!({"requestId": "slow-new"}))
         .await;

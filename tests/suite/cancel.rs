@@ -148,8 +148,9 @@ async fn cancel_during_a_text_flood_waits_behind_a_bounded_queue() {
     r.editor
         .wait_for_update(&r.sid, |u| u["sessionUpdate"] == "agent_message_chunk")
         .await;
-    // Let the flood build up behind the editor.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Let the flood build up behind the editor: 64 frames in (the relay
+    // sends pieces of up to 16 KiB, so about 1 MiB of the 6 MiB).
+    r.editor.wait_for_after(64, |_| true).await;
     let before = r.editor.raw_lines().len();
     let started = Instant::now();
     r.editor.cancel(&r.sid).await;

@@ -3,7 +3,7 @@
 //! that ask in every mode. Each finding of the issue is replayed here against
 //! the real binary.
 
-use super::tools_common::{Harness, Via, both};
+use super::tools_common::{Harness, Via, both, edit_call, write_call};
 use crate::support::{PermissionDecision, Workspace, full_capabilities, full_sandbox};
 use serde_json::{Value, json};
 
@@ -23,19 +23,6 @@ async fn start(via: Via, mode: &str) -> Harness {
     let h = Harness::start_with(via.capabilities(), workspace(), "proj", Vec::new()).await;
     h.set_mode(mode).await;
     h
-}
-
-fn asked(h: &Harness) -> Vec<String> {
-    h.editor
-        .permission_requests()
-        .iter()
-        .map(|p| {
-            p.params["toolCall"]["toolCallId"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect()
 }
 
 /// The name of option `kind` in the permission request of call `id`.
@@ -70,11 +57,7 @@ async fn a_read_grant_does_not_write(via: Via) {
     h.run_calls(&[
         ("r1", "read_file", json!({"path": "../outside/notes.txt"})),
         ("r2", "read_file", json!({"path": "../outside/notes.txt"})),
-        (
-            "w1",
-            "write_file",
-            json!({"path": "../outside/notes.txt", "content": "overwritten\n"}),
-        ),
+        write_call("w1", "../outside/notes.txt", "overwritten\n"),
         (
             "c1",
             "run_command",
@@ -88,7 +71,7 @@ async fn a_read_grant_does_not_write(via: Via) {
         format!("Always allow reading {notes} in this session")
     );
     assert_eq!(
-        asked(&h),
+        h.editor.asked_ids(),
         ["r1", "w1", "c1"],
         "the read grant covers reads only"
     );
@@ -135,7 +118,7 @@ async fn a_listing_grant_does_not_run_rm_in_full_auto() {
     .await;
     // With the sandbox, c1 runs confined, is denied, and the offer to run
     // it unsandboxed is the question; without it, the path check asks.
-    assert_eq!(asked(&h), ["l1", "c1", "c2"]);
+    assert_eq!(h.editor.asked_ids(), ["l1", "c1", "c2"]);
     assert_eq!(h.final_status("l2"), "completed");
     assert!(h.ws.exists("victim/keep.txt"), "the directory was removed");
     if sandboxed {
@@ -146,7 +129,7 @@ async fn a_listing_grant_does_not_run_rm_in_full_auto() {
         ])
         .await;
         assert_eq!(h.final_status("c3"), "completed");
-        assert_eq!(asked(&h), ["l1", "c1", "c2", "c5"]);
+        assert_eq!(h.editor.asked_ids(), ["l1", "c1", "c2", "c5"]);
         assert!(h.ws.exists("victim/keep.txt"));
         return;
     }
@@ -159,7 +142,7 @@ async fn a_listing_grant_does_not_run_rm_in_full_auto() {
         ("c5", "run_command", json!({"command": "rm -rf ../victim"})),
     ])
     .await;
-    assert_eq!(asked(&h), ["l1", "c1", "c2", "c3", "c5"]);
+    assert_eq!(h.editor.asked_ids(), ["l1", "c1", "c2", "c3", "c5"]);
     assert_eq!(h.final_status("c4"), "completed");
     assert!(h.ws.exists("victim/keep.txt"));
 }
@@ -185,7 +168,7 @@ async fn grants_stay_in_their_session() {
     h.model.push(crate::support::Reply::text("done"));
     let r = h.editor.prompt(&other, "again").await;
     assert_eq!(r["stopReason"], "end_turn");
-    assert_eq!(asked(&h), ["r1", "c1", "r2", "c2"]);
+    assert_eq!(h.editor.asked_ids(), ["r1", "c1", "r2", "c2"]);
 }
 
 /// Issue 16: "Always allow" for a script records the script, so inline code
@@ -211,7 +194,7 @@ async fn a_script_grant_does_not_cover_inline_code() {
         option_name(&h, "c1", "allow_always"),
         "Always allow `sh gen.sh …` inside the project in this session"
     );
-    assert_eq!(asked(&h), ["c1", "c3", "c4"]);
+    assert_eq!(h.editor.asked_ids(), ["c1", "c3", "c4"]);
     assert_eq!(h.final_status("c2"), "completed");
     // Inline code offers no "always" at all.
     let c3 = &h.editor.permission_requests()[1];
@@ -233,37 +216,25 @@ async fn protected_paths_ask(via: Via) {
         h.editor
             .set_default_permission(Some(PermissionDecision::RejectOnce));
         h.run_calls(&[
-            (
+            write_call(
                 "w1",
-                "write_file",
-                json!({"path": ".git/config", "content": "[core]\n\tfsmonitor = \"touch /tmp/pwned\"\n"}),
+                ".git/config",
+                "[core]\n\tfsmonitor = \"touch /tmp/pwned\"\n",
             ),
-            (
-                "e1",
-                "edit_file",
-                json!({"path": ".git/config", "old_string": "bare = false", "new_string": "fsmonitor = x"}),
-            ),
-            (
-                "w2",
-                "write_file",
-                json!({"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\ntouch pwned\n"}),
-            ),
-            ("w3", "write_file", json!({"path": ".envrc", "content": "touch pwned\n"})),
-            (
-                "w4",
-                "write_file",
-                json!({"path": ".vscode/tasks.json", "content": "{}\n"}),
-            ),
-            (
-                "w5",
-                "write_file",
-                json!({"path": "sub/../.acp-coder/commands/x.md", "content": "x\n"}),
-            ),
+            edit_call("e1", ".git/config", "bare = false", "fsmonitor = x"),
+            write_call("w2", ".git/hooks/pre-commit", "#!/bin/sh\ntouch pwned\n"),
+            write_call("w3", ".envrc", "touch pwned\n"),
+            write_call("w4", ".vscode/tasks.json", "{}\n"),
+            write_call("w5", "sub/../.acp-coder/commands/x.md", "x\n"),
             ("r1", "read_file", json!({"path": ".git/config"})),
-            ("w6", "write_file", json!({"path": "ok.txt", "content": "ok\n"})),
+            write_call("w6", "ok.txt", "ok\n"),
         ])
         .await;
-        assert_eq!(asked(&h), ["w1", "e1", "w2", "w3", "w4", "w5"], "{mode}");
+        assert_eq!(
+            h.editor.asked_ids(),
+            ["w1", "e1", "w2", "w3", "w4", "w5"],
+            "{mode}"
+        );
         assert_eq!(h.ws.read("proj/.git/config"), "[core]\n\tbare = false\n");
         for f in [
             ".git/hooks/pre-commit",
@@ -297,29 +268,13 @@ async fn a_protected_grant_is_exact() {
     h.editor
         .set_default_permission(Some(PermissionDecision::RejectOnce));
     h.run_calls(&[
-        (
-            "w1",
-            "write_file",
-            json!({"path": ".git/config", "content": "[core]\n"}),
-        ),
-        (
-            "w2",
-            "write_file",
-            json!({"path": ".git/config", "content": "[core]\n\tbare = false\n"}),
-        ),
-        (
-            "w3",
-            "write_file",
-            json!({"path": ".git/description", "content": "x\n"}),
-        ),
-        (
-            "w4",
-            "write_file",
-            json!({"path": "hooks/post-checkout", "content": "#!/bin/sh\n"}),
-        ),
+        write_call("w1", ".git/config", "[core]\n"),
+        write_call("w2", ".git/config", "[core]\n\tbare = false\n"),
+        write_call("w3", ".git/description", "x\n"),
+        write_call("w4", "hooks/post-checkout", "#!/bin/sh\n"),
     ])
     .await;
-    assert_eq!(asked(&h), ["w1", "w3", "w4"]);
+    assert_eq!(h.editor.asked_ids(), ["w1", "w3", "w4"]);
     assert_eq!(h.final_status("w2"), "completed");
     assert!(!h.ws.exists("proj/.git/hooks/post-checkout"));
 }
@@ -343,29 +298,13 @@ async fn the_config_file_extends_the_protected_list() {
     h.editor
         .set_default_permission(Some(PermissionDecision::RejectOnce));
     h.run_calls(&[
-        (
-            "w1",
-            "write_file",
-            json!({"path": "deploy/prod.sh", "content": "x\n"}),
-        ),
-        (
-            "w2",
-            "write_file",
-            json!({"path": "Makefile", "content": "x\n"}),
-        ),
-        (
-            "w3",
-            "write_file",
-            json!({"path": ".git/config", "content": "x\n"}),
-        ),
-        (
-            "w4",
-            "write_file",
-            json!({"path": "deploy/readme.md", "content": "x\n"}),
-        ),
+        write_call("w1", "deploy/prod.sh", "x\n"),
+        write_call("w2", "Makefile", "x\n"),
+        write_call("w3", ".git/config", "x\n"),
+        write_call("w4", "deploy/readme.md", "x\n"),
     ])
     .await;
-    assert_eq!(asked(&h), ["w1", "w2", "w3"]);
+    assert_eq!(h.editor.asked_ids(), ["w1", "w2", "w3"]);
     assert_eq!(h.final_status("w4"), "completed");
 }
 
@@ -384,20 +323,12 @@ async fn hard_linked_files_ask_in_full_auto() {
     h.editor
         .set_default_permission(Some(PermissionDecision::RejectOnce));
     h.run_calls(&[
-        (
-            "w1",
-            "write_file",
-            json!({"path": "innocent.txt", "content": "[core]\n\tfsmonitor = x\n"}),
-        ),
-        (
-            "e1",
-            "edit_file",
-            json!({"path": "notes.txt", "old_string": "notes", "new_string": "changed"}),
-        ),
+        write_call("w1", "innocent.txt", "[core]\n\tfsmonitor = x\n"),
+        edit_call("e1", "notes.txt", "notes", "changed"),
         ("r1", "read_file", json!({"path": "innocent.txt"})),
     ])
     .await;
-    assert_eq!(asked(&h), ["w1", "e1"]);
+    assert_eq!(h.editor.asked_ids(), ["w1", "e1"]);
     assert_eq!(h.ws.read("proj/.git/config"), "[core]\n\tbare = false\n");
     assert_eq!(h.ws.read("outside/notes.txt"), "notes\n");
     assert_eq!(h.final_status("r1"), "completed");

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     FakeEditor, FakeModel, PermissionDecision, Reply, Workspace, full_capabilities,
+    wait_for_text_in,
 };
 
 // ---------------------------------------------------------------- helpers
@@ -123,6 +124,15 @@ async fn wait_for_mcp_text(editor: &FakeEditor, sid: &str, needle: &str) {
 const FULL_AUTO: &str = "default_mode = \"full-auto\"\n";
 
 /// Whether chat request `request` offered the model `tool`.
+/// The server announced `tool` (a list change): `/mcp` shows it, and the
+/// next model request (the third) offers it.
+async fn offered_once_listed(model: &FakeModel, editor: &FakeEditor, sid: &str, tool: &str) {
+    wait_for_mcp_text(editor, sid, &format!("`{tool}`")).await;
+    model.push(Reply::text("ok"));
+    editor.prompt(sid, "again").await;
+    assert!(offers(model, 2, tool));
+}
+
 fn offers(model: &FakeModel, request: usize, tool: &str) -> bool {
     model.chat_requests()[request]
         .tool_names()
@@ -364,13 +374,7 @@ async fn read_only_and_full_auto_modes_decide_by_annotation() {
     let ws = Workspace::new();
     let (editor, _cfg) = spawn(&model, None).await;
     let (sid, _) = new_session(&editor, ws.path(), json!([stdio("t", &[])])).await;
-    editor
-        .request(
-            "session/set_mode",
-            json!({"sessionId": sid, "modeId": "read-only"}),
-        )
-        .await
-        .unwrap();
+    editor.set_mode(&sid, "read-only").await;
     model.push(Reply::tool_calls([
         ("r1", "mcp__t__echo", json!({"text": "ok"})),
         ("r2", "mcp__t__add", json!({"a": 1, "b": 1})),
@@ -381,13 +385,7 @@ async fn read_only_and_full_auto_modes_decide_by_annotation() {
     assert_eq!(tool_result(&model, 1, "r1"), "ok");
     assert!(tool_result(&model, 1, "r2").contains("not marked read-only"));
 
-    editor
-        .request(
-            "session/set_mode",
-            json!({"sessionId": sid, "modeId": "full-auto"}),
-        )
-        .await
-        .unwrap();
+    editor.set_mode(&sid, "full-auto").await;
     model.push(Reply::tool_call(
         "r3",
         "mcp__t__add",
@@ -571,10 +569,7 @@ async fn newest_protocol_list_changes_arrive_on_a_subscription() {
     editor.prompt(&sid, "go").await;
     assert_eq!(tool_result(&model, 1, "c1"), "first ran");
     assert!(!offers(&model, 0, "mcp__m__second"));
-    wait_for_mcp_text(&editor, &sid, "`mcp__m__second`").await;
-    model.push(Reply::text("ok"));
-    editor.prompt(&sid, "again").await;
-    assert!(offers(&model, 2, "mcp__m__second"));
+    offered_once_listed(&model, &editor, &sid, "mcp__m__second").await;
 }
 
 #[tokio::test]
@@ -599,10 +594,7 @@ async fn streamable_http_server() {
     model.push(Reply::text("done"));
     editor.prompt(&sid, "go").await;
     assert_eq!(tool_result(&model, 1, "h1"), "over http");
-    wait_for_mcp_text(&editor, &sid, "`mcp__web__extra`").await;
-    model.push(Reply::text("ok"));
-    editor.prompt(&sid, "again").await;
-    assert!(offers(&model, 2, "mcp__web__extra"));
+    offered_once_listed(&model, &editor, &sid, "mcp__web__extra").await;
 }
 
 #[tokio::test]
@@ -665,23 +657,12 @@ async fn cancel_sends_notifications_cancelled_and_ends_the_turn() {
             u["toolCallId"] == "long" && u["status"] == "in_progress"
         })
         .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The server has the call (it logs its start), so it can be cancelled.
+    wait_for_text_in(&log, "started slow").await;
     editor.cancel(&sid).await;
     let result = pending.await.unwrap();
     assert_eq!(result["stopReason"], "cancelled");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline
-        && !std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("cancelled slow")
-    {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("cancelled slow")
-    );
+    wait_for_text_in(&log, "cancelled slow").await;
 }
 
 #[tokio::test]

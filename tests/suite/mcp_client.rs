@@ -2,7 +2,6 @@
 //! logs, tool annotations, resources, rich results, against the official
 //! `@modelcontextprotocol/server-everything` over stdio and streamable HTTP.
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -73,17 +72,7 @@ pub(super) fn file_uri(p: &Path) -> String {
 }
 
 pub(super) async fn wait_log(log: &Path, needle: &str) -> String {
-    for _ in 0..200 {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.contains(needle) {
-            return text;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "{needle:?} never reached the log:\n{}",
-        std::fs::read_to_string(log).unwrap_or_default()
-    );
+    crate::support::wait_for_text_in(log, needle).await
 }
 
 /// Roots, progress and logs in one session over `servers`.
@@ -201,13 +190,7 @@ async fn annotations_drive_permissions() {
     assert_eq!(first_call(&editor, &sid, "a1")["kind"], "read");
 
     // ask mode: an openWorldHint tool asks and says so.
-    editor
-        .request(
-            "session/set_mode",
-            json!({"sessionId": sid, "modeId": "ask"}),
-        )
-        .await
-        .unwrap();
+    editor.set_mode(&sid, "ask").await;
     editor.push_permission(PermissionDecision::RejectOnce);
     model.push(Reply::tool_call(
         "a3",

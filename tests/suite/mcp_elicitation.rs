@@ -10,12 +10,18 @@ use super::mcp::everything;
 use crate::support::{FakeEditor, FakeModel, Reply, Workspace, full_capabilities};
 use serde_json::{Value, json};
 
+/// A full-auto session with the reference server, the editor advertising
+/// these `elicitation` capabilities (none: `None`).
 async fn session(
     model: &FakeModel,
-    caps: Value,
-    path: &str,
+    elicitation: Option<Value>,
     ws: &Workspace,
 ) -> (FakeEditor, String) {
+    let path = everything();
+    let mut caps = full_capabilities();
+    if let Some(e) = elicitation {
+        caps["elicitation"] = e;
+    }
     let editor = FakeEditor::spawn(&[], model.agent_env());
     editor.initialize(caps).await;
     let result = editor
@@ -28,27 +34,13 @@ async fn session(
         .await
         .unwrap_or_else(|e| editor.fail(&format!("session/new failed: {e}")));
     let sid = result["sessionId"].as_str().unwrap().to_owned();
-    editor
-        .request(
-            "session/set_mode",
-            json!({"sessionId": sid, "modeId": "full-auto"}),
-        )
-        .await
-        .unwrap();
+    editor.set_mode(&sid, "full-auto").await;
     (editor, sid)
 }
 
 fn tool_result(model: &FakeModel, call_id: &str) -> String {
     model
-        .chat_requests()
-        .iter()
-        .rev()
-        .find_map(|r| {
-            r.messages()
-                .iter()
-                .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
-                .and_then(|m| m["content"].as_str().map(str::to_owned))
-        })
+        .tool_result_for(call_id)
         .unwrap_or_else(|| panic!("no tool result for {call_id}"))
 }
 
@@ -63,12 +55,9 @@ fn elicitations(editor: &FakeEditor) -> Vec<Value> {
 #[tokio::test]
 #[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn form_and_url_elicitations_reach_the_editor_and_answers_go_back() {
-    let path = everything();
     let model = FakeModel::start().await;
     let ws = Workspace::new();
-    let mut caps = full_capabilities();
-    caps["elicitation"] = json!({"form": {}, "url": {}});
-    let (editor, sid) = session(&model, caps, &path, &ws).await;
+    let (editor, sid) = session(&model, Some(json!({"form": {}, "url": {}})), &ws).await;
     editor.push_elicitation_answer(Some(json!({
         "action": "accept",
         "content": {"name": "Ada", "check": true, "integer": 7}
@@ -113,12 +102,9 @@ async fn form_and_url_elicitations_reach_the_editor_and_answers_go_back() {
 #[tokio::test]
 #[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn a_declined_form_is_declined_for_the_server() {
-    let path = everything();
     let model = FakeModel::start().await;
     let ws = Workspace::new();
-    let mut caps = full_capabilities();
-    caps["elicitation"] = json!({"form": {}});
-    let (editor, sid) = session(&model, caps, &path, &ws).await;
+    let (editor, sid) = session(&model, Some(json!({"form": {}})), &ws).await;
     // No answer queued: the fake editor declines.
     model.push(Reply::tool_call(
         "f1",
@@ -129,12 +115,7 @@ async fn a_declined_form_is_declined_for_the_server() {
     editor.prompt(&sid, "go").await;
     assert!(tool_result(&model, "f1").contains("declined"));
     // Only form mode was advertised: the server offers no URL tool.
-    let tools: Vec<String> = model.chat_requests()[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-        .collect();
+    let tools = model.chat_requests()[0].tool_names();
     assert!(
         !tools.iter().any(|t| t.contains("trigger-url-elicitation")),
         "{tools:?}"
@@ -144,18 +125,12 @@ async fn a_declined_form_is_declined_for_the_server() {
 #[tokio::test]
 #[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn without_the_capability_the_server_is_told_nothing_and_the_editor_asked_nothing() {
-    let path = everything();
     let model = FakeModel::start().await;
     let ws = Workspace::new();
-    let (editor, sid) = session(&model, full_capabilities(), &path, &ws).await;
+    let (editor, sid) = session(&model, None, &ws).await;
     model.push(Reply::text("done"));
     editor.prompt(&sid, "go").await;
-    let tools: Vec<String> = model.chat_requests()[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-        .collect();
+    let tools = model.chat_requests()[0].tool_names();
     assert!(
         tools.iter().any(|t| t == "mcp__everything__echo"),
         "{tools:?}"

@@ -2,7 +2,7 @@
 //! `mode` config option), switched by session/set_mode or
 //! session/set_config_option (both kept in sync), and each mode's behaviour.
 
-use super::tools_common::{Harness, Via};
+use super::tools_common::{Harness, Via, edit_call, write_call};
 use crate::support::{PermissionDecision, Workspace};
 use serde_json::{Value, json};
 
@@ -145,9 +145,7 @@ async fn set_mode_and_set_config_option_stay_in_sync() {
     let (current, config) = mode_updates(&h, from);
     assert!(current.is_empty() && config.is_empty());
     // Still read-only: an edit is refused without asking.
-    let out = h
-        .run_tool("w1", "write_file", json!({"path": "a.txt", "content": "x"}))
-        .await;
+    let out = h.run_call(write_call("w1", "a.txt", "x")).await;
     assert_eq!(h.final_status("w1"), "failed", "{out}");
     assert!(!h.ws.exists("a.txt"));
 }
@@ -208,27 +206,15 @@ async fn mode_behaviour(via: Via, mode: &str, switch_with_config_option: bool) {
     let outside = h.ws.join("outside");
     h.run_calls(&[
         ("read", "read_file", json!({"path": "in.txt"})),
-        (
-            "write",
-            "write_file",
-            json!({"path": "new.txt", "content": "new\n"}),
-        ),
-        (
-            "edit",
-            "edit_file",
-            json!({"path": "edit.txt", "old_string": "before", "new_string": "after"}),
-        ),
+        write_call("write", "new.txt", "new\n"),
+        edit_call("edit", "edit.txt", "before", "after"),
         ("cmd", "run_command", json!({"command": "touch ran"})),
         (
             "read_out",
             "read_file",
             json!({"path": outside.join("out.txt")}),
         ),
-        (
-            "write_out",
-            "write_file",
-            json!({"path": "../outside/new.txt", "content": "new\n"}),
-        ),
+        write_call("write_out", "../outside/new.txt", "new\n"),
         (
             "cmd_out",
             "run_command",
@@ -237,17 +223,7 @@ async fn mode_behaviour(via: Via, mode: &str, switch_with_config_option: bool) {
     ])
     .await;
 
-    let asked: Vec<String> = h
-        .editor
-        .permission_requests()
-        .iter()
-        .map(|p| {
-            p.params["toolCall"]["toolCallId"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let asked = h.editor.asked_ids();
     let expect = table(mode);
     let expected_asks: Vec<&str> = CALLS
         .iter()
@@ -338,42 +314,22 @@ async fn switching_mode_takes_effect_between_calls() {
     let ws = Workspace::builder().file("a.txt", "0\n").build();
     let h = Harness::start(Via::Editor, ws).await;
     h.editor.push_permission(PermissionDecision::AllowOnce);
-    h.run_tool(
-        "w1",
-        "write_file",
-        json!({"path": "a.txt", "content": "1\n"}),
-    )
-    .await;
+    h.run_call(write_call("w1", "a.txt", "1\n")).await;
     assert_eq!(h.editor.permission_requests().len(), 1);
     h.set_mode("accept-edits").await;
-    h.run_tool(
-        "w2",
-        "write_file",
-        json!({"path": "a.txt", "content": "2\n"}),
-    )
-    .await;
+    h.run_call(write_call("w2", "a.txt", "2\n")).await;
     assert_eq!(
         h.editor.permission_requests().len(),
         1,
         "accept-edits does not ask"
     );
     h.set_mode("read-only").await;
-    h.run_tool(
-        "w3",
-        "write_file",
-        json!({"path": "a.txt", "content": "3\n"}),
-    )
-    .await;
+    h.run_call(write_call("w3", "a.txt", "3\n")).await;
     assert_eq!(h.final_status("w3"), "failed");
     assert_eq!(h.ws.read("a.txt"), "2\n");
     h.set_mode("ask").await;
     h.editor.push_permission(PermissionDecision::RejectOnce);
-    h.run_tool(
-        "w4",
-        "write_file",
-        json!({"path": "a.txt", "content": "4\n"}),
-    )
-    .await;
+    h.run_call(write_call("w4", "a.txt", "4\n")).await;
     assert_eq!(h.editor.permission_requests().len(), 2);
     assert_eq!(h.ws.read("a.txt"), "2\n");
 }

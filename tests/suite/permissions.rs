@@ -2,7 +2,7 @@
 //! once/always and their scopes, cancellation, and paths that escape the
 //! project (`..`, absolute, symlinks) asking even in full-auto.
 
-use super::tools_common::{Harness, Via, both, content_text, diffs};
+use super::tools_common::{Harness, Via, both, content_text, diffs, edit_call, write_call};
 use crate::support::{PermissionDecision, Reply, Workspace};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -32,12 +32,29 @@ fn option_kinds(p: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A session whose `a.txt` holds `a_txt`, the editor answering the next
+/// permission requests with `answers`.
+async fn answering(
+    via: Via,
+    a_txt: &str,
+    answers: impl IntoIterator<Item = PermissionDecision>,
+) -> Harness {
+    let ws = Workspace::builder().file("a.txt", a_txt).build();
+    let h = Harness::start(via, ws).await;
+    for answer in answers {
+        h.editor.push_permission(answer);
+    }
+    h
+}
+
 #[tokio::test]
 async fn allow_once_shows_the_diff_and_asks_every_time() {
-    let ws = Workspace::builder().file("a.txt", "old\n").build();
-    let h = Harness::start(Via::Editor, ws).await;
-    h.editor.push_permission(PermissionDecision::AllowOnce);
-    h.editor.push_permission(PermissionDecision::AllowOnce);
+    let h = answering(
+        Via::Editor,
+        "old\n",
+        [PermissionDecision::AllowOnce, PermissionDecision::AllowOnce],
+    )
+    .await;
     let args = json!({"path": "a.txt", "content": "new\n"});
     h.run_tool("w1", "write_file", args.clone()).await;
     h.assert_lifecycle("w1", "edit", &args, true, true);
@@ -78,23 +95,23 @@ async fn allow_once_shows_the_diff_and_asks_every_time() {
     );
 
     // Once means once.
-    h.run_tool(
-        "w2",
-        "write_file",
-        json!({"path": "a.txt", "content": "newer\n"}),
-    )
-    .await;
+    h.run_call(write_call("w2", "a.txt", "newer\n")).await;
     assert_eq!(h.editor.permission_requests().len(), 2);
     assert_eq!(h.ws.read("a.txt"), "newer\n");
 }
 
 #[tokio::test]
 async fn reject_once_changes_nothing_and_tells_the_model() {
-    let ws = Workspace::builder().file("a.txt", "old\n").build();
-    let h = Harness::start(Via::Local, ws).await;
-    h.editor.push_permission(PermissionDecision::RejectOnce);
-    h.editor.push_permission(PermissionDecision::RejectOnce);
-    h.editor.push_permission(PermissionDecision::RejectOnce);
+    let h = answering(
+        Via::Local,
+        "old\n",
+        [
+            PermissionDecision::RejectOnce,
+            PermissionDecision::RejectOnce,
+            PermissionDecision::RejectOnce,
+        ],
+    )
+    .await;
     let args = json!({"path": "a.txt", "old_string": "old", "new_string": "new"});
     let out = h.run_tool("e1", "edit_file", args.clone()).await;
     h.assert_lifecycle("e1", "edit", &args, false, false);
@@ -121,26 +138,10 @@ async fn always_allow_covers_the_tool_not_other_tools() {
     h.editor.push_permission(PermissionDecision::AllowAlways);
     h.editor.push_permission(PermissionDecision::RejectOnce);
     h.run_calls(&[
-        (
-            "e1",
-            "edit_file",
-            json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
-        ),
-        (
-            "e2",
-            "edit_file",
-            json!({"path": "a.txt", "old_string": "two", "new_string": "three"}),
-        ),
-        (
-            "e3",
-            "edit_file",
-            json!({"path": "b.txt", "old_string": "b", "new_string": "B"}),
-        ),
-        (
-            "w1",
-            "write_file",
-            json!({"path": "a.txt", "content": "w\n"}),
-        ),
+        edit_call("e1", "a.txt", "one", "two"),
+        edit_call("e2", "a.txt", "two", "three"),
+        edit_call("e3", "b.txt", "b", "B"),
+        write_call("w1", "a.txt", "w\n"),
     ])
     .await;
     for id in ["e1", "e2", "e3"] {
@@ -151,15 +152,9 @@ async fn always_allow_covers_the_tool_not_other_tools() {
             h.tool_result(id)
         );
     }
-    let asked: Vec<Value> = h
-        .editor
-        .permission_requests()
-        .iter()
-        .map(|p| p.params["toolCall"]["toolCallId"].clone())
-        .collect();
     assert_eq!(
-        asked,
-        [json!("e1"), json!("w1")],
+        h.editor.asked_ids(),
+        ["e1", "w1"],
         "edits after 'always' are not asked"
     );
     assert_eq!(h.final_status("w1"), "failed");
@@ -169,19 +164,20 @@ async fn always_allow_covers_the_tool_not_other_tools() {
 
 #[tokio::test]
 async fn always_reject_refuses_without_asking() {
-    let ws = Workspace::builder().file("a.txt", "one\n").build();
-    let h = Harness::start(Via::Local, ws).await;
-    h.editor.push_permission(PermissionDecision::RejectAlways);
-    h.editor.push_permission(PermissionDecision::AllowOnce);
+    let h = answering(
+        Via::Local,
+        "one\n",
+        [
+            PermissionDecision::RejectAlways,
+            PermissionDecision::AllowOnce,
+        ],
+    )
+    .await;
     let edit = json!({"path": "a.txt", "old_string": "one", "new_string": "two"});
     h.run_calls(&[
         ("e1", "edit_file", edit.clone()),
         ("e2", "edit_file", edit.clone()),
-        (
-            "w1",
-            "write_file",
-            json!({"path": "b.txt", "content": "b\n"}),
-        ),
+        write_call("w1", "b.txt", "b\n"),
     ])
     .await;
     h.assert_lifecycle("e1", "edit", &edit, false, false);
@@ -196,13 +192,7 @@ async fn always_reject_refuses_without_asking() {
         "{}",
         h.tool_result("e2")
     );
-    let asked: Vec<Value> = h
-        .editor
-        .permission_requests()
-        .iter()
-        .map(|p| p.params["toolCall"]["toolCallId"].clone())
-        .collect();
-    assert_eq!(asked, [json!("e1"), json!("w1")]);
+    assert_eq!(h.editor.asked_ids(), ["e1", "w1"]);
     assert_eq!(h.ws.read("a.txt"), "one\n");
     assert_eq!(h.ws.read("b.txt"), "b\n");
 }
@@ -291,14 +281,9 @@ async fn always_allow_for_a_command_prefix_is_scoped() {
 
 #[tokio::test]
 async fn cancelled_outcome_changes_nothing() {
-    let ws = Workspace::builder().file("a.txt", "old\n").build();
-    let h = Harness::start(Via::Editor, ws).await;
-    h.editor.push_permission(PermissionDecision::Cancelled);
-    h.model.push(Reply::tool_call(
-        "w1",
-        "write_file",
-        json!({"path": "a.txt", "content": "new\n"}),
-    ));
+    let h = answering(Via::Editor, "old\n", [PermissionDecision::Cancelled]).await;
+    h.model
+        .push(Reply::tool_calls([write_call("w1", "a.txt", "new\n")]));
     h.model.push(Reply::text("unexpected"));
     let r = h.editor.prompt(&h.sid, "write").await;
     // A cancelled permission outcome means the turn was cancelled (ACP).
@@ -320,15 +305,9 @@ async fn cancelled_outcome_changes_nothing() {
 /// `cancelled` at once, whether the editor answers the request or not, and a
 /// late "allow" does not run the call.
 async fn cancel_while_asking(answer_on_cancel: bool) {
-    let ws = Workspace::builder().file("a.txt", "old\n").build();
-    let h = Harness::start(Via::Editor, ws).await;
-    h.editor.push_permission(PermissionDecision::NeverAnswer);
+    let h = answering(Via::Editor, "old\n", [PermissionDecision::NeverAnswer]).await;
     h.model.push(Reply::tool_calls([
-        (
-            "w1",
-            "write_file",
-            json!({"path": "a.txt", "content": "new\n"}),
-        ),
+        write_call("w1", "a.txt", "new\n"),
         ("c1", "run_command", json!({"command": "touch ran"})),
     ]));
     let pending = h.editor.start_prompt(&h.sid, "write").await;
@@ -399,19 +378,6 @@ const READS: [&str; 4] = ["r1", "r2", "r3", "g1"];
 const WRITES: [&str; 5] = ["w1", "w2", "w3", "e1", "w4"];
 const COMMANDS: [&str; 2] = ["c1", "c2"];
 
-fn asked_ids(h: &Harness) -> Vec<String> {
-    h.editor
-        .permission_requests()
-        .iter()
-        .map(|p| {
-            p.params["toolCall"]["toolCallId"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect()
-}
-
 fn assert_nothing_escaped(h: &Harness) {
     let home = h.editor.home().expect("the agent's HOME");
     assert!(!home.join("planted.txt").exists(), "written to ~");
@@ -436,31 +402,11 @@ async fn escapes_with(via: Via, mode: &str, decision: PermissionDecision) -> Har
         ),
         ("r3", "read_file", json!({"path": "link/secret.txt"})),
         ("g1", "grep", json!({"pattern": "secret", "path": ".."})),
-        (
-            "w1",
-            "write_file",
-            json!({"path": "../outside/new.txt", "content": "x\n"}),
-        ),
-        (
-            "w2",
-            "write_file",
-            json!({"path": outside.join("abs.txt"), "content": "x\n"}),
-        ),
-        (
-            "w3",
-            "write_file",
-            json!({"path": "link/via-link.txt", "content": "x\n"}),
-        ),
-        (
-            "e1",
-            "edit_file",
-            json!({"path": "link/secret.txt", "old_string": "secret", "new_string": "leaked"}),
-        ),
-        (
-            "w4",
-            "write_file",
-            json!({"path": "~/planted.txt", "content": "x\n"}),
-        ),
+        write_call("w1", "../outside/new.txt", "x\n"),
+        write_call("w2", outside.join("abs.txt"), "x\n"),
+        write_call("w3", "link/via-link.txt", "x\n"),
+        edit_call("e1", "link/secret.txt", "secret", "leaked"),
+        write_call("w4", "~/planted.txt", "x\n"),
         (
             "c1",
             "run_command",
@@ -487,7 +433,11 @@ async fn full_auto_asks_outside(via: Via) {
         .chain(&COMMANDS)
         .copied()
         .collect();
-    assert_eq!(asked_ids(&h), all, "every escape asks, even in full-auto");
+    assert_eq!(
+        h.editor.asked_ids(),
+        all,
+        "every escape asks, even in full-auto"
+    );
     for id in &all {
         assert_eq!(h.final_status(id), "failed", "{id}");
         assert!(
@@ -552,7 +502,7 @@ both!(full_auto_asks_before_escaping, full_auto_asks_outside);
 /// commands are refused without asking.
 async fn read_only_refuses_escaping_writes(via: Via) {
     let h = escapes_with(via, "read-only", PermissionDecision::AllowOnce).await;
-    assert_eq!(asked_ids(&h), READS, "only reads ask");
+    assert_eq!(h.editor.asked_ids(), READS, "only reads ask");
     for id in READS {
         assert_eq!(
             h.final_status(id),
@@ -600,7 +550,7 @@ async fn always_allow_outside_is_per_path() {
         ("r4", "read_file", json!({"path": "in.txt"})),
     ])
     .await;
-    assert_eq!(asked_ids(&h), ["r1", "r3"]);
+    assert_eq!(h.editor.asked_ids(), ["r1", "r3"]);
     assert_eq!(h.final_status("r1"), "completed");
     assert_eq!(
         h.final_status("r2"),
@@ -624,20 +574,12 @@ async fn file_symlinks_ask(via: Via) {
     h.set_mode("full-auto").await;
     h.run_calls(&[
         ("r1", "read_file", json!({"path": "leak.txt"})),
-        (
-            "w1",
-            "write_file",
-            json!({"path": "leak.txt", "content": "x\n"}),
-        ),
-        (
-            "w2",
-            "write_file",
-            json!({"path": "dangling.txt", "content": "planted\n"}),
-        ),
+        write_call("w1", "leak.txt", "x\n"),
+        write_call("w2", "dangling.txt", "planted\n"),
         ("g1", "grep", json!({"pattern": "secret"})),
     ])
     .await;
-    assert_eq!(asked_ids(&h), ["r1", "w1", "w2"]);
+    assert_eq!(h.editor.asked_ids(), ["r1", "w1", "w2"]);
     for id in ["r1", "w1", "w2"] {
         assert_eq!(h.final_status(id), "failed", "{id}");
     }

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::common::spawn;
-use crate::support::{FakeModel, Reply, Workspace, full_capabilities};
+use crate::support::{FakeModel, Reply, Workspace, config_option, full_capabilities};
 
 const SECRET: &str = "sk-editor-SECRET-0123456789";
 
@@ -74,13 +74,7 @@ async fn set_routes_new_requests_and_never_shows_the_key() {
             m["params"]["update"]["sessionUpdate"] == "config_option_update"
         })
         .await;
-    let model_opt = update["params"]["update"]["configOptions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["id"] == "model")
-        .cloned()
-        .unwrap();
+    let model_opt = config_option(&update["params"]["update"], "model");
     assert_eq!(model_opt["currentValue"], "gw-large");
     let values: Vec<&str> = model_opt["options"]
         .as_array()

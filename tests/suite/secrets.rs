@@ -92,22 +92,10 @@ async fn the_key_is_found_on_no_route() {
         Err(e) => eprintln!("skipping the direct /proc/{pid}/environ check: {e}"),
     }
 
-    let new = editor
-        .request(
-            "session/new",
-            json!({
-                "cwd": ws.path(),
-                "mcpServers": [{
-                    "name": "docs",
-                    "command": "/bin/true",
-                    "args": [],
-                    "env": [{"name": "DOCS_TOKEN", "value": MCP_SECRET}]
-                }]
-            }),
-        )
-        .await
-        .expect("session/new");
-    let sid = new["sessionId"].as_str().unwrap().to_owned();
+    // An MCP server whose environment holds a secret.
+    let env = json!([{"name": "DOCS_TOKEN", "value": MCP_SECRET}]);
+    let docs = json!([{"name": "docs", "command": "/bin/true", "args": [], "env": env}]);
+    let sid = editor.new_session_with_servers(ws.path(), docs).await;
 
     let commands = [
         "env",

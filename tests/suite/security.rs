@@ -7,22 +7,13 @@
 
 use super::common::{spawn_args, write_config};
 use super::faults::{Agent, fs_only, start};
+use super::tools_common::write_call;
 use crate::support::{
     FakeEditor, FakeModel, PermissionDecision, Reply, SpawnOptions, Workspace, chunk,
     full_capabilities,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-
-async fn set_mode(editor: &FakeEditor, sid: &str, mode: &str) {
-    editor
-        .request(
-            "session/set_mode",
-            json!({"sessionId": sid, "modeId": mode}),
-        )
-        .await
-        .unwrap_or_else(|e| editor.fail(&format!("set_mode {mode}: {e}")));
-}
 
 /// The tool results the model got in its last request, in order.
 fn tool_results(model: &FakeModel) -> Vec<String> {
@@ -134,7 +125,7 @@ async fn try_escapes(mode: &str) -> (Agent, Outside, FakeModel, usize) {
     std::fs::create_dir_all(a.ws.join("src")).unwrap();
     let out = outside_of(&a.ws);
     std::fs::write(a.home.path().join("keep.txt"), "mine\n").unwrap();
-    set_mode(&a.editor, &a.sid, mode).await;
+    a.editor.set_mode(&a.sid, mode).await;
     let calls = escapes(&out);
     let n = calls.len();
     model.push(Reply::tool_calls(
@@ -168,17 +159,7 @@ fn assert_nothing_escaped(a: &Agent, out: &Outside) {
 #[tokio::test]
 async fn leaving_the_roots_asks_even_in_full_auto() {
     let (a, out, model, n) = try_escapes("full-auto").await;
-    let asked: Vec<String> = a
-        .editor
-        .permission_requests()
-        .iter()
-        .map(|p| {
-            p.params["toolCall"]["toolCallId"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let asked = a.editor.asked_ids();
     let ids: Vec<String> = escapes(&out).into_iter().map(|(id, _, _)| id).collect();
     assert_eq!(asked, ids, "every escape asks, once each");
     for p in a.editor.permission_requests() {
@@ -229,11 +210,7 @@ async fn inside_the_roots_full_auto_does_not_ask() {
     let a = start(&model, "default_mode = \"full-auto\"\n", fs_only(), &[]).await;
     std::fs::create_dir_all(a.ws.join("src")).unwrap();
     model.push(Reply::tool_calls([
-        (
-            "w",
-            "write_file",
-            json!({"path": "src/../new.txt", "content": "hi\n"}),
-        ),
+        write_call("w", "src/../new.txt", "hi\n"),
         (
             "c",
             "run_command",
@@ -283,22 +260,10 @@ async fn secrets_never_reach_frames_stderr_logs_or_errors() {
     });
     let ws = Workspace::builder().file("a.txt", "alpha\n").build();
     editor.initialize(fs_only()).await;
-    let new = editor
-        .request(
-            "session/new",
-            json!({
-                "cwd": ws.path(),
-                "mcpServers": [{
-                    "name": "docs",
-                    "command": "/bin/true",
-                    "args": [],
-                    "env": [{"name": "DOCS_TOKEN", "value": MCP_SECRET}]
-                }]
-            }),
-        )
-        .await
-        .expect("session/new");
-    let sid = new["sessionId"].as_str().unwrap().to_owned();
+    // An MCP server whose environment holds a secret.
+    let env = json!([{"name": "DOCS_TOKEN", "value": MCP_SECRET}]);
+    let docs = json!([{"name": "docs", "command": "/bin/true", "args": [], "env": env}]);
+    let sid = editor.new_session_with_servers(ws.path(), docs).await;
 
     // A server that echoes credentials back in every kind of error.
     let echo = format!("Incorrect API key provided: {KEY}; token {HEADER_SECRET}");
@@ -401,7 +366,7 @@ async fn commands_get_the_agent_environment_minus_its_secrets() {
     let ws = Workspace::new();
     editor.initialize(fs_only()).await;
     let sid = editor.new_session(ws.path()).await;
-    set_mode(&editor, &sid, "full-auto").await;
+    editor.set_mode(&sid, "full-auto").await;
     model.push(Reply::tool_call(
         "call_env",
         "run_command",
@@ -462,11 +427,7 @@ async fn titles_and_permission_prompts_cannot_be_spoofed() {
     let path = "notes\u{1b}[31m.txt\r\nREADME.md";
     model.push(Reply::tool_calls([
         ("call_cmd", "run_command", json!({"command": command})),
-        (
-            "call_path",
-            "write_file",
-            json!({"path": path, "content": "x"}),
-        ),
+        write_call("call_path", path, "x"),
         ("call_bad", "evil\u{1b}[2K\rtool", json!({})),
     ]));
     model.push(Reply::text("done"));

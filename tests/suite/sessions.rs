@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::{
-    FakeEditor, FakeModel, Reply, SpawnOptions, Workspace, chunk, full_capabilities,
+    FakeEditor, FakeModel, Reply, SpawnOptions, Workspace, chunk, config_option, full_capabilities,
     no_capabilities,
 };
 
@@ -22,6 +22,26 @@ fn spawn_in(home: &Path, model: &FakeModel, extra: &[(&str, &str)]) -> FakeEdito
         home: Some(home.to_path_buf()),
         ..SpawnOptions::default()
     })
+}
+
+/// An initialized agent without client capabilities, its data under `home`.
+async fn started_in(home: &Path, model: &FakeModel) -> FakeEditor {
+    let editor = spawn_in(home, model, &[]);
+    editor.initialize(no_capabilities()).await;
+    editor
+}
+
+/// [`started_in`], then a new session in `cwd` with one turn run.
+async fn first_turn(
+    home: &Path,
+    model: &FakeModel,
+    cwd: &Path,
+    prompt: &str,
+) -> (FakeEditor, String) {
+    let editor = started_in(home, model).await;
+    let sid = editor.new_session(cwd).await;
+    editor.prompt(&sid, prompt).await;
+    (editor, sid)
 }
 
 async fn shut_down(mut editor: FakeEditor) {
@@ -52,8 +72,7 @@ async fn restart_then_load_replays_everything_and_continues_with_full_history() 
         json!({"path": "notes.txt"}),
     ));
     model.push(Reply::text("The file has two lines."));
-    let editor = spawn_in(home.path(), &model, &[]);
-    editor.initialize(no_capabilities()).await;
+    let editor = started_in(home.path(), &model).await;
     let sid = editor.new_session(ws.path()).await;
     assert_eq!(
         editor.prompt(&sid, "hello there").await["stopReason"],
@@ -161,14 +180,10 @@ async fn resume_restores_without_replay() {
     let home = tempfile::tempdir().unwrap();
     let ws = Workspace::new();
     let model = FakeModel::with_replies([Reply::text("first answer")]).await;
-    let editor = spawn_in(home.path(), &model, &[]);
-    editor.initialize(no_capabilities()).await;
-    let sid = editor.new_session(ws.path()).await;
-    editor.prompt(&sid, "remember 42").await;
+    let (editor, sid) = first_turn(home.path(), &model, ws.path(), "remember 42").await;
     shut_down(editor).await;
 
-    let editor = spawn_in(home.path(), &model, &[]);
-    editor.initialize(no_capabilities()).await;
+    let editor = started_in(home.path(), &model).await;
     let before = editor.updates().len();
     editor
         .request(
@@ -205,8 +220,7 @@ async fn list_paginates_filters_by_cwd_and_rejects_bad_cursors() {
     let a = Workspace::new();
     let b = Workspace::new();
     let model = FakeModel::start().await;
-    let editor = spawn_in(home.path(), &model, &[]);
-    editor.initialize(no_capabilities()).await;
+    let editor = started_in(home.path(), &model).await;
     for _ in 0..52 {
         editor.new_session(a.path()).await;
     }
@@ -271,10 +285,7 @@ async fn kill_dash_nine_mid_turn_then_load_keeps_what_was_complete() {
     let home = tempfile::tempdir().unwrap();
     let ws = Workspace::new();
     let model = FakeModel::with_replies([Reply::text("Done with the first part.")]).await;
-    let editor = spawn_in(home.path(), &model, &[]);
-    editor.initialize(no_capabilities()).await;
-    let sid = editor.new_session(ws.path()).await;
-    editor.prompt(&sid, "first part").await;
+    let (editor, sid) = first_turn(home.path(), &model, ws.path(), "first part").await;
     // Second turn: the model streams a little, then hangs; the agent is killed.
     model.push(Reply::stream([chunk::text("partial ans"), chunk::text("wer")]).hang_after(1));
     let _pending = editor.start_prompt(&sid, "second part").await;
@@ -294,8 +305,7 @@ async fn kill_dash_nine_mid_turn_then_load_keeps_what_was_complete() {
     text.push_str(r#"{"t":"assistant","text":"tor"#);
     std::fs::write(&log, text).unwrap();
 
-    let editor = spawn_in(home.path(), &model, &[]);
-    editor.initialize(no_capabilities()).await;
+    let editor = started_in(home.path(), &model).await;
     editor
         .request(
             "session/load",
@@ -327,8 +337,7 @@ async fn compaction_triggers_when_the_window_fills_and_the_user_sees_it() {
     std::fs::write(config_dir.join("config.toml"), "context_window = 3000\n").unwrap();
     let ws = Workspace::new();
     let model = FakeModel::with_replies([Reply::text("noted").with_usage(2000, 10)]).await;
-    let editor = spawn_in(home.path(), &model, &[]);
-    editor.initialize(no_capabilities()).await;
+    let editor = started_in(home.path(), &model).await;
     let sid = editor.new_session(ws.path()).await;
     let usage_size = |e: &FakeEditor| {
         e.updates_of_kind(&sid, "usage_update")
@@ -383,8 +392,7 @@ async fn compaction_triggers_when_the_window_fills_and_the_user_sees_it() {
         "end_turn"
     );
     shut_down(editor).await;
-    let editor = spawn_in(home.path(), &model, &[]);
-    editor.initialize(no_capabilities()).await;
+    let editor = started_in(home.path(), &model).await;
     editor
         .request(
             "session/resume",
@@ -412,13 +420,7 @@ async fn model_option_lists_fake_models_and_switches() {
     editor.initialize(no_capabilities()).await;
     let new = editor.new_session_full(ws.path()).await;
     let sid = new["sessionId"].as_str().unwrap().to_owned();
-    let option = new["configOptions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["id"] == "model")
-        .unwrap()
-        .clone();
+    let option = config_option(&new, "model");
     assert_eq!(option["category"], "model");
     assert_eq!(option["currentValue"], "m-one");
     let values: Vec<&str> = option["options"]
@@ -438,13 +440,7 @@ async fn model_option_lists_fake_models_and_switches() {
         )
         .await
         .unwrap();
-    let current = set["configOptions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["id"] == "model")
-        .unwrap()["currentValue"]
-        .clone();
+    let current = config_option(&set, "model")["currentValue"].clone();
     assert_eq!(current, "m-two");
     let err = editor
         .request(
@@ -469,13 +465,7 @@ async fn model_option_lists_fake_models_and_switches() {
         )
         .await
         .unwrap();
-    let current = resumed["configOptions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["id"] == "model")
-        .unwrap()["currentValue"]
-        .clone();
+    let current = config_option(&resumed, "model")["currentValue"].clone();
     assert_eq!(current, "m-two");
     model.push(Reply::text("three"));
     editor.prompt(&sid, "after restart").await;
@@ -557,8 +547,7 @@ async fn close_cancels_a_running_turn() {
     let ws = Workspace::new();
     let model =
         FakeModel::with_replies([Reply::stream([chunk::text("thinking…")]).hang_after(1)]).await;
-    let editor = spawn_in(home.path(), &model, &[]);
-    editor.initialize(no_capabilities()).await;
+    let editor = started_in(home.path(), &model).await;
     let sid = editor.new_session(ws.path()).await;
     let pending = editor.start_prompt(&sid, "long task").await;
     editor

@@ -83,28 +83,10 @@ async fn new_session(editor: &FakeEditor, cwd: &Path, additional: &[&Path]) -> S
     sid
 }
 
-async fn set_mode(editor: &FakeEditor, sid: &str, mode: &str) {
-    editor
-        .request(
-            "session/set_mode",
-            json!({"sessionId": sid, "modeId": mode}),
-        )
-        .await
-        .expect("set_mode");
-}
-
 /// What the model was told for call `id`.
 fn tool_result(model: &FakeModel, id: &str) -> String {
     model
-        .chat_requests()
-        .iter()
-        .rev()
-        .find_map(|r| {
-            r.messages()
-                .iter()
-                .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
-                .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        })
+        .tool_result_for(id)
         .unwrap_or_else(|| panic!("no tool result for {id}"))
 }
 
@@ -252,7 +234,7 @@ async fn load_skill_then_a_script_from_the_skill_folder() {
     let model = FakeModel::start().await;
     let editor = agent(&model, home.path()).await;
     let sid = new_session(&editor, ws.path(), &[]).await;
-    set_mode(&editor, &sid, "full-auto").await;
+    editor.set_mode(&sid, "full-auto").await;
     model.push(Reply::tool_call(
         "c1",
         "load_skill",
@@ -294,7 +276,7 @@ async fn load_skill_then_a_script_from_the_skill_folder() {
     assert!(editor.permission_requests().is_empty());
 
     // Read-only mode still loads skills; an unknown name is the model's error.
-    set_mode(&editor, &sid, "read-only").await;
+    editor.set_mode(&sid, "read-only").await;
     model.push(Reply::tool_calls([
         ("c3", "load_skill", json!({"name": "greet"})),
         ("c4", "load_skill", json!({"name": "../greet"})),
@@ -330,7 +312,7 @@ async fn a_user_skill_outside_the_roots_loads_without_asking_but_its_scripts_ask
     let sid = new_session(&editor, ws.path(), &[]).await;
     // A skill's script asks as any command does in this mode (in full-auto
     // it would run in the command sandbox, like any other command).
-    set_mode(&editor, &sid, "accept-edits").await;
+    editor.set_mode(&sid, "accept-edits").await;
     model.push(Reply::tool_call(
         "c1",
         "load_skill",

@@ -44,6 +44,20 @@ impl Via {
     }
 }
 
+/// A scripted tool call for [`Harness::run_calls`]: id, tool, arguments.
+pub type Call<'a> = (&'a str, &'static str, Value);
+
+/// A `write_file` call.
+pub fn write_call<'a>(id: &'a str, path: impl serde::Serialize, content: &str) -> Call<'a> {
+    (id, "write_file", json!({"path": path, "content": content}))
+}
+
+/// An `edit_file` call replacing `old` by `new`.
+pub fn edit_call<'a>(id: &'a str, path: impl serde::Serialize, old: &str, new: &str) -> Call<'a> {
+    let args = json!({"path": path, "old_string": old, "new_string": new});
+    (id, "edit_file", args)
+}
+
 /// One agent process, one session (cwd `ws` or a directory in it).
 pub struct Harness {
     pub model: FakeModel,
@@ -87,16 +101,7 @@ impl Harness {
 
     /// `session/set_mode`; fails the test on an error.
     pub async fn set_mode(&self, mode: &str) {
-        let r = self
-            .editor
-            .request(
-                "session/set_mode",
-                json!({"sessionId": self.sid, "modeId": mode}),
-            )
-            .await;
-        if let Err(e) = r {
-            self.editor.fail(&format!("set_mode {mode}: {e}"));
-        }
+        self.editor.set_mode(&self.sid, mode).await;
     }
 
     /// Scripts `calls` as one model reply, then a closing text reply; runs a
@@ -115,6 +120,11 @@ impl Harness {
         }
     }
 
+    /// [`Harness::run_tool`] for a [`Call`].
+    pub async fn run_call(&self, (id, name, args): Call<'_>) -> String {
+        self.run_tool(id, name, args).await
+    }
+
     /// Runs one tool call in a turn; returns what the model was told.
     pub async fn run_tool(&self, id: &str, name: &str, args: Value) -> String {
         self.run_calls(&[(id, name, args)]).await;
@@ -125,20 +135,10 @@ impl Harness {
     /// model request that carries it).
     #[track_caller]
     pub fn tool_result(&self, id: &str) -> String {
-        self.model
-            .chat_requests()
-            .iter()
-            .rev()
-            .find_map(|r| {
-                r.messages()
-                    .iter()
-                    .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
-                    .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-            })
-            .unwrap_or_else(|| {
-                self.editor
-                    .fail(&format!("no tool result for {id} reached the model"))
-            })
+        self.model.tool_result_for(id).unwrap_or_else(|| {
+            self.editor
+                .fail(&format!("no tool result for {id} reached the model"))
+        })
     }
 
     /// The `tool_call` and `tool_call_update`s of call `id`, in order.

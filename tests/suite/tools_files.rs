@@ -1,7 +1,7 @@
 //! read_file, write_file and edit_file end to end, through the editor's
 //! `fs/*` methods and on the local disk.
 
-use super::tools_common::{Harness, Via, both, content_text, diffs};
+use super::tools_common::{Harness, Via, both, content_text, diffs, edit_call, write_call};
 use crate::support::{Reply, Workspace, chunk};
 use serde_json::json;
 
@@ -236,26 +236,10 @@ async fn line_endings_and_final_newline_are_kept(via: Via) {
         .build();
     let h = editing(via, ws).await;
     h.run_calls(&[
-        (
-            "c1",
-            "edit_file",
-            json!({"path": "dos.txt", "old_string": "beta\n", "new_string": "BETA\nbeta2\n"}),
-        ),
-        (
-            "c2",
-            "write_file",
-            json!({"path": "dos2.txt", "content": "three\nfour\n"}),
-        ),
-        (
-            "c3",
-            "edit_file",
-            json!({"path": "nl.txt", "old_string": "y = 2", "new_string": "y = 3"}),
-        ),
-        (
-            "c4",
-            "edit_file",
-            json!({"path": "nonl.txt", "old_string": "y = 2", "new_string": "y = 3"}),
-        ),
+        edit_call("c1", "dos.txt", "beta\n", "BETA\nbeta2\n"),
+        write_call("c2", "dos2.txt", "three\nfour\n"),
+        edit_call("c3", "nl.txt", "y = 2", "y = 3"),
+        edit_call("c4", "nonl.txt", "y = 2", "y = 3"),
     ])
     .await;
     for id in ["c1", "c2", "c3", "c4"] {
@@ -296,29 +280,13 @@ async fn binary_missing_and_directory_are_explained(via: Via) {
     let h = editing(via, ws).await;
     let calls = [
         ("b1", "read_file", json!({"path": "img.png"})),
-        (
-            "b2",
-            "edit_file",
-            json!({"path": "img.png", "old_string": "text", "new_string": "TEXT"}),
-        ),
-        (
-            "b3",
-            "write_file",
-            json!({"path": "img.png", "content": "x"}),
-        ),
+        edit_call("b2", "img.png", "text", "TEXT"),
+        write_call("b3", "img.png", "x"),
         ("m1", "read_file", json!({"path": "missing.txt"})),
-        (
-            "m2",
-            "edit_file",
-            json!({"path": "missing.txt", "old_string": "a", "new_string": "b"}),
-        ),
+        edit_call("m2", "missing.txt", "a", "b"),
         ("d1", "read_file", json!({"path": "src"})),
-        (
-            "d2",
-            "edit_file",
-            json!({"path": "src", "old_string": "a", "new_string": "b"}),
-        ),
-        ("d3", "write_file", json!({"path": "src", "content": "x"})),
+        edit_call("d2", "src", "a", "b"),
+        write_call("d3", "src", "x"),
     ];
     h.run_calls(&calls).await;
     for (id, name, args) in &calls {
@@ -482,11 +450,7 @@ async fn unsaved_buffer_is_read_and_edited() {
 
     // An edit that only matches the disk content fails: the buffer wins.
     let out = h
-        .run_tool(
-            "u3",
-            "edit_file",
-            json!({"path": "main.py", "old_string": "print('saved')", "new_string": "x"}),
-        )
+        .run_call(edit_call("u3", "main.py", "print('saved')", "x"))
         .await;
     assert_eq!(h.final_status("u3"), "failed", "{out}");
     assert_eq!(h.editor.writes().len(), 1);
@@ -500,16 +464,8 @@ async fn local_files_never_touch_the_editor() {
     let h = editing(Via::Local, ws).await;
     h.run_calls(&[
         ("l1", "read_file", json!({"path": "a.txt"})),
-        (
-            "l2",
-            "edit_file",
-            json!({"path": "a.txt", "old_string": "hello", "new_string": "bye"}),
-        ),
-        (
-            "l3",
-            "write_file",
-            json!({"path": "b.txt", "content": "b\n"}),
-        ),
+        edit_call("l2", "a.txt", "hello", "bye"),
+        write_call("l3", "b.txt", "b\n"),
     ])
     .await;
     for id in ["l1", "l2", "l3"] {
@@ -543,11 +499,7 @@ async fn read_only_fs_capability_writes_locally() {
     h.editor.open_buffer(h.ws.join("a.txt"), "buffer\n");
     h.run_calls(&[
         ("r1", "read_file", json!({"path": "a.txt"})),
-        (
-            "e1",
-            "edit_file",
-            json!({"path": "a.txt", "old_string": "buffer", "new_string": "edited"}),
-        ),
+        edit_call("e1", "a.txt", "buffer", "edited"),
     ])
     .await;
     assert_eq!(h.tool_result("r1"), "     1\tbuffer\n");

@@ -973,7 +973,20 @@ impl FakeEditor {
 
     /// `session/new` (string request id) → the new session id.
     pub async fn new_session(&self, cwd: impl AsRef<Path>) -> String {
-        let result = self.new_session_full(cwd).await;
+        self.new_session_with_servers(cwd, json!([])).await
+    }
+
+    /// `session/set_mode` (ACP §9); fails the test on an error.
+    pub async fn set_mode(&self, session_id: &str, mode: &str) {
+        let params = json!({"sessionId": session_id, "modeId": mode});
+        if let Err(e) = self.request("session/set_mode", params).await {
+            self.shared.fail(&format!("set_mode {mode}: {e}"));
+        }
+    }
+
+    /// `session/new` with these `mcpServers` → the session id.
+    pub async fn new_session_with_servers(&self, cwd: impl AsRef<Path>, servers: Value) -> String {
+        let result = self.new_session_params(cwd.as_ref(), servers).await;
         result["sessionId"]
             .as_str()
             .unwrap_or_else(|| self.shared.fail("session/new result has no sessionId"))
@@ -982,9 +995,12 @@ impl FakeEditor {
 
     /// `session/new` (string request id) → the whole result.
     pub async fn new_session_full(&self, cwd: impl AsRef<Path>) -> Value {
+        self.new_session_params(cwd.as_ref(), json!([])).await
+    }
+
+    async fn new_session_params(&self, cwd: &Path, servers: Value) -> Value {
         let n = self.shared.next_id.fetch_add(1, Ordering::SeqCst);
-        let cwd = cwd.as_ref();
-        let params = json!({"cwd": cwd, "mcpServers": []});
+        let params = json!({"cwd": cwd, "mcpServers": servers});
         match self
             .request_with_id(format!("new-session-{n}"), "session/new", params)
             .await
@@ -1296,6 +1312,17 @@ impl FakeEditor {
 
     pub fn permission_requests(&self) -> Vec<PermissionRecord> {
         self.shared.lock().permissions.clone()
+    }
+
+    /// The tool call ids the agent asked permission for, in order.
+    pub fn asked_ids(&self) -> Vec<String> {
+        self.permission_requests()
+            .iter()
+            .map(|p| {
+                let id = &p.params["toolCall"]["toolCallId"];
+                id.as_str().unwrap_or_default().to_owned()
+            })
+            .collect()
     }
 
     pub fn writes(&self) -> Vec<FileWrite> {

@@ -641,6 +641,17 @@ impl FakeModel {
             .collect()
     }
 
+    /// What the model was told as the result of call `id`, from the last
+    /// chat request that carries it.
+    pub fn tool_result_for(&self, id: &str) -> Option<String> {
+        self.chat_requests().iter().rev().find_map(|r| {
+            r.messages()
+                .iter()
+                .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+                .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        })
+    }
+
     /// Streams the client abandoned before they were complete.
     pub fn disconnects(&self) -> usize {
         self.inner.disconnects.load(Ordering::SeqCst)
@@ -1020,6 +1031,16 @@ mod tests {
     use super::*;
     use futures::StreamExt;
 
+    /// POSTs `body` to the fake model's chat endpoint.
+    async fn post_chat(model: &FakeModel, body: Value) -> reqwest::Response {
+        client()
+            .post(format!("{}/chat/completions", model.base_url()))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+
     fn client() -> reqwest::Client {
         crate::support::http_client()
     }
@@ -1099,15 +1120,7 @@ mod tests {
             "echo",
             json!({"text": "hi there", "n": 3}),
         ));
-        let body = client()
-            .post(format!("{}/chat/completions", model.base_url()))
-            .json(&json!({}))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let body = post_chat(&model, json!({})).await.text().await.unwrap();
         let data = sse_data(&body);
         let mut args = String::new();
         let mut name = None;
@@ -1179,12 +1192,8 @@ mod tests {
     async fn non_stream_completion() {
         let model = FakeModel::start().await;
         model.push(Reply::completion("plain"));
-        let body: Value = client()
-            .post(format!("{}/chat/completions", model.base_url()))
-            .json(&json!({"stream": false}))
-            .send()
+        let body: Value = post_chat(&model, json!({"stream": false}))
             .await
-            .unwrap()
             .json()
             .await
             .unwrap();
@@ -1195,12 +1204,7 @@ mod tests {
     async fn hang_then_client_disconnect_is_detected() {
         let model = FakeModel::start().await;
         model.push(Reply::text("never finished").hang_after(2));
-        let resp = client()
-            .post(format!("{}/chat/completions", model.base_url()))
-            .json(&json!({}))
-            .send()
-            .await
-            .unwrap();
+        let resp = post_chat(&model, json!({})).await;
         let mut stream = resp.bytes_stream();
         let first = stream.next().await.unwrap().unwrap();
         assert!(std::str::from_utf8(&first).unwrap().starts_with("data: "));
@@ -1230,12 +1234,7 @@ mod tests {
         model.push(
             Reply::text("a slow answer that takes a while").delay(Duration::from_millis(200)),
         );
-        let resp = client()
-            .post(format!("{}/chat/completions", model.base_url()))
-            .json(&json!({}))
-            .send()
-            .await
-            .unwrap();
+        let resp = post_chat(&model, json!({})).await;
         let mut stream = resp.bytes_stream();
         stream.next().await.unwrap().unwrap();
         drop(stream);
@@ -1247,12 +1246,7 @@ mod tests {
     async fn cut_stream_is_an_incomplete_body() {
         let model = FakeModel::start().await;
         model.push(Reply::text("cut short").cut_after(2));
-        let resp = client()
-            .post(format!("{}/chat/completions", model.base_url()))
-            .json(&json!({}))
-            .send()
-            .await
-            .unwrap();
+        let resp = post_chat(&model, json!({})).await;
         let mut stream = resp.bytes_stream();
         let mut data = Vec::new();
         let mut error = None;

@@ -251,6 +251,35 @@ impl Workspace {
 
 // --------------------------------------------------------------------- json
 
+/// Waits until the file at `path` (a log another process writes) holds
+/// `needle`, polling for up to 30 s; returns its text then.
+pub async fn wait_for_text_in(path: &Path, needle: &str) -> String {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{needle:?} never reached {}:\n{text}",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The config option `id` of a result or update carrying `configOptions`
+/// (ACP §8); fails the test when there is none.
+#[track_caller]
+pub fn config_option(carrier: &Value, id: &str) -> Value {
+    carrier["configOptions"]
+        .as_array()
+        .and_then(|options| options.iter().find(|o| o["id"] == id))
+        .cloned()
+        .unwrap_or_else(|| panic!("no config option {id:?} in {carrier}"))
+}
+
 /// Checks that `actual` includes `expected`: every key of an expected object
 /// must be present and match recursively (extra keys in `actual` are fine);
 /// arrays must have the same length and match element-wise; other values

@@ -119,29 +119,11 @@ pub async fn call_model(
             biased;
             _ = cancel.cancelled() => None,
             r = async {
-                let mut stream = env.model.stream(request).await?;
                 // Batches what streams faster than it can be written; flushed when dropped.
                 // It waits while the editor is behind, which slows the stream down
                 // instead of growing the queue to the editor (rpc::Peer::writable).
                 let relay = visible.then(|| Relay::new(editor, &text_id, &thought_id));
-                while let Some(event) = stream.next().await {
-                    match event? {
-                        Event::Text(t) => {
-                            partial.push_str(&t);
-                            if let Some(relay) = &relay {
-                                relay.text(t).await;
-                            }
-                        }
-                        Event::Reasoning(t) => {
-                            if let Some(relay) = &relay {
-                                relay.thought(t).await;
-                            }
-                        }
-                        Event::ToolCallStarted { .. } => {}
-                        Event::Done(c) => return Ok(c),
-                    }
-                }
-                Err(LlmError::Interrupted { url: env.settings.base_url.clone(), reason: "the stream ended early".into() })
+                stream_once(env, request, relay.as_ref(), &mut partial).await
             } => Some(r),
         };
         let err = match outcome {
@@ -183,6 +165,38 @@ pub async fn call_model(
             None => return Err(to_rpc_error(env, &err, attempt)),
         }
     }
+}
+
+/// One attempt: streams the reply, relaying text and thoughts when `relay`
+/// is set; `partial` collects the text so far.
+async fn stream_once(
+    env: &TurnEnv,
+    request: &ChatRequest,
+    relay: Option<&Relay>,
+    partial: &mut String,
+) -> Result<Completion, LlmError> {
+    let mut stream = env.model.stream(request).await?;
+    while let Some(event) = stream.next().await {
+        match event? {
+            Event::Text(t) => {
+                partial.push_str(&t);
+                if let Some(relay) = relay {
+                    relay.text(t).await;
+                }
+            }
+            Event::Reasoning(t) => {
+                if let Some(relay) = relay {
+                    relay.thought(t).await;
+                }
+            }
+            Event::ToolCallStarted { .. } => {}
+            Event::Done(c) => return Ok(c),
+        }
+    }
+    Err(LlmError::Interrupted {
+        url: env.settings.base_url.clone(),
+        reason: "the stream ended early".into(),
+    })
 }
 
 fn human_delay(d: Duration) -> String {

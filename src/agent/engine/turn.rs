@@ -38,20 +38,7 @@ pub async fn run(
         _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
         m = crate::agent::engine::model_text::user_message(prompt, &session.editor, &session.registry) => m,
     };
-    // The prompt as the model and the log get it: a secret the user pasted is
-    // redacted like everywhere else (SECURITY.md §3).
-    let user = match user {
-        ChatMessage::User(parts) => ChatMessage::User(
-            parts
-                .into_iter()
-                .map(|p| match p {
-                    UserPart::Text(t) => UserPart::Text(redact_string(t)),
-                    other => other,
-                })
-                .collect(),
-        ),
-        other => other,
-    };
+    let user = redacted_user(user);
     session.record_user(prompt, &user);
     history.messages.push(user);
     let mut requests = 0u32;
@@ -60,32 +47,21 @@ pub async fn run(
             return Ok(StopReason::MaxTurnRequests);
         }
         requests += 1;
-        if compact::needed(env, session, &history) {
-            match compact::run(env, session, &mut history, cancel, compact::Why::Auto, None).await {
-                Ok(true) | Ok(false) => {}
-                Err(e) if cancel.is_cancelled() => {
-                    tracing::debug!(error = %e.message, "compaction cancelled");
-                    return Ok(StopReason::Cancelled);
-                }
-                // A failed compaction is not fatal: the call may still fit.
-                Err(e) => tracing::warn!(error = %e.message, "automatic compaction failed"),
-            }
-            if cancel.is_cancelled() {
-                return Ok(StopReason::Cancelled);
-            }
+        if compact::needed(env, session, &history)
+            && !compact_or_go_on(env, session, &mut history, cancel).await
+        {
+            return Ok(StopReason::Cancelled);
         }
         let request = model_call::turn_request(env, session, &history);
         let completion = match model_call::call_model(env, session, &request, cancel, true).await {
             Err(e) => return Err(e),
             Ok(model_call::Outcome::Cancelled { partial }) => {
                 if !partial.is_empty() {
-                    let msg = ChatMessage::Assistant {
-                        text: redact_string(partial),
-                        reasoning: String::new(),
-                        tool_calls: Vec::new(),
-                    };
-                    session.record_message(&msg);
-                    history.messages.push(msg);
+                    remember(
+                        session,
+                        &mut history,
+                        assistant(redact_string(partial), String::new(), Vec::new()),
+                    );
                 }
                 return Ok(StopReason::Cancelled);
             }
@@ -105,13 +81,13 @@ pub async fn run(
                 ..c
             })
             .collect();
-        let msg = ChatMessage::Assistant {
-            text: redact_string(completion.text),
-            reasoning: redact_string(completion.reasoning),
-            tool_calls: calls.clone(),
-        };
-        session.record_message(&msg);
-        history.messages.push(msg);
+        let text = redact_string(completion.text);
+        let reasoning = redact_string(completion.reasoning);
+        remember(
+            session,
+            &mut history,
+            assistant(text, reasoning, calls.clone()),
+        );
         if calls.is_empty() {
             return Ok(match completion.finish_reason {
                 Some(FinishReason::Length) => StopReason::MaxTokens,
@@ -119,49 +95,114 @@ pub async fn run(
                 _ => StopReason::EndTurn,
             });
         }
-        let mut was_cancelled = false;
-        let mut media = Vec::new();
-        let images_on = env.settings.model_accepts_images(&env.model_id);
-        let audio_on = env.settings.model_accepts_audio(&env.model_id);
-        for req in &calls {
-            let content = if was_cancelled {
-                "Error: not run; the user cancelled the turn.".to_owned()
-            } else {
-                let result = tool_call::run(
-                    session,
-                    req,
-                    cancel,
-                    &env.settings.secret_env,
-                    env.settings.sandbox_network,
-                )
-                .await;
-                was_cancelled = result.cancelled || cancel.is_cancelled();
-                lender.count(&mut history);
-                let mut text = result.for_model;
-                let (kept, note) = crate::mcp::rich::accepted(result.media, images_on, audio_on);
-                media.extend(kept.into_iter().map(|p| (req.id.clone(), p)));
-                if let Some(note) = note {
-                    text = format!("{text}\n{note}");
-                }
-                // The one choke point of every tool's (built-in or MCP)
-                // result: a secret it read never reaches the model or the log.
-                redact_string(text)
-            };
-            let msg = ChatMessage::Tool {
-                tool_call_id: req.id.clone(),
-                content,
-            };
-            session.record_message(&msg);
-            history.messages.push(msg);
-        }
-        if let Some(msg) = crate::mcp::rich::media_message(&media) {
-            session.record_user(&[], &msg);
-            history.messages.push(msg);
-        }
-        if was_cancelled {
+        if run_calls(env, session, &mut history, &calls, cancel, &lender).await {
             return Ok(StopReason::Cancelled);
         }
     }
+}
+
+/// The prompt as the model and the log get it: a secret the user pasted is
+/// redacted like everywhere else (SECURITY.md §3).
+fn redacted_user(user: ChatMessage) -> ChatMessage {
+    match user {
+        ChatMessage::User(parts) => ChatMessage::User(
+            parts
+                .into_iter()
+                .map(|p| match p {
+                    UserPart::Text(t) => UserPart::Text(redact_string(t)),
+                    other => other,
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+fn assistant(text: String, reasoning: String, tool_calls: Vec<ToolCallRequest>) -> ChatMessage {
+    ChatMessage::Assistant {
+        text,
+        reasoning,
+        tool_calls,
+    }
+}
+
+/// A finished message into the log and the history, in that order.
+fn remember(session: &Session, history: &mut History, msg: ChatMessage) {
+    session.record_message(&msg);
+    history.messages.push(msg);
+}
+
+/// Automatic compaction before a request that would fill the window;
+/// `false` when the turn was cancelled meanwhile.
+async fn compact_or_go_on(
+    env: &TurnEnv,
+    session: &Arc<Session>,
+    history: &mut History,
+    cancel: &CancellationToken,
+) -> bool {
+    match compact::run(env, session, history, cancel, compact::Why::Auto, None).await {
+        Ok(true) | Ok(false) => {}
+        Err(e) if cancel.is_cancelled() => {
+            tracing::debug!(error = %e.message, "compaction cancelled");
+            return false;
+        }
+        // A failed compaction is not fatal: the call may still fit.
+        Err(e) => tracing::warn!(error = %e.message, "automatic compaction failed"),
+    }
+    !cancel.is_cancelled()
+}
+
+/// Runs the model's tool calls in order and feeds their results back (ACP
+/// §6.2); once the turn is cancelled the rest are answered "not run".
+/// Returns whether the turn was cancelled.
+async fn run_calls(
+    env: &TurnEnv,
+    session: &Arc<Session>,
+    history: &mut History,
+    calls: &[ToolCallRequest],
+    cancel: &CancellationToken,
+    lender: &crate::agent::engine::sampling::Lender,
+) -> bool {
+    let mut was_cancelled = false;
+    let mut media = Vec::new();
+    let images_on = env.settings.model_accepts_images(&env.model_id);
+    let audio_on = env.settings.model_accepts_audio(&env.model_id);
+    for req in calls {
+        let content = if was_cancelled {
+            "Error: not run; the user cancelled the turn.".to_owned()
+        } else {
+            let result = tool_call::run(
+                session,
+                req,
+                cancel,
+                &env.settings.secret_env,
+                env.settings.sandbox_network,
+            )
+            .await;
+            was_cancelled = result.cancelled || cancel.is_cancelled();
+            // Sampling a server asked for during the call counts in the turn.
+            lender.count(history);
+            let mut text = result.for_model;
+            let (kept, note) = crate::mcp::rich::accepted(result.media, images_on, audio_on);
+            media.extend(kept.into_iter().map(|p| (req.id.clone(), p)));
+            if let Some(note) = note {
+                text = format!("{text}\n{note}");
+            }
+            // The one choke point of every tool's (built-in or MCP)
+            // result: a secret it read never reaches the model or the log.
+            redact_string(text)
+        };
+        let msg = ChatMessage::Tool {
+            tool_call_id: req.id.clone(),
+            content,
+        };
+        remember(session, history, msg);
+    }
+    if let Some(msg) = crate::mcp::rich::media_message(&media) {
+        session.record_user(&[], &msg);
+        history.messages.push(msg);
+    }
+    was_cancelled
 }
 
 /// Token and cost accounting after a call, reported as `usage_update` (ACP §7).

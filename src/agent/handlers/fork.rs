@@ -9,13 +9,12 @@
 //! cwd, additional directories and MCP servers the fork request names.
 use std::sync::Arc;
 
-use crate::acp::{LoadSessionRequest, NewSessionResponse};
+use crate::acp::LoadSessionRequest;
 use crate::rpc::{Reply, RpcError};
 
-use super::lifecycle::{absolute_dir, new_session_id, unknown_session};
+use super::lifecycle::{absolute_dir, new_session_id};
 use crate::agent::Agent;
-use crate::agent::store::{self, Record, StoreError, Summary};
-use crate::config::Mode;
+use crate::agent::store::{self, Record, Summary};
 
 impl Agent {
     pub(in crate::agent) async fn fork_session(
@@ -24,16 +23,7 @@ impl Agent {
     ) -> Result<Reply, RpcError> {
         absolute_dir("params.cwd", &req.cwd)?;
         self.usable_settings()?;
-        let records = match self.store.read(&req.session_id) {
-            Ok(r) => r,
-            Err(StoreError::Missing(_)) => return Err(unknown_session(&req.session_id)),
-            Err(e) => {
-                return Err(RpcError::not_found(format!(
-                    "session {:?} cannot be read: {e}",
-                    req.session_id
-                )));
-            }
-        };
+        let records = self.read_records(&req.session_id)?;
         let id = new_session_id();
         let now = store::now_rfc3339();
         let summary = Summary {
@@ -60,11 +50,6 @@ impl Agent {
                 ..req
             })
             .await?;
-        let response = NewSessionResponse {
-            session_id: id,
-            modes: Mode::state(session.mode()),
-            config_options: self.session_options(&session).await,
-        };
-        self.reply_then_commands(&response, session)
+        self.answer_new(id, session).await
     }
 }

@@ -27,6 +27,9 @@ use crate::config::Mode;
 /// Sessions per `session/list` page.
 const PAGE: usize = 50;
 
+/// Where a session works: its cwd, additional directories and MCP servers.
+type Place = (PathBuf, Vec<PathBuf>, Vec<McpServer>);
+
 /// What differs between a new session and a restored one.
 struct Opening {
     id: String,
@@ -38,6 +41,24 @@ struct Opening {
     history: Vec<ChatMessage>,
     used_tool_ids: HashSet<String>,
     log: store::Log,
+}
+
+impl Opening {
+    /// A session without history yet; a restored one fills in its past.
+    fn fresh(id: &str, place: Place, mode: Mode, meta: SessionMeta, log: store::Log) -> Self {
+        let (cwd, additional, mcp_servers) = place;
+        Opening {
+            id: id.to_string(),
+            cwd,
+            additional,
+            mcp_servers,
+            mode,
+            meta,
+            history: Vec::new(),
+            used_tool_ids: HashSet::new(),
+            log,
+        }
+    }
 }
 
 impl Agent {
@@ -73,26 +94,40 @@ impl Agent {
             tracing::warn!(session = %id, error = %e, "cannot lock the new session's log");
         });
         let log = self.store.create(&summary).hold(claim.ok());
-        let mode = settings.default_mode;
-        let opening = Opening {
-            id: id.clone(),
-            cwd,
-            additional,
-            mcp_servers: req.mcp_servers,
-            mode,
-            meta,
-            history: Vec::new(),
-            used_tool_ids: HashSet::new(),
-            log,
-        };
+        let place = (cwd, additional, req.mcp_servers);
+        let opening = Opening::fresh(&id, place, settings.default_mode, meta, log);
         let session = self.open(opening, &settings).await;
         tracing::info!(session = %id, "session created");
+        self.answer_new(id, session).await
+    }
+
+    /// The answer to `session/new` and `session/fork` (ACP §5.1): the id, the
+    /// modes and the options, then the commands.
+    pub(super) async fn answer_new(
+        &self,
+        session_id: String,
+        session: Arc<Session>,
+    ) -> Result<Reply, RpcError> {
         let response = NewSessionResponse {
-            session_id: id,
-            modes: Mode::state(mode),
+            session_id,
+            modes: Mode::state(session.mode()),
             config_options: self.session_options(&session).await,
         };
         self.reply_then_commands(&response, session)
+    }
+
+    /// A stored session's records; a missing one is `unknown session`, an
+    /// unreadable one says why (ACP §5.3).
+    pub(super) fn read_records(&self, id: &str) -> Result<Vec<store::Record>, RpcError> {
+        match self.store.read(id) {
+            Ok(r) => Ok(r),
+            Err(StoreError::Missing(_)) => Err(unknown_session(id)),
+            // The session exists but its file cannot be read (permissions):
+            // say exactly that rather than "internal error".
+            Err(e) => Err(RpcError::not_found(format!(
+                "session {id:?} cannot be read: {e}"
+            ))),
+        }
     }
 
     /// `session/load` (ACP §5.3): replays the whole conversation, then answers.
@@ -136,18 +171,7 @@ impl Agent {
         let cwd = absolute_dir("params.cwd", &req.cwd)?;
         let mut additional = additional_dirs(&req.additional_directories)?;
         let settings = self.usable_settings()?;
-        let records = match self.store.read(&req.session_id) {
-            Ok(r) => r,
-            Err(StoreError::Missing(_)) => return Err(unknown_session(&req.session_id)),
-            Err(e) => {
-                // The session exists but its file cannot be read (permissions):
-                // say exactly that rather than "internal error".
-                return Err(RpcError::not_found(format!(
-                    "session {:?} cannot be read: {e}",
-                    req.session_id
-                )));
-            }
-        };
+        let records = self.read_records(&req.session_id)?;
         // One writer per log: a session another process holds is refused
         // (this process's own live copy shares the claim).
         let claim = match self.store.claim(&req.session_id) {
@@ -196,17 +220,11 @@ impl Agent {
             updated_at: now,
         };
         let id = req.session_id.clone();
-        let opening = Opening {
-            id: id.clone(),
-            cwd,
-            additional,
-            mcp_servers: req.mcp_servers,
-            mode,
-            meta,
-            history: restored.history.clone(),
-            used_tool_ids: restored.tool_ids.clone(),
-            log: self.store.open(&id).hold(claim),
-        };
+        let place = (cwd, additional, req.mcp_servers);
+        let log = self.store.open(&id).hold(claim);
+        let mut opening = Opening::fresh(&id, place, mode, meta, log);
+        opening.history = restored.history.clone();
+        opening.used_tool_ids = restored.tool_ids.clone();
         let session = self.open(opening, &settings).await;
         tracing::info!(session = %id, messages = restored.history.len(), "session restored");
         Ok((session, restored))

@@ -57,102 +57,12 @@ impl Agent {
         mut prompt: Vec<ContentBlock>,
         token: &tokio_util::sync::CancellationToken,
     ) -> Result<StopReason, RpcError> {
-        if let Some((name, args)) = commands::parse(&prompt) {
-            let available = crate::agent::handlers::lifecycle::session_commands(session);
-            match commands::resolve(&available, &name, &args) {
-                None => {} // Not a command: the model gets the text as typed.
-                Some(Action::Prompt(text)) => replace_command_text(&mut prompt, text),
-                Some(Action::Source(name)) => {
-                    // Issue 18 item 4: an MCP prompt; its messages are the prompt.
-                    let Some(run) = session.registry.run_source_command(&name, &args) else {
-                        say(session, &format!("/{name} is no longer available."));
-                        return Ok(StopReason::EndTurn);
-                    };
-                    let fetched = tokio::select! {
-                        biased;
-                        _ = token.cancelled() => return Ok(StopReason::Cancelled),
-                        r = run => r,
-                    };
-                    match fetched {
-                        Ok(blocks) => prompt = blocks,
-                        Err(e) => {
-                            say(session, &format!("/{name}: {e}"));
-                            return Ok(StopReason::EndTurn);
-                        }
-                    }
-                }
-                Some(Action::Skill(name)) => {
-                    let skills = session.skills.get();
-                    if let Some(skill) = skills.get(&name) {
-                        tracing::info!(session = %session.id, skill = %name, "skill command");
-                        replace_command_text(&mut prompt, commands::skill_prompt(skill, &args));
-                    }
-                }
-                Some(Action::Skills) => {
-                    self.skills_command(session, &args).await;
-                    return Ok(StopReason::EndTurn);
-                }
-                Some(Action::Mode) => return self.mode_command(session, &args).await,
-                Some(Action::Model) => return self.model_command(session, &args).await,
-                Some(Action::Status) => {
-                    let text = self.status_text(session, settings).await;
-                    say(session, &text);
-                    return Ok(StopReason::EndTurn);
-                }
-                Some(Action::Mcp) => {
-                    let text = match args.trim().strip_prefix("logout") {
-                        Some(server) if !server.trim().is_empty() => {
-                            session.registry.sign_out(server.trim()).unwrap_or_else(|| {
-                                format!("No MCP server is named `{}`.", server.trim())
-                            })
-                        }
-                        Some(_) => "Usage: `/mcp logout <server>`.".to_owned(),
-                        None => self.mcp_status(session),
-                    };
-                    say(session, &text);
-                    return Ok(StopReason::EndTurn);
-                }
-                Some(Action::AddDir) => {
-                    say(session, &crate::agent::policy::add_dir::run(session, &args));
-                    return Ok(StopReason::EndTurn);
-                }
-                Some(Action::Undo) => {
-                    say(session, &crate::agent::history::undo::undo(session).await);
-                    return Ok(StopReason::EndTurn);
-                }
-                Some(Action::Rewind) => {
-                    say(
-                        session,
-                        &crate::agent::history::undo::rewind(session, &args).await,
-                    );
-                    return Ok(StopReason::EndTurn);
-                }
-                Some(Action::Compact) => {
-                    let env = self.turn_env(session, settings).await?;
-                    let mut history = tokio::select! {
-                        biased;
-                        _ = token.cancelled() => return Ok(StopReason::Cancelled),
-                        h = session.history.lock() => h,
-                    };
-                    let focus = (!args.is_empty()).then_some(args.as_str());
-                    let done = compact::run(
-                        &env,
-                        session,
-                        &mut history,
-                        token,
-                        compact::Why::Manual,
-                        focus,
-                    )
-                    .await?;
-                    if token.is_cancelled() {
-                        return Ok(StopReason::Cancelled);
-                    }
-                    if !done {
-                        say(session, "Nothing to compact yet.");
-                    }
-                    return Ok(StopReason::EndTurn);
-                }
-            }
+        if let Some((name, args)) = commands::parse(&prompt)
+            && let Some(stop) = self
+                .slash_command(session, settings, &mut prompt, (&name, &args), token)
+                .await?
+        {
+            return Ok(stop);
         }
         let env = self.turn_env(session, settings).await?;
         crate::tools::process::background::set_limit(settings.max_background_commands);
@@ -166,6 +76,98 @@ impl Agent {
         };
         let run = turn::run(&env, session, &prompt, token);
         crate::agent::history::changes::checkpointed(session, gate, &title, max, token, run).await
+    }
+
+    /// A slash command (ACP §10.4, DESIGN "Slash commands"): `Some(stop)` when
+    /// the command answered the prompt itself, `None` when the prompt (as the
+    /// command rewrote it, or as typed if it is no command) goes to the model.
+    async fn slash_command(
+        &self,
+        session: &Arc<Session>,
+        settings: &Arc<Settings>,
+        prompt: &mut Vec<ContentBlock>,
+        (name, args): (&str, &str),
+        token: &tokio_util::sync::CancellationToken,
+    ) -> Result<Option<StopReason>, RpcError> {
+        let available = crate::agent::handlers::lifecycle::session_commands(session);
+        // Not a command: the model gets the text as typed.
+        let Some(action) = commands::resolve(&available, name, args) else {
+            return Ok(None);
+        };
+        let text = match action {
+            Action::Prompt(text) => {
+                replace_command_text(prompt, text);
+                return Ok(None);
+            }
+            Action::Source(name) => {
+                return source_command(session, prompt, &name, args, token).await;
+            }
+            Action::Skill(name) => {
+                let skills = session.skills.get();
+                if let Some(skill) = skills.get(&name) {
+                    tracing::info!(session = %session.id, skill = %name, "skill command");
+                    replace_command_text(prompt, commands::skill_prompt(skill, args));
+                }
+                return Ok(None);
+            }
+            Action::Skills => {
+                self.skills_command(session, args).await;
+                return Ok(Some(StopReason::EndTurn));
+            }
+            Action::Mode => return self.mode_command(session, args).await.map(Some),
+            Action::Model => return self.model_command(session, args).await.map(Some),
+            Action::Compact => {
+                return self
+                    .compact_command(session, settings, args, token)
+                    .await
+                    .map(Some);
+            }
+            Action::Status => self.status_text(session, settings).await,
+            Action::Mcp => self.mcp_command(session, args),
+            Action::AddDir => crate::agent::policy::add_dir::run(session, args),
+            Action::Undo => crate::agent::history::undo::undo(session).await,
+            Action::Rewind => crate::agent::history::undo::rewind(session, args).await,
+        };
+        say(session, &text);
+        Ok(Some(StopReason::EndTurn))
+    }
+
+    /// `/compact [focus]`: summarizes the whole conversation now.
+    async fn compact_command(
+        &self,
+        session: &Arc<Session>,
+        settings: &Arc<Settings>,
+        args: &str,
+        token: &tokio_util::sync::CancellationToken,
+    ) -> Result<StopReason, RpcError> {
+        let env = self.turn_env(session, settings).await?;
+        let mut history = tokio::select! {
+            biased;
+            _ = token.cancelled() => return Ok(StopReason::Cancelled),
+            h = session.history.lock() => h,
+        };
+        let focus = (!args.is_empty()).then_some(args);
+        let why = compact::Why::Manual;
+        let done = compact::run(&env, session, &mut history, token, why, focus).await?;
+        if token.is_cancelled() {
+            return Ok(StopReason::Cancelled);
+        }
+        if !done {
+            say(session, "Nothing to compact yet.");
+        }
+        Ok(StopReason::EndTurn)
+    }
+
+    /// `/mcp` (the servers' state) and `/mcp logout <server>`.
+    fn mcp_command(&self, session: &Session, args: &str) -> String {
+        match args.trim().strip_prefix("logout") {
+            Some(server) if !server.trim().is_empty() => session
+                .registry
+                .sign_out(server.trim())
+                .unwrap_or_else(|| format!("No MCP server is named `{}`.", server.trim())),
+            Some(_) => "Usage: `/mcp logout <server>`.".to_owned(),
+            None => self.mcp_status(session),
+        }
     }
 
     /// The model and its settings for this session's next call.
@@ -395,6 +397,36 @@ impl Agent {
 }
 
 /// Replaces the `/command args` text with the command's prompt.
+/// An MCP prompt used as a command (issue 18 item 4): its messages are the
+/// prompt.
+async fn source_command(
+    session: &Session,
+    prompt: &mut Vec<ContentBlock>,
+    name: &str,
+    args: &str,
+    token: &tokio_util::sync::CancellationToken,
+) -> Result<Option<StopReason>, RpcError> {
+    let Some(run) = session.registry.run_source_command(name, args) else {
+        say(session, &format!("/{name} is no longer available."));
+        return Ok(Some(StopReason::EndTurn));
+    };
+    let fetched = tokio::select! {
+        biased;
+        _ = token.cancelled() => return Ok(Some(StopReason::Cancelled)),
+        r = run => r,
+    };
+    match fetched {
+        Ok(blocks) => {
+            *prompt = blocks;
+            Ok(None)
+        }
+        Err(e) => {
+            say(session, &format!("/{name}: {e}"));
+            Ok(Some(StopReason::EndTurn))
+        }
+    }
+}
+
 fn replace_command_text(prompt: &mut [ContentBlock], text: String) {
     if let Some(ContentBlock::Text(t)) = prompt
         .iter_mut()

@@ -86,7 +86,16 @@ fn builtin(
 
 /// Built-ins first, then project commands, then the user's (a name is taken once).
 pub fn available(cwd: &Path, config_dir: &Path) -> Vec<Command> {
-    let mut list = vec![
+    let mut list = builtins();
+    for dir in [cwd.join(".acp-coder/commands"), config_dir.join("commands")] {
+        add_prompt_files(&mut list, &dir);
+    }
+    list
+}
+
+/// The built-in commands, in the order the editor lists them.
+fn builtins() -> Vec<Command> {
+    vec![
         builtin(
             "compact",
             "Summarize the conversation to free context",
@@ -153,38 +162,39 @@ pub fn available(cwd: &Path, config_dir: &Path) -> Vec<Command> {
             Some("path of an existing directory"),
             || BuiltinKind::AddDir,
         ),
-    ];
-    for dir in [cwd.join(".acp-coder/commands"), config_dir.join("commands")] {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+    ]
+}
+
+/// The prompt files (`<name>.md`) of one folder, in name order; a name
+/// already taken (a built-in, or the project's over the user's) is skipped.
+fn add_prompt_files(list: &mut Vec<Command>, dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<_> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    files.sort();
+    for path in files {
+        let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
             continue;
         };
-        let mut files: Vec<_> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "md"))
-            .collect();
-        files.sort();
-        for path in files {
-            let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
-                continue;
-            };
-            if !valid_name(&name) || list.iter().any(|c| c.name == name) {
-                continue;
-            }
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let (description, body) = front_matter(&text);
-            list.push(Command {
-                description: description
-                    .unwrap_or_else(|| format!("Prompt from {}", path.display())),
-                hint: body.contains("$ARGUMENTS").then(|| "arguments".to_owned()),
-                name,
-                template: Template::Text(body),
-            });
+        if !valid_name(&name) || list.iter().any(|c| c.name == name) {
+            continue;
         }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let (description, body) = front_matter(&text);
+        list.push(Command {
+            description: description.unwrap_or_else(|| format!("Prompt from {}", path.display())),
+            hint: body.contains("$ARGUMENTS").then(|| "arguments".to_owned()),
+            name,
+            template: Template::Text(body),
+        });
     }
-    list
 }
 
 fn valid_name(name: &str) -> bool {

@@ -158,7 +158,7 @@ impl Bounds<'_> {
     }
 }
 
-/// Decides for one call.
+/// Decides for one call (DESIGN §3 "Modes and permissions", SECURITY.md §1).
 pub fn decide(
     mode: Mode,
     access: &Access,
@@ -166,16 +166,6 @@ pub fn decide(
     bounds: &Bounds<'_>,
     grants: &Grants,
 ) -> Decision {
-    let remembered = |scope: Scope, mode_allows: bool| -> Decision {
-        match grants.check(&scope) {
-            Some(true) => Decision::Allow,
-            Some(false) => {
-                Decision::Refuse("you chose to always reject this earlier in the session".into())
-            }
-            None if mode_allows => Decision::Allow,
-            None => Decision::Ask(scope),
-        }
-    };
     match access {
         Access::None => Decision::Allow,
         Access::Read(paths) => {
@@ -183,70 +173,11 @@ pub fn decide(
             if out.is_empty() {
                 Decision::Allow
             } else {
-                remembered(Scope::Read(out), false)
+                remembered(grants, Scope::Read(out), false)
             }
         }
-        Access::Write(paths) => {
-            if mode == Mode::ReadOnly {
-                return Decision::Refuse(format!(
-                    "the session is in {} mode, which does not allow edits; ask the user to switch modes",
-                    mode.name()
-                ));
-            }
-            // Outside the roots or protected: asks in every mode, per path.
-            let mut special = bounds.outside(paths);
-            for p in paths {
-                if bounds.is_protected(p) && !special.contains(p) {
-                    special.push(p.clone());
-                }
-            }
-            if !special.is_empty() {
-                return remembered(Scope::Write(special), false);
-            }
-            remembered(
-                Scope::Edits(tool.to_owned()),
-                matches!(mode, Mode::AcceptEdits | Mode::FullAuto),
-            )
-        }
-        Access::Execute { command, cwd } => {
-            if mode == Mode::ReadOnly {
-                return Decision::Refuse(format!(
-                    "the session is in {} mode, which does not allow running commands",
-                    mode.name()
-                ));
-            }
-            // Outside the roots (the cwd, or paths the command line names):
-            // asks in every mode; an "always" covers this prefix on these
-            // paths, never the paths for other access or other commands.
-            let prefix = command_prefix(command);
-            // Issue 14: a command that will run without asking (full-auto, or
-            // a remembered prefix) runs in the sandbox, which enforces what
-            // the parser of shell text only guessed at; the parser stays where
-            // there is no full sandbox. A cwd outside the roots always asks.
-            let unasked = mode == Mode::FullAuto
-                || prefix.as_ref().is_some_and(|p| {
-                    grants.check(&Scope::Command {
-                        prefix: p.clone(),
-                        paths: Vec::new(),
-                    }) == Some(true)
-                });
-            let sandboxed = unasked && crate::tools::sandbox::level().replaces_path_check();
-            let mut named = vec![cwd.clone()];
-            if !sandboxed {
-                named.extend(outside_paths_in_command(command, cwd, bounds.roots));
-            }
-            let out = bounds.outside(&named);
-            match prefix {
-                None => remembered(Scope::Once, mode == Mode::FullAuto && out.is_empty()),
-                Some(prefix) => {
-                    let inside = out.is_empty();
-                    remembered(
-                        Scope::Command { prefix, paths: out },
-                        mode == Mode::FullAuto && inside,
-                    )
-                }
-            }
-        }
+        Access::Write(paths) => decide_write(mode, paths, tool, bounds, grants),
+        Access::Execute { command, cwd } => decide_execute(mode, command, cwd, bounds, grants),
         // Issue 18 item 9: the server's annotations pick the rule. A
         // `readOnlyHint` tool counts as a read (allowed like reads inside the
         // roots); an explicit `destructiveHint` asks in every mode, full-auto
@@ -261,9 +192,105 @@ pub fn decide(
                 "the session is in {} mode and {tool} is not marked read-only",
                 mode.name()
             )),
-            Mode::FullAuto => remembered(Scope::External(tool.clone()), !*destructive),
-            Mode::Ask | Mode::AcceptEdits => remembered(Scope::External(tool.clone()), false),
+            Mode::FullAuto => remembered(grants, Scope::External(tool.clone()), !*destructive),
+            Mode::Ask | Mode::AcceptEdits => {
+                remembered(grants, Scope::External(tool.clone()), false)
+            }
         },
+    }
+}
+
+/// What the user chose earlier for `scope` wins; otherwise the mode allows
+/// the call or the user is asked.
+fn remembered(grants: &Grants, scope: Scope, mode_allows: bool) -> Decision {
+    match grants.check(&scope) {
+        Some(true) => Decision::Allow,
+        Some(false) => {
+            Decision::Refuse("you chose to always reject this earlier in the session".into())
+        }
+        None if mode_allows => Decision::Allow,
+        None => Decision::Ask(scope),
+    }
+}
+
+fn decide_write(
+    mode: Mode,
+    paths: &[PathBuf],
+    tool: &str,
+    bounds: &Bounds<'_>,
+    grants: &Grants,
+) -> Decision {
+    if mode == Mode::ReadOnly {
+        return Decision::Refuse(format!(
+            "the session is in {} mode, which does not allow edits; ask the user to switch modes",
+            mode.name()
+        ));
+    }
+    // Outside the roots or protected: asks in every mode, per path.
+    let mut special = bounds.outside(paths);
+    for p in paths {
+        if bounds.is_protected(p) && !special.contains(p) {
+            special.push(p.clone());
+        }
+    }
+    if !special.is_empty() {
+        return remembered(grants, Scope::Write(special), false);
+    }
+    remembered(
+        grants,
+        Scope::Edits(tool.to_owned()),
+        matches!(mode, Mode::AcceptEdits | Mode::FullAuto),
+    )
+}
+
+fn decide_execute(
+    mode: Mode,
+    command: &str,
+    cwd: &Path,
+    bounds: &Bounds<'_>,
+    grants: &Grants,
+) -> Decision {
+    if mode == Mode::ReadOnly {
+        return Decision::Refuse(format!(
+            "the session is in {} mode, which does not allow running commands",
+            mode.name()
+        ));
+    }
+    // Outside the roots (the cwd, or paths the command line names):
+    // asks in every mode; an "always" covers this prefix on these
+    // paths, never the paths for other access or other commands.
+    let prefix = command_prefix(command);
+    // Issue 14: a command that will run without asking (full-auto, or
+    // a remembered prefix) runs in the sandbox, which enforces what
+    // the parser of shell text only guessed at; the parser stays where
+    // there is no full sandbox. A cwd outside the roots always asks.
+    let unasked = mode == Mode::FullAuto
+        || prefix.as_ref().is_some_and(|p| {
+            grants.check(&Scope::Command {
+                prefix: p.clone(),
+                paths: Vec::new(),
+            }) == Some(true)
+        });
+    let sandboxed = unasked && crate::tools::sandbox::level().replaces_path_check();
+    let mut named = vec![cwd.to_path_buf()];
+    if !sandboxed {
+        named.extend(outside_paths_in_command(command, cwd, bounds.roots));
+    }
+    let out = bounds.outside(&named);
+    match prefix {
+        None => remembered(
+            grants,
+            Scope::Once,
+            mode == Mode::FullAuto && out.is_empty(),
+        ),
+        Some(prefix) => {
+            let inside = out.is_empty();
+            remembered(
+                grants,
+                Scope::Command { prefix, paths: out },
+                mode == Mode::FullAuto && inside,
+            )
+        }
     }
 }
 

@@ -9,6 +9,28 @@ pub struct StoredToolCall {
     pub arguments: String,
 }
 
+/// An assistant message in storage form: the same fields in a stored
+/// message and in a log's `assistant` record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StoredAssistant {
+    #[serde(default)]
+    pub text: String,
+    #[serde(default)]
+    pub reasoning: String,
+    #[serde(default)]
+    pub tool_calls: Vec<StoredToolCall>,
+}
+
+impl StoredAssistant {
+    pub fn to_chat(&self) -> ChatMessage {
+        ChatMessage::Assistant {
+            text: self.text.clone(),
+            reasoning: self.reasoning.clone(),
+            tool_calls: self.tool_calls.iter().map(ToolCallRequest::from).collect(),
+        }
+    }
+}
+
 /// A chat message in storage form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
@@ -16,14 +38,7 @@ pub enum StoredMessage {
     User {
         parts: Vec<StoredPart>,
     },
-    Assistant {
-        #[serde(default)]
-        text: String,
-        #[serde(default)]
-        reasoning: String,
-        #[serde(default)]
-        tool_calls: Vec<StoredToolCall>,
-    },
+    Assistant(StoredAssistant),
     Tool {
         tool_call_id: String,
         content: String,
@@ -50,11 +65,11 @@ impl StoredMessage {
                 text,
                 reasoning,
                 tool_calls,
-            } => StoredMessage::Assistant {
+            } => StoredMessage::Assistant(StoredAssistant {
                 text: text.clone(),
                 reasoning: reasoning.clone(),
                 tool_calls: tool_calls.iter().map(StoredToolCall::from).collect(),
-            },
+            }),
             ChatMessage::Tool {
                 tool_call_id,
                 content,
@@ -70,15 +85,7 @@ impl StoredMessage {
             StoredMessage::User { parts } => {
                 ChatMessage::User(parts.iter().map(UserPart::from).collect())
             }
-            StoredMessage::Assistant {
-                text,
-                reasoning,
-                tool_calls,
-            } => ChatMessage::Assistant {
-                text: text.clone(),
-                reasoning: reasoning.clone(),
-                tool_calls: tool_calls.iter().map(ToolCallRequest::from).collect(),
-            },
+            StoredMessage::Assistant(a) => a.to_chat(),
             StoredMessage::Tool {
                 tool_call_id,
                 content,

@@ -16,7 +16,7 @@ use crate::acp::{ContentBlock, PlanEntry, ToolCall};
 use crate::llm::{ChatMessage, ToolCallRequest, UserPart};
 
 mod message;
-pub use message::{StoredMessage, StoredPart, StoredToolCall};
+pub use message::{StoredAssistant, StoredMessage, StoredPart, StoredToolCall};
 
 pub(in crate::agent) mod lock;
 pub(in crate::agent) mod restore;
@@ -67,14 +67,7 @@ pub enum Record {
         prompt: Vec<ContentBlock>,
         message: StoredMessage,
     },
-    Assistant {
-        #[serde(default)]
-        text: String,
-        #[serde(default)]
-        reasoning: String,
-        #[serde(default)]
-        tool_calls: Vec<StoredToolCall>,
-    },
+    Assistant(StoredAssistant),
     /// A tool call's final state as the editor saw it.
     ToolCall {
         call: Box<ToolCall>,

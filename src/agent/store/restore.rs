@@ -64,29 +64,18 @@ pub fn restore(records: Vec<Record>) -> Restored {
                 }
                 r.history.push(message.to_chat());
             }
-            Record::Assistant {
-                text,
-                reasoning,
-                tool_calls,
-            } => {
-                if !reasoning.is_empty() {
+            Record::Assistant(a) => {
+                if !a.reasoning.is_empty() {
                     r.replay.push(SessionUpdate::agent_thought(
-                        reasoning.clone(),
+                        a.reasoning.clone(),
                         thought_id(n),
                     ));
                 }
-                if !text.is_empty() {
+                if !a.text.is_empty() {
                     r.replay
-                        .push(SessionUpdate::agent_text(text.clone(), message_id(n)));
+                        .push(SessionUpdate::agent_text(a.text.clone(), message_id(n)));
                 }
-                r.history.push(
-                    StoredMessage::Assistant {
-                        text,
-                        reasoning,
-                        tool_calls,
-                    }
-                    .to_chat(),
-                );
+                r.history.push(a.to_chat());
             }
             Record::ToolCall { call } => {
                 r.tool_ids.insert(call.tool_call_id.clone());
@@ -203,7 +192,7 @@ fn well_formed(history: Vec<ChatMessage>) -> Vec<ChatMessage> {
 mod tests {
     use super::*;
     use crate::acp::ContentBlock;
-    use crate::agent::store::{StoredPart, StoredToolCall};
+    use crate::agent::store::{StoredAssistant, StoredPart, StoredToolCall};
 
     #[test]
     fn replays_in_order_and_repairs_history() {
@@ -222,7 +211,7 @@ mod tests {
                     }],
                 },
             },
-            Record::Assistant {
+            Record::Assistant(StoredAssistant {
                 text: "Looking".into(),
                 reasoning: "hmm".into(),
                 tool_calls: vec![StoredToolCall {
@@ -230,7 +219,7 @@ mod tests {
                     name: "read_file".into(),
                     arguments: "{}".into(),
                 }],
-            },
+            }),
             Record::Mode {
                 mode: "full-auto".into(),
             },

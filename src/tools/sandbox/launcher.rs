@@ -129,24 +129,9 @@ fn run(a: LaunchArgs) -> i32 {
     unsafe {
         libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
-    // SAFETY: prctl/getppid/getpgrp/setpgid take no pointers.
-    let parent = unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            DEATH_SIGNAL as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
-        let now = libc::getppid();
-        if a.parent.is_some_and(|p| p != now) {
-            // The agent is already gone: start nothing.
-            return fail("the agent that started this command has exited");
-        }
-        if libc::getpgrp() != libc::getpid() {
-            libc::setpgid(0, 0);
-        }
-        a.parent.unwrap_or(now)
+    let parent = match tie_to_agent(&a) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     // /dev/null for the supervisor's own stdio once the child has started
     // (opened before Landlock, though the rules allow it anyway).
@@ -159,40 +144,13 @@ fn run(a: LaunchArgs) -> i32 {
     if a.probe {
         return probe(&a);
     }
-    let mut absent = Vec::new();
-    if a.sandbox {
-        if a.namespace {
-            match super::mounts::enter(&a.roots, !a.network) {
-                Ok(paths) => absent = paths,
-                Err(e) => return fail(&e.to_string()),
-            }
-        }
-        if a.namespace {
-            hold_namespaces();
-        }
-        let mut writable = a.roots.clone();
-        writable.extend(a.writable.iter().cloned());
-        let netns = a.namespace && !a.network;
-        if let Err(e) = super::rules::restrict(&writable, a.network, netns) {
-            return fail(&e.to_string());
-        }
-    }
-
-    let mut program = a.program.into_iter();
-    let name = program.next().unwrap_or_default();
-    let child = match std::process::Command::new(&name).args(program).spawn() {
+    let absent = match confine(&a) {
+        Ok(paths) => paths,
+        Err(code) => return code,
+    };
+    let child = match spawn(a.program) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!(
-                "{MESSAGE_PREFIX} cannot run {}: {e}",
-                name.to_string_lossy()
-            );
-            return if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-        }
+        Err(code) => return code,
     };
     // SAFETY: a close-on-exec copy of stderr for the last words below.
     let stderr = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 3) };
@@ -207,6 +165,77 @@ fn run(a: LaunchArgs) -> i32 {
         }
     }
     let status = supervise(child.id() as libc::pid_t, parent, &set);
+    remove_absent(&absent, stderr);
+    mirror(status)
+}
+
+/// Dies with the agent (`PR_SET_PDEATHSIG`), refuses to start when the agent
+/// is already gone, and leads its own process group. Returns the agent's pid.
+fn tie_to_agent(a: &LaunchArgs) -> Result<libc::pid_t, i32> {
+    // SAFETY: prctl/getppid/getpgrp/setpgid take no pointers.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            DEATH_SIGNAL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        let now = libc::getppid();
+        if a.parent.is_some_and(|p| p != now) {
+            // The agent is already gone: start nothing.
+            return Err(fail("the agent that started this command has exited"));
+        }
+        if libc::getpgrp() != libc::getpid() {
+            libc::setpgid(0, 0);
+        }
+        Ok(a.parent.unwrap_or(now))
+    }
+}
+
+/// Enters the sandbox when asked (SECURITY.md §2): the mount namespace with
+/// the protected paths read-only, then the Landlock rules. Returns the paths
+/// that must stay absent after the command.
+fn confine(a: &LaunchArgs) -> Result<Vec<PathBuf>, i32> {
+    let mut absent = Vec::new();
+    if !a.sandbox {
+        return Ok(absent);
+    }
+    if a.namespace {
+        absent = super::mounts::enter(&a.roots, !a.network).map_err(|e| fail(&e.to_string()))?;
+        hold_namespaces();
+    }
+    let mut writable = a.roots.clone();
+    writable.extend(a.writable.iter().cloned());
+    let netns = a.namespace && !a.network;
+    super::rules::restrict(&writable, a.network, netns).map_err(|e| fail(&e.to_string()))?;
+    Ok(absent)
+}
+
+/// Starts the command; a program that cannot run exits 127 (not found) or
+/// 126, as a shell would.
+fn spawn(program: Vec<OsString>) -> Result<std::process::Child, i32> {
+    let mut program = program.into_iter();
+    let name = program.next().unwrap_or_default();
+    std::process::Command::new(&name)
+        .args(program)
+        .spawn()
+        .map_err(|e| {
+            eprintln!(
+                "{MESSAGE_PREFIX} cannot run {}: {e}",
+                name.to_string_lossy()
+            );
+            if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            }
+        })
+}
+
+/// Removes what the command created where git must find nothing, saying so
+/// on the saved stderr (`stderr` < 0: nowhere to say it).
+fn remove_absent(absent: &[PathBuf], stderr: libc::c_int) {
     for p in absent
         .iter()
         .filter(|p| std::fs::symlink_metadata(p).is_ok())
@@ -228,7 +257,6 @@ fn run(a: LaunchArgs) -> i32 {
             }
         }
     }
-    mirror(status)
 }
 
 /// Forks a process that only keeps the new namespaces alive and dies with

@@ -136,70 +136,72 @@ fn protected(
         Ok(m) if m.file_type().is_symlink() => return Err(NamespaceError::Symlink(dotgit)),
         Ok(m) if m.is_file() => readonly.push(dotgit),
         Ok(m) if m.is_dir() => {
-            let mut budget = MAX_GIT_DIRS;
-            git_dir(&dotgit, 0, &mut budget, pinned, readonly)?;
+            let mut walk = GitWalk {
+                budget: MAX_GIT_DIRS,
+                pinned,
+                readonly,
+            };
+            walk.git_dir(&dotgit, 0)?;
         }
         _ => {}
     }
     Ok(())
 }
 
-fn git_dir(
-    dir: &Path,
-    depth: usize,
-    budget: &mut usize,
-    pinned: &mut Vec<PathBuf>,
-    readonly: &mut Vec<PathBuf>,
-) -> Result<(), NamespaceError> {
-    if *budget == 0 {
-        return Ok(());
-    }
-    *budget -= 1;
-    pinned.push(dir.to_path_buf());
-    let hooks = dir.join("hooks");
-    if std::fs::symlink_metadata(&hooks).is_err() {
-        // Nothing to bind on otherwise, and a command could create it.
-        let _ = std::fs::create_dir(&hooks);
-    }
-    for name in ["config", "config.worktree", "commondir", "hooks"] {
-        existing(&dir.join(name), readonly)?;
-    }
-    if let Ok(entries) = std::fs::read_dir(dir.join("worktrees")) {
-        for e in entries.flatten() {
-            for name in ["config.worktree", "commondir"] {
-                existing(&e.path().join(name), readonly)?;
-            }
-        }
-    }
-    submodules(&dir.join("modules"), depth, budget, pinned, readonly)
+/// One root's walk through its git directory and submodules, at most
+/// `budget` git directories deep in all.
+struct GitWalk<'a> {
+    budget: usize,
+    pinned: &'a mut Vec<PathBuf>,
+    readonly: &'a mut Vec<PathBuf>,
 }
 
-/// Submodule git directories: `modules/<name>` where `<name>` may contain `/`.
-fn submodules(
-    dir: &Path,
-    depth: usize,
-    budget: &mut usize,
-    pinned: &mut Vec<PathBuf>,
-    readonly: &mut Vec<PathBuf>,
-) -> Result<(), NamespaceError> {
-    if depth >= MAX_DEPTH {
-        return Ok(());
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(());
-    };
-    for e in entries.flatten() {
-        let path = e.path();
-        if !e.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
+impl GitWalk<'_> {
+    fn git_dir(&mut self, dir: &Path, depth: usize) -> Result<(), NamespaceError> {
+        if self.budget == 0 {
+            return Ok(());
         }
-        if path.join("HEAD").is_file() {
-            git_dir(&path, depth + 1, budget, pinned, readonly)?;
-        } else {
-            submodules(&path, depth + 1, budget, pinned, readonly)?;
+        self.budget -= 1;
+        self.pinned.push(dir.to_path_buf());
+        let hooks = dir.join("hooks");
+        if std::fs::symlink_metadata(&hooks).is_err() {
+            // Nothing to bind on otherwise, and a command could create it.
+            let _ = std::fs::create_dir(&hooks);
         }
+        for name in ["config", "config.worktree", "commondir", "hooks"] {
+            existing(&dir.join(name), self.readonly)?;
+        }
+        if let Ok(entries) = std::fs::read_dir(dir.join("worktrees")) {
+            for e in entries.flatten() {
+                for name in ["config.worktree", "commondir"] {
+                    existing(&e.path().join(name), self.readonly)?;
+                }
+            }
+        }
+        self.submodules(&dir.join("modules"), depth)
     }
-    Ok(())
+
+    /// Submodule git directories: `modules/<name>` where `<name>` may contain `/`.
+    fn submodules(&mut self, dir: &Path, depth: usize) -> Result<(), NamespaceError> {
+        if depth >= MAX_DEPTH {
+            return Ok(());
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Ok(());
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if path.join("HEAD").is_file() {
+                self.git_dir(&path, depth + 1)?;
+            } else {
+                self.submodules(&path, depth + 1)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 fn existing(path: &Path, readonly: &mut Vec<PathBuf>) -> Result<(), NamespaceError> {

@@ -9,8 +9,7 @@ use globset::GlobMatcher;
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 
 use super::{
-    GlobOptions, SearchError, SearchOutput, compile_glob, display_path, rel_to_root, resolve_root,
-    walker,
+    GlobOptions, SearchError, SearchOutput, compile_glob, display_path, resolve_root, walker,
 };
 
 /// Lists the files under `opts.root` matching `opts.pattern`, sorted by path.
@@ -119,16 +118,11 @@ struct Visitor<'s> {
 impl ParallelVisitor for Visitor<'_> {
     fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
         let shared = self.shared;
-        let entry = match super::file_entry(entry, shared.cancel) {
+        let glob = Some((shared.matcher, shared.root));
+        let entry = match super::file_entry(entry, shared.cancel, glob) {
             Ok(e) => e,
             Err(state) => return state,
         };
-        if !shared
-            .matcher
-            .is_match(rel_to_root(entry.path(), shared.root))
-        {
-            return WalkState::Continue;
-        }
         self.count += 1;
         self.found.push(entry.into_path());
         if self.found.len() >= shared.keep.saturating_mul(2).max(64) {

@@ -18,7 +18,7 @@ use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 
 use super::{
     GrepOptions, MAX_FIRST_LINES, SearchError, SearchOutput, compile_glob, display_path, push_line,
-    push_u64, rel_to_root, resolve_root, trim_trailing_newline, walker,
+    push_u64, resolve_root, trim_trailing_newline, walker,
 };
 
 /// Searches file contents under `opts.root` for the regex `opts.pattern`.
@@ -204,16 +204,12 @@ impl Drop for Visitor<'_> {
 impl ParallelVisitor for Visitor<'_> {
     fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
         let shared = self.shared;
-        let entry = match super::file_entry(entry, shared.cancel) {
+        let glob = shared.glob.map(|g| (g, shared.root));
+        let entry = match super::file_entry(entry, shared.cancel, glob) {
             Ok(e) => e,
             Err(state) => return state,
         };
         let path = entry.path();
-        if let Some(glob) = shared.glob
-            && !glob.is_match(rel_to_root(path, shared.root))
-        {
-            return WalkState::Continue;
-        }
         let store =
             !shared.collector_full.load(Ordering::Relaxed) || lock(&shared.collector).wants(path);
 

@@ -3,12 +3,12 @@ use super::super::SearchLimits;
 use super::*;
 use std::fs;
 
-fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+fn tree(files: &[(impl AsRef<str>, impl AsRef<str>)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for (path, content) in files {
-        let p = dir.path().join(path);
+        let p = dir.path().join(path.as_ref());
         fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(p, content).unwrap();
+        fs::write(p, content.as_ref()).unwrap();
     }
     dir
 }
@@ -27,6 +27,15 @@ fn opts(dir: &Path, pattern: &str) -> GrepOptions {
 
 fn run(o: &GrepOptions) -> SearchOutput {
     grep(o, &AtomicBool::new(false)).unwrap()
+}
+
+/// Searches for `needle` in a tree of `others` plus, for each of `needles`,
+/// a file that holds it.
+fn needle_search(needles: &[&str], others: &[(&str, &str)]) -> SearchOutput {
+    let mut files: Vec<(&str, &str)> = needles.iter().map(|n| (*n, "needle\n")).collect();
+    files.extend_from_slice(others);
+    let dir = tree(&files);
+    run(&opts(dir.path(), "needle"))
 }
 
 #[test]
@@ -60,27 +69,22 @@ fn finds_matches_sorted_by_path_then_line() {
 
 #[test]
 fn gitignore_is_respected_outside_a_git_repo() {
-    let dir = tree(&[
-        (".gitignore", "ignored/\n*.log\n"),
-        ("ignored/x.txt", "needle\n"),
-        ("out.log", "needle\n"),
-        ("kept.txt", "needle\n"),
-        ("sub/.ignore", "local.txt\n"),
-        ("sub/local.txt", "needle\n"),
-    ]);
-    let out = run(&opts(dir.path(), "needle"));
+    let out = needle_search(
+        &["ignored/x.txt", "out.log", "kept.txt", "sub/local.txt"],
+        &[
+            (".gitignore", "ignored/\n*.log\n"),
+            ("sub/.ignore", "local.txt\n"),
+        ],
+    );
     assert_eq!(out.text, "kept.txt:1:needle");
 }
 
 #[test]
 fn hidden_files_and_binary_files_are_skipped() {
-    let dir = tree(&[
-        (".hidden.txt", "needle\n"),
-        (".config/x.txt", "needle\n"),
-        ("bin.dat", "needle\0\x01\x02\n"),
-        ("text.txt", "needle\n"),
-    ]);
-    let out = run(&opts(dir.path(), "needle"));
+    let out = needle_search(
+        &[".hidden.txt", ".config/x.txt", "text.txt"],
+        &[("bin.dat", "needle\0\x01\x02\n")],
+    );
     assert_eq!(out.text, "text.txt:1:needle");
     assert_eq!(out.matches, 1);
 }
@@ -118,11 +122,7 @@ fn results_are_capped_with_a_note_counting_the_rest() {
     let files: Vec<(String, String)> = (0..30)
         .map(|i| (format!("f{i:02}.txt"), "hit\nhit\nhit\n".to_owned()))
         .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let dir = tree(&refs);
+    let dir = tree(&files);
     let mut o = opts(dir.path(), "hit");
     o.limits.max_results = 10;
     let out = run(&o);
@@ -263,7 +263,7 @@ fn paths_outside_display_base_are_absolute() {
 
 #[test]
 fn missing_root_is_not_found() {
-    let dir = tree(&[]);
+    let dir = tempfile::tempdir().unwrap();
     let mut o = opts(dir.path(), "x");
     o.root = dir.path().join("nope");
     let err = grep(&o, &AtomicBool::new(false)).unwrap_err();
@@ -276,11 +276,7 @@ fn cancelled_search_stops() {
     let files: Vec<(String, String)> = (0..200)
         .map(|i| (format!("d{}/f{i}.txt", i % 7), "needle\n".to_owned()))
         .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let dir = tree(&refs);
+    let dir = tree(&files);
     let cancel = AtomicBool::new(true);
     assert!(matches!(
         grep(&opts(dir.path(), "needle"), &cancel),

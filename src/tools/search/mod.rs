@@ -196,18 +196,25 @@ pub(crate) fn compile_glob(pattern: &str, root: &Path) -> Result<GlobMatcher, Se
         .map_err(|e| invalid(e.kind().to_string()))
 }
 
-/// The next file of a parallel walk: `Err(Quit)` once the search is
-/// cancelled, `Err(Continue)` for directories and for unreadable entries,
-/// which are skipped as ripgrep does (it only warns).
+/// The next file of a parallel walk that `glob` (if any) accepts, matched
+/// on its path below `root`: `Err(Quit)` once the search is cancelled,
+/// `Err(Continue)` for directories, for files the glob rejects and for
+/// unreadable entries, which are skipped as ripgrep does (it only warns).
 pub(crate) fn file_entry(
     entry: Result<ignore::DirEntry, ignore::Error>,
     cancel: &std::sync::atomic::AtomicBool,
+    glob: Option<(&GlobMatcher, &Path)>,
 ) -> Result<ignore::DirEntry, ignore::WalkState> {
     if cancel.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(ignore::WalkState::Quit);
     }
     match entry {
-        Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => Ok(e),
+        Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => match glob {
+            Some((glob, root)) if !glob.is_match(rel_to_root(e.path(), root)) => {
+                Err(ignore::WalkState::Continue)
+            }
+            _ => Ok(e),
+        },
         _ => Err(ignore::WalkState::Continue),
     }
 }
