@@ -452,6 +452,25 @@ impl Watching {
                 self.remove_tree(&dir);
                 continue;
             }
+            // The common case, a tracked file written again, needs no
+            // listing: the ignore rules already let it in.
+            let mut names: Vec<OsString> = names.into_iter().collect();
+            names.retain(|name| {
+                let path = dir.join(name);
+                if !self.files.contains_key(&path) {
+                    return true;
+                }
+                match Stamp::lstat(&path) {
+                    Some(now) => {
+                        self.note(&path, Some(now));
+                        false
+                    }
+                    None => true,
+                }
+            });
+            if names.is_empty() {
+                continue;
+            }
             let listed = list(&dir);
             for name in names {
                 let path = dir.join(&name);
