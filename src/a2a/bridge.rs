@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast;
+use tokio::sync::mpsc;
 
 use crate::acp::method;
 use crate::rpc::{Peer, RpcError};
@@ -27,22 +27,38 @@ pub struct Bridge {
     pub root: PathBuf,
 }
 
-/// A task just started or continued, with its events from that moment.
+/// A task just started or continued, with its events from that moment
+/// when they are streamed.
 pub struct Started {
     pub task: Arc<Task>,
     pub snapshot: Value,
-    pub events: broadcast::Receiver<Value>,
+    pub events: Option<mpsc::UnboundedReceiver<Value>>,
+}
+
+/// Starts the turn's stream (or not), atomically with its snapshot.
+fn started(task: Arc<Task>, stream: bool) -> Started {
+    let (snapshot, events) = if stream {
+        let (s, e) = task.subscribe();
+        (s, Some(e))
+    } else {
+        (Value::Null, None)
+    };
+    Started {
+        task,
+        snapshot,
+        events,
+    }
 }
 
 impl Bridge {
-    /// `SendMessage` / `SendStreamingMessage`: a new task, or the answer to
-    /// the question of an `input-required` one (`message.taskId`).
-    pub async fn send(self: &Arc<Self>, raw: Value) -> Result<Started, A2aError> {
+    /// `SendMessage` / `SendStreamingMessage` (`stream`): a new task, or the
+    /// answer to the question of an `input-required` one (`message.taskId`).
+    pub async fn send(self: &Arc<Self>, raw: Value, stream: bool) -> Result<Started, A2aError> {
         let mut message = raw.get("message").cloned().unwrap_or(Value::Null);
         let params: SendParams = wire::decode(raw)?;
         let msg = params.message;
         if !msg.task_id.is_empty() {
-            return self.answer(&msg.task_id, &msg.context_id, &msg.parts, message);
+            return self.answer(&msg.task_id, &msg.context_id, &msg.parts, message, stream);
         }
         let blocks = wire::prompt_blocks(&msg.parts)?;
         let sub = msg
@@ -55,15 +71,10 @@ impl Bridge {
         let task = Task::new(&context_id, cwd, message);
         self.hub.start(task.clone())?;
         task.set_state(state::WORKING, None);
-        let (snapshot, events) = task.subscribe();
+        let started = started(task.clone(), stream);
         let this = self.clone();
-        let running = task.clone();
-        tokio::spawn(async move { this.run_turn(running, blocks).await });
-        Ok(Started {
-            task,
-            snapshot,
-            events,
-        })
+        tokio::spawn(async move { this.run_turn(task, blocks).await });
+        Ok(started)
     }
 
     fn answer(
@@ -72,6 +83,7 @@ impl Bridge {
         context_id: &str,
         parts: &[Value],
         mut message: Value,
+        stream: bool,
     ) -> Result<Started, A2aError> {
         let task = self.hub.get(task_id)?;
         if !context_id.is_empty() && context_id != task.context_id {
@@ -112,13 +124,9 @@ impl Bridge {
         // Working before the answer reaches the agent, so the stream starts
         // with what follows it.
         task.set_state(state::WORKING, None);
-        let (snapshot, events) = task.subscribe();
+        let started = started(task.clone(), stream);
         task.answer_pending(Some(choice));
-        Ok(Started {
-            task,
-            snapshot,
-            events,
-        })
+        Ok(started)
     }
 
     /// The session of `context_id` (opened or loaded), or a new one; its
@@ -240,9 +248,21 @@ impl Bridge {
             (self.hub.limits.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
         loop {
             tokio::time::sleep(every).await;
-            for task in self.hub.expire(std::time::Instant::now()) {
+            let (stale, unused) = self.hub.expire(std::time::Instant::now());
+            for task in stale {
                 tracing::info!(task = %task.id, "canceling a task idle in input-required");
                 let _ = self.cancel(&task.id).await;
+            }
+            // Frees the agent's memory of the session; it stays on disk.
+            for context in unused {
+                tracing::info!(%context, "closing an idle context's session");
+                let closed: Result<Value, RpcError> = self
+                    .peer
+                    .request(method::SESSION_CLOSE, &json!({"sessionId": context}))
+                    .await;
+                if let Err(e) = closed {
+                    tracing::warn!(%context, error = %e.message, "session/close failed");
+                }
             }
         }
     }

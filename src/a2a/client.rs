@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::acp::method;
-use crate::editor::{FileError, read_local, write_local};
+use crate::editor::local::{self, WriteParams};
 use crate::rpc::{Handler, Reply, RpcError, decode_params};
 
 use super::tasks::Hub;
@@ -20,24 +20,6 @@ use super::wire;
 
 pub struct A2aClient {
     pub hub: Arc<Hub>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ReadParams {
-    path: String,
-    #[serde(default)]
-    line: Option<u64>,
-    #[serde(default)]
-    limit: Option<u64>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WriteParams {
-    session_id: String,
-    path: String,
-    content: String,
 }
 
 #[derive(serde::Deserialize)]
@@ -50,46 +32,15 @@ struct PermissionParams {
     options: Vec<Value>,
 }
 
-fn file_error(e: FileError) -> RpcError {
-    match e {
-        FileError::NotFound(p) => RpcError::not_found(format!("{} does not exist", p.display()))
-            .with_data(json!({ "uri": format!("file://{}", p.display()) })),
-        other => RpcError::internal(other),
-    }
-}
-
-fn absolute(path: &str) -> Result<&Path, RpcError> {
-    let p = Path::new(path);
-    if p.is_absolute() {
-        Ok(p)
-    } else {
-        Err(RpcError::invalid_params(format!(
-            "params.path: expected an absolute path, got {path:?}"
-        )))
-    }
-}
-
-async fn read_text_file(p: ReadParams) -> Result<Value, RpcError> {
-    let text = read_local(absolute(&p.path)?).await.map_err(file_error)?;
-    let content = match (p.line, p.limit) {
-        (None, None) => text,
-        (line, limit) => {
-            let skip = line.unwrap_or(1).saturating_sub(1) as usize;
-            let take = limit.map_or(usize::MAX, |l| l as usize);
-            text.split_inclusive('\n').skip(skip).take(take).collect()
-        }
-    };
-    Ok(json!({ "content": content }))
-}
-
 impl A2aClient {
+    /// Writes the file, recording its content before the task's first
+    /// write of it for the diff artifact.
     async fn write_text_file(&self, p: WriteParams) -> Result<Value, RpcError> {
-        let path = absolute(&p.path)?;
+        let path = local::absolute(&p.path)?;
         if let Some(task) = self.hub.active(&p.session_id) {
             task.record_before(path.to_owned(), || std::fs::read_to_string(path).ok());
         }
-        write_local(path, &p.content).await.map_err(file_error)?;
-        Ok(json!({}))
+        local::write_text_file(&p).await
     }
 
     /// Pauses the task as `input-required` until the client answers
@@ -208,7 +159,7 @@ impl Handler for A2aClient {
         Box::pin(async move {
             let p = params.as_deref();
             let result = match method.as_str() {
-                method::FS_READ => read_text_file(decode_params(p)?).await?,
+                method::FS_READ => local::read_text_file(decode_params(p)?).await?,
                 method::FS_WRITE => self.write_text_file(decode_params(p)?).await?,
                 method::REQUEST_PERMISSION => self.permission(decode_params(p)?).await?,
                 _ => return Err(RpcError::method_not_found(&method)),

@@ -17,6 +17,7 @@
 mod bridge;
 mod client;
 mod compat;
+mod list;
 mod server;
 mod tasks;
 pub mod wire;
@@ -241,6 +242,7 @@ pub async fn run(opts: A2aOptions, mut config: AgentConfig) -> Result<(), ServeE
     let server = Arc::new(server::Server {
         bridge,
         card: Bytes::from(agent_card(&url).to_string()),
+        card_from_host: local.ip().is_unspecified(),
         token: token.clone(),
         max_body: MAX_BODY,
     });

@@ -12,7 +12,7 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
+use tokio::sync::mpsc;
 
 use super::bridge::{Bridge, Started};
 use super::compat;
@@ -29,6 +29,9 @@ pub struct Server {
     pub bridge: Arc<Bridge>,
     /// The agent card, serialised once.
     pub card: Bytes,
+    /// Listening on every address (0.0.0.0, ::): the card's URL is then
+    /// the one the client reached, from its `Host` header.
+    pub card_from_host: bool,
     pub token: String,
     /// Largest request body accepted.
     pub max_body: usize,
@@ -52,6 +55,24 @@ fn rpc_error(status: StatusCode, id: &Value, e: &A2aError) -> Response<Body> {
         status,
         &json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()}),
     )
+}
+
+/// `http://HOST/` from the request's `Host` header, if it is a plain
+/// `host[:port]` (nothing that could smuggle markup or a path into the
+/// card); `https` behind a TLS proxy that says `X-Forwarded-Proto: https`.
+fn host_url(req: &Request<Incoming>) -> Option<String> {
+    let host = req.headers().get(header::HOST)?.to_str().ok()?;
+    let plain = !host.is_empty()
+        && host.len() <= 255
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b));
+    let tls = req
+        .headers()
+        .get("x-forwarded-proto")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
+    let scheme = if tls { "https" } else { "http" };
+    plain.then(|| format!("{scheme}://{host}/"))
 }
 
 /// Compares the presented token with ours in time independent of where
@@ -85,7 +106,11 @@ pub async fn handle(server: Arc<Server>, req: Request<Incoming>) -> Response<Bod
         if req.method() != Method::GET && req.method() != Method::HEAD {
             return full(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "use GET\n");
         }
-        return full(StatusCode::OK, "application/json", server.card.clone());
+        let card = match host_url(&req).filter(|_| server.card_from_host) {
+            Some(url) => Bytes::from(super::agent_card(&url).to_string()),
+            None => server.card.clone(),
+        };
+        return full(StatusCode::OK, "application/json", card);
     }
     if path != "/" {
         return full(
@@ -116,6 +141,11 @@ pub async fn handle(server: Arc<Server>, req: Request<Incoming>) -> Response<Bod
         );
         return r;
     }
+    let version = req
+        .headers()
+        .get(VERSION_HEADER)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_owned())
+        .filter(|v| !v.is_empty() && !version_supported(v));
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -145,7 +175,20 @@ pub async fn handle(server: Arc<Server>, req: Request<Incoming>) -> Response<Bod
             );
         }
     };
-    rpc(&server, &body).await
+    rpc(&server, &body, version.as_deref()).await
+}
+
+/// The header naming the protocol version a client speaks (A2A 1.0
+/// §"Versioning"; absent means 0.3).
+const VERSION_HEADER: &str = "a2a-version";
+
+/// Whether `A2A-Version: v` is 1.0 or 0.3 (the patch level does not matter).
+fn version_supported(v: &str) -> bool {
+    let mut parts = v.split('.');
+    matches!(
+        (parts.next(), parts.next()),
+        (Some("1"), Some("0")) | (Some("0"), Some("3"))
+    )
 }
 
 /// 413 for a body over the limit (declared or streamed).
@@ -163,7 +206,7 @@ fn too_large(max: usize) -> Response<Body> {
 }
 
 /// One JSON-RPC request body.
-async fn rpc(server: &Server, body: &[u8]) -> Response<Body> {
+async fn rpc(server: &Server, body: &[u8], unsupported_version: Option<&str>) -> Response<Body> {
     let ok = StatusCode::OK;
     let request: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
@@ -203,6 +246,18 @@ async fn rpc(server: &Server, body: &[u8]) -> Response<Body> {
             ),
         );
     };
+    if let Some(v) = unsupported_version {
+        return rpc_error(
+            ok,
+            &id,
+            &A2aError::new(
+                code::VERSION_NOT_SUPPORTED,
+                format!(
+                    "A2A-Version {v:?} is not supported: acp-coder speaks 1.0 (and the 0.3 method names)"
+                ),
+            ),
+        );
+    }
     let params = obj.get("params").cloned().unwrap_or(json!({}));
     if !params.is_object() {
         return rpc_error(ok, &id, &A2aError::params("params must be an object"));
@@ -216,22 +271,43 @@ async fn rpc(server: &Server, body: &[u8]) -> Response<Body> {
     let bridge = &server.bridge;
     let result = match method_name {
         method::SEND | method::V03_SEND => send(bridge, params).await,
-        method::STREAM | method::V03_STREAM => match bridge.send(params).await {
-            Ok(started) => return sse(id, Some(started.snapshot), started.events, v03),
+        method::STREAM | method::V03_STREAM => match bridge.send(params, true).await {
+            Ok(Started {
+                snapshot,
+                events: Some(events),
+                ..
+            }) => return sse(id, snapshot, events, v03),
+            Ok(_) => Err(A2aError::new(
+                code::INTERNAL,
+                "the task's stream did not open",
+            )),
             Err(e) => Err(e),
         },
         method::GET | method::V03_GET => wire::decode::<wire::TaskIdParams>(params)
-            .and_then(|p| Ok(bridge.hub.get(&p.id)?.snapshot(p.history_length)))
+            .and_then(|p| {
+                let history = wire::history_length(p.history_length)?;
+                Ok(bridge.hub.get(&p.id)?.snapshot(history))
+            })
             .map(|t| json!(t)),
         method::CANCEL | method::V03_CANCEL => match wire::decode::<wire::TaskIdParams>(params) {
             Ok(p) => bridge.cancel(&p.id).await,
             Err(e) => Err(e),
         },
         method::SUBSCRIBE | method::V03_SUBSCRIBE => match subscribe(bridge, params) {
-            Ok((snapshot, events)) => return sse(id, Some(snapshot), events, v03),
+            Ok((snapshot, events)) => return sse(id, snapshot, events, v03),
             Err(e) => Err(e),
         },
-        method::LIST => list(bridge, params),
+        method::LIST => super::list::list(&bridge.hub, params),
+        m if method::PUSH_CONFIG.contains(&m) => Err(A2aError::new(
+            code::PUSH_NOT_SUPPORTED,
+            "push notifications are not supported (the agent card says pushNotifications: false); use SendStreamingMessage or SubscribeToTask, or poll with GetTask",
+        )),
+        method::EXTENDED_CARD | method::V03_EXTENDED_CARD => Err(A2aError::new(
+            code::EXTENDED_CARD_NOT_CONFIGURED,
+            format!(
+                "there is no extended agent card; the agent card at {CARD_PATH} is all there is"
+            ),
+        )),
         other => Err(A2aError::new(
             code::METHOD_NOT_FOUND,
             format!(
@@ -256,8 +332,8 @@ async fn send(bridge: &Arc<Bridge>, params: Value) -> Result<Value, A2aError> {
     let immediately = params["configuration"]["returnImmediately"]
         .as_bool()
         .unwrap_or(false);
-    let history = params["configuration"]["historyLength"].as_i64();
-    let Started { task, .. } = bridge.send(params).await?;
+    let history = wire::history_length(params["configuration"]["historyLength"].as_i64())?;
+    let Started { task, .. } = bridge.send(params, false).await?;
     if !immediately {
         task.settled().await;
     }
@@ -267,7 +343,7 @@ async fn send(bridge: &Arc<Bridge>, params: Value) -> Result<Value, A2aError> {
 fn subscribe(
     bridge: &Bridge,
     params: Value,
-) -> Result<(Value, broadcast::Receiver<Value>), A2aError> {
+) -> Result<(Value, mpsc::UnboundedReceiver<Value>), A2aError> {
     let p: wire::TaskIdParams = wire::decode(params)?;
     let task = bridge.hub.get(&p.id)?;
     let current = task.state();
@@ -283,28 +359,6 @@ fn subscribe(
     Ok(task.subscribe())
 }
 
-fn list(bridge: &Bridge, params: Value) -> Result<Value, A2aError> {
-    let p: wire::ListParams = wire::decode(params)?;
-    let size = p.page_size.unwrap_or(50).clamp(1, 100) as usize;
-    let status = p
-        .status
-        .filter(|s| !s.is_empty() && s != "TASK_STATE_UNSPECIFIED");
-    let tasks = bridge.hub.list(&p.context_id, status.as_deref());
-    let total = tasks.len();
-    let page: Vec<Value> = tasks
-        .iter()
-        .take(size)
-        .map(|t| {
-            let mut s = t.snapshot(Some(0));
-            if let Some(o) = s.as_object_mut() {
-                o.remove("artifacts");
-            }
-            s
-        })
-        .collect();
-    Ok(json!({"tasks": page, "nextPageToken": "", "pageSize": size, "totalSize": total}))
-}
-
 /// Whether a stream event settles the task (the stream then ends).
 fn ends_stream(event: &Value) -> bool {
     event["statusUpdate"]["status"]["state"]
@@ -316,8 +370,8 @@ fn ends_stream(event: &Value) -> bool {
 /// finishes or waits for input.
 fn sse(
     id: Value,
-    first: Option<Value>,
-    events: broadcast::Receiver<Value>,
+    first: Value,
+    events: mpsc::UnboundedReceiver<Value>,
     v03: bool,
 ) -> Response<Body> {
     let frame = move |result: Value| -> Result<Frame<Bytes>, Infallible> {
@@ -329,29 +383,17 @@ fn sse(
         let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
         Ok(Frame::data(Bytes::from(format!("data: {body}\n\n"))))
     };
-    let first = first.map(|t| json!({"task": t}));
-    let done = first.as_ref().is_some_and(|t| {
-        t["task"]["status"]["state"]
-            .as_str()
-            .is_some_and(state::is_terminal)
-    });
-    let head = futures::stream::iter(first.map(&frame));
+    let done = first["status"]["state"]
+        .as_str()
+        .is_some_and(state::is_terminal);
+    let head = futures::stream::once(std::future::ready(frame(json!({"task": first}))));
     let rest = futures::stream::unfold((events, done), |(mut rx, done)| async move {
         if done {
             return None;
         }
-        loop {
-            match rx.recv().await {
-                Ok(event) => {
-                    let end = ends_stream(&event);
-                    return Some((event, (rx, end)));
-                }
-                Err(broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!(skipped = n, "an A2A stream fell behind; events skipped");
-                }
-                Err(broadcast::error::RecvError::Closed) => return None,
-            }
-        }
+        let event = rx.recv().await?;
+        let end = ends_stream(&event);
+        Some((event, (rx, end)))
     })
     .map(frame);
     let body = StreamBody::new(head.chain(rest));
@@ -377,6 +419,16 @@ mod tests {
         assert!(!token_matches(b"abd", b"abc"));
         assert!(!token_matches(b"ab", b"abc"));
         assert!(!token_matches(b"", b"abc"));
+    }
+
+    #[test]
+    fn versions() {
+        for v in ["1.0", "1.0.0", "0.3", "0.3.2"] {
+            assert!(version_supported(v), "{v}");
+        }
+        for v in ["2.0", "1.1", "0.2", "1", "abc"] {
+            assert!(!version_supported(v), "{v}");
+        }
     }
 
     #[test]

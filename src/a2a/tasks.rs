@@ -12,12 +12,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, oneshot, watch};
+use time::OffsetDateTime;
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::wire::{self, A2aError, state};
-
-/// How many events a slow stream subscriber may fall behind before its stream ends.
-const EVENT_BUFFER: usize = 4096;
 
 /// A permission question waiting for the client's next message.
 pub struct Pending {
@@ -30,7 +28,8 @@ pub struct Pending {
 struct Inner {
     state: &'static str,
     status_message: Option<Value>,
-    timestamp: String,
+    /// When the status last changed (ListTasks sorts and filters by it).
+    timestamp: OffsetDateTime,
     history: Vec<Value>,
     artifacts: Vec<Value>,
     /// Whether an `answer` artifact chunk was streamed yet (the next appends).
@@ -41,6 +40,23 @@ struct Inner {
     before: BTreeMap<PathBuf, Option<String>>,
     pending: Option<Pending>,
     last_activity: Instant,
+    /// The open streams of the task (SSE responses). A stream's queue holds
+    /// what its client has not read yet; none exists, and no event is even
+    /// built, while nobody streams (a blocking `SendMessage`).
+    subscribers: Vec<mpsc::UnboundedSender<Value>>,
+}
+
+impl Inner {
+    /// Sends the event `make` builds to every open stream; called under the
+    /// task's lock, so every stream sees the events in order and a new
+    /// stream's snapshot is exactly what came before its first event.
+    fn emit(&mut self, make: impl FnOnce() -> Value) {
+        if self.subscribers.is_empty() {
+            return;
+        }
+        let event = make();
+        self.subscribers.retain(|s| s.send(event.clone()).is_ok());
+    }
 }
 
 pub struct Task {
@@ -48,13 +64,11 @@ pub struct Task {
     pub context_id: String,
     pub cwd: PathBuf,
     inner: Mutex<Inner>,
-    events: broadcast::Sender<Value>,
     state_tx: watch::Sender<&'static str>,
 }
 
 impl Task {
     pub fn new(context_id: &str, cwd: PathBuf, first: Value) -> Arc<Self> {
-        let (events, _) = broadcast::channel(EVENT_BUFFER);
         Arc::new(Self {
             id: wire::new_id(),
             context_id: context_id.to_owned(),
@@ -62,7 +76,7 @@ impl Task {
             inner: Mutex::new(Inner {
                 state: state::SUBMITTED,
                 status_message: None,
-                timestamp: wire::now(),
+                timestamp: OffsetDateTime::now_utc(),
                 history: vec![first],
                 artifacts: Vec::new(),
                 answer_streamed: false,
@@ -70,8 +84,8 @@ impl Task {
                 before: BTreeMap::new(),
                 pending: None,
                 last_activity: Instant::now(),
+                subscribers: Vec::new(),
             }),
-            events,
             state_tx: watch::channel(state::SUBMITTED).0,
         })
     }
@@ -84,42 +98,54 @@ impl Task {
         self.lock().state
     }
 
+    /// When the status last changed.
+    pub fn updated(&self) -> OffsetDateTime {
+        self.lock().timestamp
+    }
+
     /// The `Task` object, with at most `history_length` history messages.
     pub fn snapshot(&self, history_length: Option<i64>) -> Value {
         snapshot_of(self, &self.lock(), history_length)
     }
 
-    /// The task now and every event after it, atomically.
-    pub fn subscribe(&self) -> (Value, broadcast::Receiver<Value>) {
-        let inner = self.lock();
-        (snapshot_of(self, &inner, None), self.events.subscribe())
-    }
-
-    fn emit(&self, event: Value) {
-        let _ = self.events.send(event);
+    /// The task now and every event after it, atomically; the events end
+    /// when the task finishes.
+    pub fn subscribe(&self) -> (Value, mpsc::UnboundedReceiver<Value>) {
+        let mut inner = self.lock();
+        let (tx, rx) = mpsc::unbounded_channel();
+        if !state::is_terminal(inner.state) {
+            inner.subscribers.push(tx);
+        }
+        (snapshot_of(self, &inner, None), rx)
     }
 
     /// Moves to `new_state` with a status message, and tells subscribers.
     pub fn set_state(&self, new_state: &'static str, message: Option<Value>) {
-        let event = {
+        {
             let mut inner = self.lock();
             if state::is_terminal(inner.state) {
                 return;
             }
             inner.state = new_state;
-            inner.timestamp = wire::now();
+            inner.timestamp = OffsetDateTime::now_utc();
             inner.last_activity = Instant::now();
             if let Some(m) = &message {
                 inner.history.push(m.clone());
             }
             inner.status_message = message;
-            json!({"statusUpdate": {
-                "taskId": self.id,
-                "contextId": self.context_id,
-                "status": status_of(&inner),
-            }})
-        };
-        self.emit(event);
+            let status = status_of(&inner);
+            inner.emit(|| {
+                json!({"statusUpdate": {
+                    "taskId": self.id,
+                    "contextId": self.context_id,
+                    "status": status,
+                }})
+            });
+            if state::is_terminal(new_state) {
+                // The streams end after this last event.
+                inner.subscribers.clear();
+            }
+        }
         self.state_tx.send_replace(new_state);
     }
 
@@ -134,11 +160,11 @@ impl Task {
 
     /// Streams a piece of the answer (artifact `answer`, appended).
     pub fn push_text(&self, text: &str) {
-        let event = {
-            let mut inner = self.lock();
-            inner.answer.push_str(text);
-            inner.last_activity = Instant::now();
-            let append = std::mem::replace(&mut inner.answer_streamed, true);
+        let mut inner = self.lock();
+        inner.answer.push_str(text);
+        inner.last_activity = Instant::now();
+        let append = std::mem::replace(&mut inner.answer_streamed, true);
+        inner.emit(|| {
             json!({"artifactUpdate": {
                 "taskId": self.id,
                 "contextId": self.context_id,
@@ -146,22 +172,21 @@ impl Task {
                 "append": append,
                 "lastChunk": false,
             }})
-        };
-        self.emit(event);
+        });
     }
 
     /// Adds a finished artifact (the answer or the diff) and tells subscribers;
     /// `closes_stream` marks the end of the streamed `answer`.
     pub fn add_artifact(&self, artifact: Value, closes_stream: bool) {
-        let event = {
-            let mut inner = self.lock();
-            inner.artifacts.push(artifact.clone());
-            let (artifact, append) = if closes_stream && inner.answer_streamed {
+        let mut inner = self.lock();
+        let streamed = closes_stream && inner.answer_streamed;
+        inner.emit(|| {
+            let (artifact, append) = if streamed {
                 let empty =
                     json!({"artifactId": artifact["artifactId"], "parts": [wire::text_part("")]});
                 (empty, true)
             } else {
-                (artifact, false)
+                (artifact.clone(), false)
             };
             json!({"artifactUpdate": {
                 "taskId": self.id,
@@ -170,8 +195,8 @@ impl Task {
                 "append": append,
                 "lastChunk": true,
             }})
-        };
-        self.emit(event);
+        });
+        inner.artifacts.push(artifact);
     }
 
     pub fn answer(&self) -> String {
@@ -236,7 +261,7 @@ impl Task {
 }
 
 fn status_of(inner: &Inner) -> Value {
-    let mut status = json!({"state": inner.state, "timestamp": inner.timestamp});
+    let mut status = json!({"state": inner.state, "timestamp": wire::timestamp(inner.timestamp)});
     if let Some(m) = &inner.status_message {
         status["message"] = m.clone();
     }
@@ -289,8 +314,9 @@ struct Store {
     order: Vec<String>,
     /// The running task of each session.
     active: HashMap<String, Arc<Task>>,
-    /// Sessions this server opened or loaded, with their directory.
-    contexts: HashMap<String, PathBuf>,
+    /// Sessions this server opened or loaded: their directory and when a
+    /// message last named them.
+    contexts: HashMap<String, (PathBuf, Instant)>,
 }
 
 /// Every task of the server.
@@ -320,11 +346,16 @@ impl Hub {
     }
 
     pub fn context_dir(&self, context_id: &str) -> Option<PathBuf> {
-        self.lock().contexts.get(context_id).cloned()
+        let mut s = self.lock();
+        let (dir, used) = s.contexts.get_mut(context_id)?;
+        *used = Instant::now();
+        Some(dir.clone())
     }
 
     pub fn add_context(&self, context_id: &str, cwd: PathBuf) {
-        self.lock().contexts.insert(context_id.to_owned(), cwd);
+        self.lock()
+            .contexts
+            .insert(context_id.to_owned(), (cwd, Instant::now()));
     }
 
     /// The running task of an ACP session.
@@ -399,9 +430,11 @@ impl Hub {
     }
 
     /// Applies idle expiry at `now`: returns the tasks waiting for input too
-    /// long (the caller cancels them) and forgets finished tasks untouched
-    /// as long.
-    pub fn expire(&self, now: Instant) -> Vec<Arc<Task>> {
+    /// long (the caller cancels them) and the contexts with no task left and
+    /// unused as long (the caller closes their sessions; a later message
+    /// naming one loads it again), and forgets finished tasks untouched as
+    /// long.
+    pub fn expire(&self, now: Instant) -> (Vec<Arc<Task>>, Vec<String>) {
         let mut s = self.lock();
         let idle = self.limits.idle;
         let mut stale = Vec::new();
@@ -420,7 +453,23 @@ impl Hub {
             s.tasks.remove(id);
         }
         s.order.retain(|id| !forget.contains(id));
-        stale
+        let Store {
+            tasks,
+            active,
+            contexts,
+            ..
+        } = &mut *s;
+        let mut unused = Vec::new();
+        contexts.retain(|id, (_, used)| {
+            let keep = now.saturating_duration_since(*used) < idle
+                || active.contains_key(id)
+                || tasks.values().any(|t| t.context_id == *id);
+            if !keep {
+                unused.push(id.clone());
+            }
+            keep
+        });
+        (stale, unused)
     }
 }
 
@@ -432,13 +481,17 @@ mod tests {
         Task::new(ctx, PathBuf::from("/w"), json!({"role": "ROLE_USER"}))
     }
 
+    fn hub(max_live: usize, max_stored: usize) -> Hub {
+        Hub::new(Limits {
+            max_live,
+            max_stored,
+            idle: Duration::from_secs(60),
+        })
+    }
+
     #[test]
     fn one_running_task_per_context_and_a_live_limit() {
-        let hub = Hub::new(Limits {
-            max_live: 2,
-            max_stored: 10,
-            idle: Duration::from_secs(60),
-        });
+        let hub = hub(2, 10);
         let a = task("c1");
         hub.start(a.clone()).unwrap();
         assert_eq!(
@@ -455,11 +508,7 @@ mod tests {
 
     #[test]
     fn finished_tasks_are_dropped_oldest_first_when_full() {
-        let hub = Hub::new(Limits {
-            max_live: 10,
-            max_stored: 2,
-            idle: Duration::from_secs(60),
-        });
+        let hub = hub(10, 2);
         let a = task("c1");
         hub.start(a.clone()).unwrap();
         a.set_state(state::COMPLETED, None);
@@ -472,11 +521,7 @@ mod tests {
 
     #[test]
     fn idle_tasks_expire() {
-        let hub = Hub::new(Limits {
-            max_live: 10,
-            max_stored: 10,
-            idle: Duration::from_secs(60),
-        });
+        let hub = hub(10, 10);
         let waiting = task("c1");
         hub.start(waiting.clone()).unwrap();
         let _rx = waiting.ask(vec![], json!({}));
@@ -486,9 +531,17 @@ mod tests {
         let running = task("c3");
         hub.start(running.clone()).unwrap();
         running.set_state(state::WORKING, None);
-        assert!(hub.expire(Instant::now()).is_empty());
+        hub.add_context("c9", PathBuf::from("/w"));
+        let (stale, unused) = hub.expire(Instant::now());
+        assert!(stale.is_empty() && unused.is_empty());
         let later = Instant::now() + Duration::from_secs(61);
-        let stale = hub.expire(later);
+        let (stale, unused) = hub.expire(later);
+        assert_eq!(
+            unused,
+            ["c9"],
+            "a context without tasks is closed once idle"
+        );
+        assert!(hub.context_dir("c9").is_none());
         assert_eq!(stale.len(), 1);
         assert_eq!(stale[0].id, waiting.id);
         assert!(hub.get(&done.id).is_err(), "finished and idle: forgotten");

@@ -21,6 +21,20 @@ pub mod method {
     pub const V03_GET: &str = "tasks/get";
     pub const V03_CANCEL: &str = "tasks/cancel";
     pub const V03_SUBSCRIBE: &str = "tasks/resubscribe";
+    pub const EXTENDED_CARD: &str = "GetExtendedAgentCard";
+    pub const V03_EXTENDED_CARD: &str = "agent/getAuthenticatedExtendedCard";
+    /// The push notification config methods, 1.0 and 0.3: acp-coder sends
+    /// no push notifications, so each answers `PushNotificationNotSupported`.
+    pub const PUSH_CONFIG: [&str; 8] = [
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+        "tasks/pushNotificationConfig/set",
+        "tasks/pushNotificationConfig/get",
+        "tasks/pushNotificationConfig/list",
+        "tasks/pushNotificationConfig/delete",
+    ];
 }
 
 /// A2A error codes (spec §"JSON-RPC error codes"; `a2a.utils.errors`).
@@ -32,7 +46,11 @@ pub mod code {
     pub const INTERNAL: i64 = -32603;
     pub const TASK_NOT_FOUND: i64 = -32001;
     pub const TASK_NOT_CANCELABLE: i64 = -32002;
+    pub const PUSH_NOT_SUPPORTED: i64 = -32003;
     pub const UNSUPPORTED: i64 = -32004;
+    pub const CONTENT_TYPE_NOT_SUPPORTED: i64 = -32005;
+    pub const EXTENDED_CARD_NOT_CONFIGURED: i64 = -32007;
+    pub const VERSION_NOT_SUPPORTED: i64 = -32009;
 }
 
 /// An A2A error: a JSON-RPC error object.
@@ -73,6 +91,18 @@ pub mod state {
     pub const CANCELED: &str = "TASK_STATE_CANCELED";
     pub const INPUT_REQUIRED: &str = "TASK_STATE_INPUT_REQUIRED";
     pub const REJECTED: &str = "TASK_STATE_REJECTED";
+    /// Every `TaskState` name but `TASK_STATE_UNSPECIFIED` (acp-coder never
+    /// asks for authentication, but a client may filter by it).
+    pub const ALL: [&str; 8] = [
+        SUBMITTED,
+        WORKING,
+        COMPLETED,
+        FAILED,
+        CANCELED,
+        INPUT_REQUIRED,
+        REJECTED,
+        "TASK_STATE_AUTH_REQUIRED",
+    ];
 
     /// No further message can change the task.
     pub fn is_terminal(s: &str) -> bool {
@@ -129,6 +159,7 @@ pub struct TaskIdParams {
     pub history_length: Option<i64>,
 }
 
+/// `ListTasksRequest`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListParams {
@@ -138,6 +169,26 @@ pub struct ListParams {
     pub status: Option<String>,
     #[serde(default)]
     pub page_size: Option<i64>,
+    #[serde(default)]
+    pub page_token: String,
+    #[serde(default)]
+    pub history_length: Option<i64>,
+    /// RFC 3339: only tasks whose status changed at or after it.
+    #[serde(default)]
+    pub status_timestamp_after: Option<String>,
+    #[serde(default)]
+    pub include_artifacts: bool,
+}
+
+/// Checks a `historyLength` (A2A spec §"History length semantics"): absent
+/// means all, 0 none, n the last n; negative is an error.
+pub fn history_length(n: Option<i64>) -> Result<Option<i64>, A2aError> {
+    match n {
+        Some(n) if n < 0 => Err(A2aError::params(format!(
+            "historyLength {n}: must be 0 or more (omit it for the whole history)"
+        ))),
+        other => Ok(other),
+    }
 }
 
 /// Decodes params, naming the field that is wrong.
@@ -190,7 +241,7 @@ pub fn prompt_blocks(parts: &[Value]) -> Result<Vec<Value>, A2aError> {
             blocks.push(json!({"type": "resource_link", "uri": u, "name": name}));
         } else {
             return Err(A2aError::new(
-                -32005,
+                code::CONTENT_TYPE_NOT_SUPPORTED,
                 format!(
                     "message.parts[{i}]: only text, data and url parts are accepted (send file contents as text)"
                 ),
@@ -271,10 +322,9 @@ pub fn new_id() -> String {
     )
 }
 
-/// The time now as an RFC 3339 timestamp (protobuf `Timestamp` JSON).
-pub fn now() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
+/// An RFC 3339 timestamp (protobuf `Timestamp` JSON).
+pub fn timestamp(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
 }
 
@@ -320,7 +370,7 @@ mod tests {
         assert_eq!(prompt_blocks(&[]).unwrap_err().code, code::INVALID_PARAMS);
         assert_eq!(
             prompt_blocks(&[json!({"raw": "AAAA"})]).unwrap_err().code,
-            -32005
+            code::CONTENT_TYPE_NOT_SUPPORTED
         );
     }
 

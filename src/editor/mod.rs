@@ -8,6 +8,7 @@
 //! is a hard rule of the protocol (ACP §2).
 mod elicit;
 mod files;
+pub mod local;
 pub mod status;
 
 pub use elicit::{Answer, ElicitError, UrlElicitation};

@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::acp::method;
-use crate::editor::{FileError, read_local, write_local};
+use crate::editor::local;
 use crate::rpc::{Handler, Reply, RpcError, decode_params};
 use crate::term::{Style, Tty};
 
@@ -184,61 +184,6 @@ fn ask_on_tty(tool_call: &Value, options: &[Value], cwd: &Path) -> Option<(Strin
     }
 }
 
-#[derive(serde::Deserialize)]
-struct ReadParams {
-    path: String,
-    #[serde(default)]
-    line: Option<u64>,
-    #[serde(default)]
-    limit: Option<u64>,
-}
-
-#[derive(serde::Deserialize)]
-struct WriteParams {
-    path: String,
-    content: String,
-}
-
-fn file_error(e: FileError) -> RpcError {
-    match e {
-        FileError::NotFound(p) => RpcError::not_found(format!("{} does not exist", p.display()))
-            .with_data(json!({ "uri": format!("file://{}", p.display()) })),
-        other => RpcError::internal(other),
-    }
-}
-
-fn absolute(field: &str, path: &str) -> Result<(), RpcError> {
-    if Path::new(path).is_absolute() {
-        Ok(())
-    } else {
-        Err(RpcError::invalid_params(format!(
-            "{field}: expected an absolute path, got {path:?}"
-        )))
-    }
-}
-
-async fn read_text_file(p: ReadParams) -> Result<Value, RpcError> {
-    absolute("params.path", &p.path)?;
-    let text = read_local(Path::new(&p.path)).await.map_err(file_error)?;
-    let content = match (p.line, p.limit) {
-        (None, None) => text,
-        (line, limit) => {
-            let skip = line.unwrap_or(1).saturating_sub(1) as usize;
-            let take = limit.map_or(usize::MAX, |l| l as usize);
-            text.split_inclusive('\n').skip(skip).take(take).collect()
-        }
-    };
-    Ok(json!({ "content": content }))
-}
-
-async fn write_text_file(p: WriteParams) -> Result<Value, RpcError> {
-    absolute("params.path", &p.path)?;
-    write_local(Path::new(&p.path), &p.content)
-        .await
-        .map_err(file_error)?;
-    Ok(json!({}))
-}
-
 impl Handler for ExecClient {
     fn request(
         self: Arc<Self>,
@@ -249,8 +194,8 @@ impl Handler for ExecClient {
             self.bump(None);
             let p = params.as_deref();
             let result = match method.as_str() {
-                method::FS_READ => read_text_file(decode_params(p)?).await?,
-                method::FS_WRITE => write_text_file(decode_params(p)?).await?,
+                method::FS_READ => local::read_text_file(decode_params(p)?).await?,
+                method::FS_WRITE => local::write_text_file(&decode_params(p)?).await?,
                 method::REQUEST_PERMISSION => self.clone().permission(decode_params(p)?).await?,
                 _ => return Err(RpcError::method_not_found(&method)),
             };

@@ -15,13 +15,14 @@ from google.protobuf import json_format
 
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientError
-from a2a.helpers.proto_helpers import new_text_message
+from a2a.helpers.proto_helpers import new_data_message, new_text_message
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
     Role,
     SendMessageRequest,
+    SubscribeToTaskRequest,
 )
 
 
@@ -92,6 +93,32 @@ async def main():
         answer = user(args[1], context_id=first["contextId"], task_id=first["id"])
         out["task"] = last_task(await collect(client, answer))
         out["again"] = await error_of(collect(client, answer))
+    elif scenario == "ask_data":
+        # The same, answered with a data part naming the option of kind args[1].
+        client = await client_for(url, streaming=False)
+        first = last_task(await collect(client, user(args[0])))
+        out["asked"] = first
+        data = next(p["data"] for p in first["status"]["message"]["parts"] if "data" in p)
+        option = next(o for o in data["options"] if o["kind"] == args[1])
+        answer = SendMessageRequest(
+            message=new_data_message(
+                {"optionId": option["optionId"]},
+                context_id=first["contextId"],
+                task_id=first["id"],
+                role=Role.ROLE_USER,
+            )
+        )
+        out["task"] = last_task(await collect(client, answer))
+    elif scenario == "subscribe":
+        # Started without waiting (polling), then followed with SubscribeToTask.
+        starter = await client_for(url, streaming=False, polling=True)
+        started = last_task(await collect(starter, user(args[0])))
+        out["started"] = started
+        client = await client_for(url, streaming=True)
+        out["events"] = [
+            as_json(e)
+            async for e in client.subscribe(SubscribeToTaskRequest(id=started["id"]))
+        ]
     elif scenario == "followup":
         client = await client_for(url, streaming=False)
         first = last_task(await collect(client, user(args[0])))

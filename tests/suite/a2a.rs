@@ -35,7 +35,10 @@ pub(super) async fn serve(
     envs: &[(&str, &str)],
 ) -> Served {
     let home = tempfile::tempdir().unwrap();
-    let mut all = vec!["a2a", "--listen", "127.0.0.1:0", "-C", ws.to_str().unwrap()];
+    let mut all = vec!["a2a", "-C", ws.to_str().unwrap()];
+    if !args.contains(&"--listen") {
+        all.extend(["--listen", "127.0.0.1:0"]);
+    }
     all.extend_from_slice(args);
     let mut env = model.agent_env();
     env.extend(envs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
@@ -246,9 +249,9 @@ async fn sdk_streaming_task_streams_text_and_tool_calls() {
     );
 }
 
-#[tokio::test]
-#[ignore = "needs the official A2A Python SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
-async fn sdk_input_required_round_trip_for_a_command() {
+/// A task whose command needs permission, answered by `scenario` of
+/// client.py with `answer`; the workspace and the client's output.
+async fn ask_for_a_command(scenario: &str, answer: &str, reply: &str) -> (Workspace, Value) {
     let py = python();
     let model = FakeModel::with_replies([
         Reply::tool_call(
@@ -256,25 +259,45 @@ async fn sdk_input_required_round_trip_for_a_command() {
             "run_command",
             json!({"command": "echo ran > out.txt"}),
         ),
-        Reply::text("Ran it."),
+        Reply::text(reply),
     ])
     .await;
     let ws = Workspace::new();
     let s = serve(&model, ws.path(), &[], &[]).await;
-    let out = sdk(&py, &s, "ask", &["run the thing", "allow"]).await;
+    let out = sdk(&py, &s, scenario, &["run the thing", answer]).await;
     let asked = &out["asked"];
     assert_eq!(
         asked["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
         "{out:#}"
     );
-    let question = text_of(&asked["status"]["message"]);
-    assert!(question.contains("echo ran > out.txt"), "{question}");
-    assert!(question.contains("allow"), "{question}");
     assert_eq!(
         out["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{out:#}"
     );
     assert_eq!(out["task"]["id"], asked["id"]);
+    (ws, out)
+}
+
+#[tokio::test]
+#[ignore = "needs the official A2A Python SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
+async fn sdk_input_required_round_trip_for_a_command() {
+    let (ws, out) = ask_for_a_command("ask", "allow", "Ran it.").await;
+    let question = text_of(&out["asked"]["status"]["message"]);
+    assert!(question.contains("echo ran > out.txt"), "{question}");
+    assert!(question.contains("allow"), "{question}");
+    // The options come as a data part too, for programs.
+    let parts = out["asked"]["status"]["message"]["parts"]
+        .as_array()
+        .unwrap();
+    let data = parts
+        .iter()
+        .find_map(|p| p.get("data"))
+        .expect("a data part");
+    assert_eq!(
+        data["toolCall"]["rawInput"]["command"],
+        "echo ran > out.txt"
+    );
+    assert!(data["options"].as_array().unwrap().len() >= 2, "{data}");
     assert_eq!(ws.read("out.txt").trim(), "ran");
     // A message to the finished task is refused, saying how to go on.
     let again = &out["again"];
@@ -290,24 +313,52 @@ async fn sdk_input_required_round_trip_for_a_command() {
 #[tokio::test]
 #[ignore = "needs the official A2A Python SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn sdk_rejecting_in_text_stops_the_command() {
+    let (ws, _) = ask_for_a_command("ask", "No.", "Understood, not running it.").await;
+    assert!(!ws.exists("out.txt"));
+}
+
+#[tokio::test]
+#[ignore = "needs the official A2A Python SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
+async fn sdk_answer_as_a_data_part_picks_the_option() {
+    let (ws, _) = ask_for_a_command("ask_data", "allow_once", "Ran it.").await;
+    assert_eq!(ws.read("out.txt").trim(), "ran");
+    let (ws, _) = ask_for_a_command("ask_data", "reject_once", "Not run.").await;
+    assert!(!ws.exists("out.txt"));
+}
+
+#[tokio::test]
+#[ignore = "needs the official A2A Python SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
+async fn sdk_subscribe_follows_a_running_task() {
     let py = python();
-    let model = FakeModel::with_replies([
-        Reply::tool_call(
-            "k1",
-            "run_command",
-            json!({"command": "echo ran > out.txt"}),
-        ),
-        Reply::text("Understood, not running it."),
+    // The model answers after 3 s: time enough to subscribe.
+    let model = FakeModel::with_replies([Reply::stream([
+        chunk::role(),
+        chunk::text("Late "),
+        chunk::text("answer."),
+        chunk::finish("stop"),
     ])
+    .first_byte_delay(Duration::from_secs(3))])
     .await;
     let ws = Workspace::new();
     let s = serve(&model, ws.path(), &[], &[]).await;
-    let out = sdk(&py, &s, "ask", &["run the thing", "No."]).await;
+    let out = sdk(&py, &s, "subscribe", &["take your time"]).await;
     assert_eq!(
-        out["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        out["started"]["status"]["state"], "TASK_STATE_WORKING",
         "{out:#}"
     );
-    assert!(!ws.exists("out.txt"));
+    let events = out["events"].as_array().unwrap();
+    assert_eq!(events[0]["task"]["id"], out["started"]["id"], "{out:#}");
+    let text: String = events
+        .iter()
+        .filter(|e| e["artifactUpdate"]["artifact"]["artifactId"] == "answer")
+        .map(|e| text_of(&e["artifactUpdate"]["artifact"]))
+        .collect();
+    assert_eq!(text, "Late answer.", "{out:#}");
+    assert_eq!(
+        events.last().unwrap()["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{out:#}"
+    );
 }
 
 #[tokio::test]

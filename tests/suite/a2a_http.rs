@@ -25,6 +25,26 @@ async fn post(s: &Served, token: Option<&str>, body: impl Into<reqwest::Body>) -
     )
 }
 
+/// `acp-coder a2a -C WS ARGS…` with `home` as its home, not started yet.
+fn a2a_command(
+    model: &FakeModel,
+    ws: &Workspace,
+    home: &std::path::Path,
+    args: &[&str],
+) -> tokio::process::Command {
+    let mut all = vec!["a2a", "-C", ws.path().to_str().unwrap()];
+    all.extend_from_slice(args);
+    let opts = SpawnOptions {
+        args: all.iter().map(|s| (*s).to_owned()).collect(),
+        envs: model.agent_env(),
+        home: Some(home.to_owned()),
+        cwd: None,
+    };
+    let mut cmd = agent_command(&opts, home);
+    cmd.kill_on_drop(true);
+    cmd
+}
+
 /// Writes `request` on a fresh connection and returns what comes back
 /// before the server closes it or 5 s pass.
 async fn raw_http(s: &Served, request: &str) -> String {
@@ -208,27 +228,46 @@ async fn a_configured_token_is_used_and_not_printed() {
 }
 
 #[tokio::test]
+async fn on_every_address_the_card_names_the_address_the_client_used() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let s = serve(
+        &model,
+        ws.path(),
+        &["--listen", "0.0.0.0:0"],
+        &[("ACP_CODER_A2A_TOKEN", "configured-token-0123456789")],
+    )
+    .await;
+    let port = s.url.rsplit(':').next().unwrap().trim_end_matches('/');
+    let url = format!("http://127.0.0.1:{port}/");
+    let card: Value = http_client()
+        .get(format!("{url}.well-known/agent-card.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["supportedInterfaces"][0]["url"], url.as_str());
+    assert_eq!(card["url"], url.as_str());
+    // A Host header that is not a plain host:port falls back to the bound address.
+    let raw = raw_http(
+        &s,
+        "GET /.well-known/agent-card.json HTTP/1.1\r\nHost: a/b<script>\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+    assert!(!raw.contains("<script>"), "{raw}");
+}
+
+#[tokio::test]
 async fn refuses_a_public_address_without_a_configured_token() {
     let model = FakeModel::start().await;
     let ws = Workspace::new();
     let home = tempfile::tempdir().unwrap();
-    let opts = SpawnOptions {
-        args: [
-            "a2a",
-            "--listen",
-            "0.0.0.0:0",
-            "-C",
-            ws.path().to_str().unwrap(),
-        ]
-        .map(str::to_owned)
-        .to_vec(),
-        envs: model.agent_env(),
-        home: Some(home.path().to_owned()),
-        cwd: None,
-    };
     let out = tokio::time::timeout(
         Duration::from_secs(30),
-        agent_command(&opts, home.path()).output(),
+        a2a_command(&model, &ws, home.path(), &["--listen", "0.0.0.0:0"]).output(),
     )
     .await
     .unwrap()
@@ -242,11 +281,14 @@ async fn refuses_a_public_address_without_a_configured_token() {
 
 #[tokio::test]
 async fn a_task_left_waiting_for_input_expires() {
-    let model = FakeModel::with_replies([Reply::tool_call(
-        "k1",
-        "run_command",
-        json!({"command": "echo ran > out.txt"}),
-    )])
+    let model = FakeModel::with_replies([
+        Reply::tool_call(
+            "k1",
+            "run_command",
+            json!({"command": "echo ran > out.txt"}),
+        ),
+        Reply::text("back again"),
+    ])
     .await;
     let ws = Workspace::new();
     let s = serve(&model, ws.path(), &[], &[("ACP_CODER_A2A_IDLE_MS", "500")]).await;
@@ -284,4 +326,235 @@ async fn a_task_left_waiting_for_input_expires() {
         s.stderr()
     );
     assert!(!ws.exists("out.txt"));
+    // The idle context's session is closed in the agent (it stays on disk),
+    // and a message naming it loads it again.
+    let logs = s.home.path().join(".local/state/acp-coder/logs");
+    let log_says = |needle: &str| {
+        std::fs::read_dir(&logs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(needle)))
+    };
+    for _ in 0..200 {
+        if log_says("closing an idle context") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(log_says("closing an idle context"), "{}", s.stderr());
+    let ctx = task["contextId"].clone();
+    let msg = json!({"message": {"role": "ROLE_USER", "messageId": "m2", "contextId": ctx,
+                                 "parts": [{"text": "are you there?"}]}});
+    let (_, b) = post(&s, t, rpc("SendMessage", msg)).await;
+    assert_eq!(
+        b["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{b}"
+    );
+    assert_eq!(b["result"]["task"]["contextId"], ctx);
+    let second = &model.chat_requests()[1];
+    assert!(
+        second.messages().iter().any(|m| m["content"] == "run it"),
+        "the reloaded session keeps the conversation"
+    );
+}
+
+fn user_message(text: &str) -> Value {
+    json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": text}]}})
+}
+
+#[tokio::test]
+async fn cancel_stops_a_running_command() {
+    let model = FakeModel::with_replies([
+        Reply::tool_call(
+            "k1",
+            "run_command",
+            json!({"command": "echo $$ > pid.txt; exec sleep 60"}),
+        ),
+        Reply::text("stopped"),
+    ])
+    .await;
+    let ws = Workspace::new();
+    let s = serve(&model, ws.path(), &[], &[]).await;
+    let t = Some(s.token.as_str());
+    let (_, b) = post(&s, t, rpc("SendMessage", user_message("run it"))).await;
+    let task = &b["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{b}");
+    let (id, ctx) = (task["id"].clone(), task["contextId"].clone());
+    // Allowed, without waiting for the end: the command runs.
+    let answer = json!({
+        "message": {"role": "ROLE_USER", "messageId": "m2", "taskId": id, "contextId": ctx,
+                    "parts": [{"text": "allow"}]},
+        "configuration": {"returnImmediately": true},
+    });
+    let (_, b) = post(&s, t, rpc("SendMessage", answer)).await;
+    assert_eq!(
+        b["result"]["task"]["status"]["state"], "TASK_STATE_WORKING",
+        "{b}"
+    );
+    let mut pid = None;
+    for _ in 0..600 {
+        pid = std::fs::read_to_string(ws.join("pid.txt"))
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok());
+        if pid.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = pid.expect("the command started within 30 s");
+    let (_, b) = post(&s, t, rpc("CancelTask", json!({"id": id}))).await;
+    assert_eq!(b["result"]["status"]["state"], "TASK_STATE_CANCELED", "{b}");
+    // The command is gone (or a zombie awaiting its reaper), as with session/cancel.
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        })
+    };
+    for _ in 0..200 {
+        if !alive() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(), "the command {pid} outlived CancelTask");
+    let (_, b) = post(&s, t, rpc("GetTask", json!({"id": id}))).await;
+    assert_eq!(b["result"]["status"]["state"], "TASK_STATE_CANCELED", "{b}");
+}
+
+#[tokio::test]
+async fn at_most_sixteen_tasks_wait_at_once() {
+    let model =
+        FakeModel::with_replies((0..16).map(|i| {
+            Reply::tool_call(&format!("k{i}"), "run_command", json!({"command": "true"}))
+        }))
+        .await;
+    let ws = Workspace::new();
+    let s = serve(&model, ws.path(), &[], &[]).await;
+    let t = Some(s.token.as_str());
+    for _ in 0..16 {
+        let (_, b) = post(&s, t, rpc("SendMessage", user_message("run it"))).await;
+        assert_eq!(
+            b["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+            "{b}"
+        );
+    }
+    let (_, b) = post(&s, t, rpc("SendMessage", user_message("one more"))).await;
+    assert_eq!(b["error"]["code"], -32004, "{b}");
+    assert!(
+        b["error"]["message"].as_str().unwrap().contains("limit"),
+        "{b}"
+    );
+    assert_eq!(model.chat_requests().len(), 16);
+    // Listing pages through them all.
+    let (_, b) = post(&s, t, rpc("ListTasks", json!({"pageSize": 10}))).await;
+    assert_eq!(b["result"]["totalSize"], 16, "{b}");
+    assert_eq!(b["result"]["tasks"].as_array().unwrap().len(), 10);
+    let next = b["result"]["nextPageToken"].clone();
+    let (_, b) = post(
+        &s,
+        t,
+        rpc("ListTasks", json!({"pageSize": 10, "pageToken": next})),
+    )
+    .await;
+    assert_eq!(b["result"]["tasks"].as_array().unwrap().len(), 6, "{b}");
+    assert_eq!(b["result"]["nextPageToken"], "", "{b}");
+}
+
+#[tokio::test]
+async fn what_is_not_offered_says_so() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let s = serve(&model, ws.path(), &[], &[]).await;
+    let t = Some(s.token.as_str());
+    let code = |v: &Value| v["error"]["code"].as_i64().unwrap_or(0);
+    for m in [
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+        "tasks/pushNotificationConfig/set",
+        "tasks/pushNotificationConfig/get",
+    ] {
+        let (_, b) = post(&s, t, rpc(m, json!({"taskId": "x"}))).await;
+        assert_eq!(code(&b), -32003, "{m}: {b}");
+    }
+    for m in ["GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard"] {
+        let (_, b) = post(&s, t, rpc(m, json!({}))).await;
+        assert_eq!(code(&b), -32007, "{m}: {b}");
+    }
+    let (_, b) = post(
+        &s,
+        t,
+        rpc("GetTask", json!({"id": "x", "historyLength": -1})),
+    )
+    .await;
+    assert_eq!(code(&b), -32602, "{b}");
+    let (_, b) = post(&s, t, rpc("ListTasks", json!({"pageSize": 0}))).await;
+    assert_eq!(code(&b), -32602, "{b}");
+    // A2A-Version: 1.0 and 0.3 are spoken, others refused by name.
+    for (version, expected) in [("1.0", 0), ("0.3", 0), ("2.0", -32009)] {
+        let b: Value = http_client()
+            .post(&s.url)
+            .bearer_auth(&s.token)
+            .header("A2A-Version", version)
+            .body(rpc("ListTasks", json!({})))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(code(&b), expected, "{version}: {b}");
+        if expected != 0 {
+            assert_eq!(b["id"], 7, "{b}");
+            assert!(
+                b["error"]["message"].as_str().unwrap().contains("1.0"),
+                "{b}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn modes_are_checked_at_start() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let home = tempfile::tempdir().unwrap();
+    let spawn = |mode: &str| {
+        let args = ["--listen", "127.0.0.1:0", "--mode", mode];
+        a2a_command(&model, &ws, home.path(), &args)
+            .spawn()
+            .unwrap()
+    };
+    let out = tokio::time::timeout(Duration::from_secs(30), spawn("yolo").wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("'yolo'") && err.contains("read-only, ask, accept-edits, full-auto"),
+        "{err}"
+    );
+    // full-auto: served only where the command sandbox confines commands.
+    let mut child = spawn("full-auto");
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stderr.take().unwrap()));
+    let verdict = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("serving") || line.contains("needs the command sandbox") {
+                return line;
+            }
+        }
+        String::new()
+    })
+    .await
+    .unwrap();
+    assert!(
+        verdict.contains("serving") || verdict.contains("use --mode ask"),
+        "{verdict}"
+    );
 }

@@ -1,0 +1,113 @@
+//! The editor's side of `fs/read_text_file` and `fs/write_text_file` (ACP
+//! §9) served from the local disk, for the clients that run the agent in
+//! process and play the editor themselves: `exec` and `a2a`.
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{FileError, read_local, write_local};
+use crate::rpc::RpcError;
+
+/// `ReadTextFileRequest`.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadParams {
+    pub path: String,
+    #[serde(default)]
+    pub line: Option<u64>,
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+/// `WriteTextFileRequest`.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteParams {
+    #[serde(default)]
+    pub session_id: String,
+    pub path: String,
+    pub content: String,
+}
+
+/// `path` if it is absolute (ACP §9: every path is); an invalid-params error
+/// naming the field otherwise.
+pub fn absolute(path: &str) -> Result<&Path, RpcError> {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        Ok(p)
+    } else {
+        Err(RpcError::invalid_params(format!(
+            "params.path: expected an absolute path, got {path:?}"
+        )))
+    }
+}
+
+/// A file error as the editor reports it: not found is ACP's
+/// resource-not-found with the file's URI.
+fn file_error(e: FileError) -> RpcError {
+    match e {
+        FileError::NotFound(p) => RpcError::not_found(format!("{} does not exist", p.display()))
+            .with_data(json!({ "uri": format!("file://{}", p.display()) })),
+        other => RpcError::internal(other),
+    }
+}
+
+/// `fs/read_text_file`: the file, or the lines `line` (1-based) on, at most `limit`.
+pub async fn read_text_file(p: ReadParams) -> Result<Value, RpcError> {
+    let text = read_local(absolute(&p.path)?).await.map_err(file_error)?;
+    let content = match (p.line, p.limit) {
+        (None, None) => text,
+        (line, limit) => {
+            let skip = line.unwrap_or(1).saturating_sub(1) as usize;
+            let take = limit.map_or(usize::MAX, |l| l as usize);
+            text.split_inclusive('\n').skip(skip).take(take).collect()
+        }
+    };
+    Ok(json!({ "content": content }))
+}
+
+/// `fs/write_text_file`.
+pub async fn write_text_file(p: &WriteParams) -> Result<Value, RpcError> {
+    write_local(absolute(&p.path)?, &p.content)
+        .await
+        .map_err(file_error)?;
+    Ok(json!({}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn reads_line_ranges_and_refuses_relative_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.txt");
+        std::fs::write(&f, "1\n2\n3\n").unwrap();
+        let path = f.to_str().unwrap().to_owned();
+        let r = read_text_file(ReadParams {
+            path: path.clone(),
+            line: Some(2),
+            limit: Some(1),
+        })
+        .await
+        .unwrap();
+        assert_eq!(r["content"], "2\n");
+        let e = read_text_file(ReadParams {
+            path: "a.txt".into(),
+            line: None,
+            limit: None,
+        })
+        .await
+        .unwrap_err();
+        assert!(e.message.contains("absolute"), "{}", e.message);
+        let missing = dir.path().join("nope").to_str().unwrap().to_owned();
+        let e = read_text_file(ReadParams {
+            path: missing,
+            line: None,
+            limit: None,
+        })
+        .await
+        .unwrap_err();
+        assert!(e.message.contains("does not exist"), "{}", e.message);
+    }
+}
