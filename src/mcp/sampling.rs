@@ -190,7 +190,11 @@ impl Sampler {
             )));
         }
         let model = pick_model(&params, &turn.model_id(), &turn.known_models());
-        let sample = to_sample(&params, turn.accepts_images(&model), turn.accepts_audio(&model))?;
+        let sample = to_sample(
+            &params,
+            turn.accepts_images(&model),
+            turn.accepts_audio(&model),
+        )?;
         let withheld = params
             .include_context
             .as_ref()
