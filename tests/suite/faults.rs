@@ -361,7 +361,9 @@ async fn a_permission_never_answered_still_lets_cancel_end_the_turn() {
     let result = pending.response().await.expect("the prompt is answered");
     let took = started.elapsed();
     assert_eq!(result["stopReason"], "cancelled");
-    assert!(took < Duration::from_secs(1), "cancel took {took:?}");
+    // "At once", not "when the editor answers" (never): the latency target
+    // is the `cancel` bench's.
+    assert!(took < Duration::from_secs(3), "cancel took {took:?}");
     let last = a.editor.updates_of_kind(&a.sid, "tool_call_update");
     let last = last.last().unwrap();
     assert_eq!(last["status"], "failed");

@@ -110,10 +110,11 @@ async fn cancel_during(kind: Flood) {
     // The 100 ms target is judged by the `cancel` bench (release build,
     // a model streaming as fast as it can). Here, in a debug build whose
     // fake editor validates every frame against the schema on a shared
-    // 2-core machine, the bound only has to catch the old failure: output
+    // 2-core machine (1.2-4 s seen at load 13-15 with a 1 s bound), the bound
+    // only has to catch the old failure: output
     // queued without bound kept the answer back for 7.4 s.
     assert!(
-        took < Duration::from_secs(1),
+        took < Duration::from_secs(3),
         "{kind:?}: cancel took {took:?}"
     );
     assert!(
