@@ -83,29 +83,15 @@ fn question_text(tool_call: &Value, options: &[Value], cwd: &Path) -> String {
     {
         text.push_str(&format!("Command: {cmd}\n"));
     }
-    for c in tool_call
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        match c.get("type").and_then(Value::as_str) {
-            Some("diff") => {
-                let path = c.get("path").and_then(Value::as_str).unwrap_or("?");
-                let rel = relative(Path::new(path), cwd);
-                text.push_str(&unified(
-                    &rel,
-                    c.get("oldText").and_then(Value::as_str),
-                    c.get("newText").and_then(Value::as_str).unwrap_or(""),
-                ));
+    for item in local::shown(tool_call) {
+        match item {
+            local::Shown::Diff { path, old, new } => {
+                text.push_str(&unified(&relative(Path::new(path), cwd), old, new));
             }
-            Some("content") => {
-                if let Some(t) = c.get("content").and_then(|b| b.get("text")?.as_str()) {
-                    text.push_str(t);
-                    text.push('\n');
-                }
+            local::Shown::Text(t) => {
+                text.push_str(t);
+                text.push('\n');
             }
-            _ => {}
         }
     }
     let choices: Vec<String> = options

@@ -156,39 +156,8 @@ fn token(configured: Option<String>) -> Result<(String, bool), ServeError> {
 
 /// Serves until SIGINT/SIGTERM. Returns once the agent has shut down.
 pub async fn run(opts: A2aOptions, mut config: AgentConfig) -> Result<(), ServeError> {
-    let root = {
-        let dir = match &opts.cwd {
-            Some(d) => d.clone(),
-            None => std::env::current_dir().map_err(|source| ServeError::Cwd {
-                path: PathBuf::from("."),
-                source,
-            })?,
-        };
-        let c = dir
-            .canonicalize()
-            .map_err(|source| ServeError::Cwd { path: dir, source })?;
-        if !c.is_dir() {
-            return Err(ServeError::Cwd {
-                path: c,
-                source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
-            });
-        }
-        c
-    };
-    let id = opts
-        .mode
-        .clone()
-        .unwrap_or_else(|| Mode::Ask.id().to_owned());
-    let Some(mode) = Mode::parse(&id) else {
-        return Err(ServeError::Mode(id));
-    };
-    if mode == Mode::FullAuto {
-        let level = crate::tools::sandbox::level();
-        if !level.confines() {
-            return Err(ServeError::FullAutoWithoutSandbox(level.describe()));
-        }
-    }
-    config.settings.default_mode = mode;
+    let root = served_root(opts.cwd.as_deref())?;
+    config.settings.default_mode = mode_of(opts.mode.as_deref())?;
     let listen = opts.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
     let addr: SocketAddr = listen
         .parse()
@@ -205,37 +174,12 @@ pub async fn run(opts: A2aOptions, mut config: AgentConfig) -> Result<(), ServeE
         .local_addr()
         .map_err(|source| ServeError::Bind { addr, source })?;
 
-    // The agent, in process, reading what the client writes until `stop`.
-    let (client_side, agent_side) = tokio::io::duplex(1 << 20);
-    let (agent_r, agent_w) = tokio::io::split(agent_side);
-    let (client_r, client_w) = tokio::io::split(client_side);
-    let stop = CancellationToken::new();
-    let agent = tokio::spawn(serve_with(
-        UntilCancelled::new(agent_r, stop.clone()),
-        agent_w,
-        config,
-    ));
     let hub = Arc::new(tasks::Hub::new(opts.limits));
-    let conn = Connection::new(ServeOptions::default());
-    let peer = conn.peer.clone();
-    let handler = Arc::new(client::A2aClient { hub: hub.clone() });
-    let (client_loop, _done) = rpc::serve(conn, client_r, client_w, handler);
-    tokio::spawn(client_loop);
-    peer.request::<_, Value>(
-        method::INITIALIZE,
-        &json!({
-            "protocolVersion": 1,
-            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false},
-            "clientInfo": {"name": "acp-coder-a2a", "title": "acp-coder A2A server", "version": env!("CARGO_PKG_VERSION")}
-        }),
-    )
-    .await
-    .map_err(|e| ServeError::Agent(e.message))?;
-
+    let agent = InProcessAgent::start(config, hub.clone()).await?;
     let url = format!("http://{local}/");
     let bridge = Arc::new(bridge::Bridge {
         hub,
-        peer: peer.clone(),
+        peer: agent.peer.clone(),
         root: root.clone(),
     });
     tokio::spawn(bridge.clone().expire_loop());
@@ -254,7 +198,98 @@ pub async fn run(opts: A2aOptions, mut config: AgentConfig) -> Result<(), ServeE
         root.display()
     );
     tracing::info!(%url, root = %root.display(), "a2a serving");
+    accept_loop(listener, server).await;
+    tracing::info!("a2a: shutting down");
+    agent.stop().await;
+    Ok(())
+}
 
+/// The served directory: `-C DIR` or the current one, canonical.
+fn served_root(cwd: Option<&std::path::Path>) -> Result<PathBuf, ServeError> {
+    let dir = match cwd {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir().map_err(|source| ServeError::Cwd {
+            path: PathBuf::from("."),
+            source,
+        })?,
+    };
+    let c = dir
+        .canonicalize()
+        .map_err(|source| ServeError::Cwd { path: dir, source })?;
+    if !c.is_dir() {
+        return Err(ServeError::Cwd {
+            path: c,
+            source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+        });
+    }
+    Ok(c)
+}
+
+/// The sessions' mode (`ask` by default); `full-auto` only where the
+/// command sandbox confines.
+fn mode_of(id: Option<&str>) -> Result<Mode, ServeError> {
+    let id = id.unwrap_or(Mode::Ask.id());
+    let Some(mode) = Mode::parse(id) else {
+        return Err(ServeError::Mode(id.to_owned()));
+    };
+    if mode == Mode::FullAuto {
+        let level = crate::tools::sandbox::level();
+        if !level.confines() {
+            return Err(ServeError::FullAutoWithoutSandbox(level.describe()));
+        }
+    }
+    Ok(mode)
+}
+
+/// The agent, in process, over a duplex, as `exec` drives it: initialized,
+/// reading what the bridge writes until [`InProcessAgent::stop`].
+struct InProcessAgent {
+    peer: rpc::Peer,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl InProcessAgent {
+    async fn start(config: AgentConfig, hub: Arc<tasks::Hub>) -> Result<Self, ServeError> {
+        let (client_side, agent_side) = tokio::io::duplex(1 << 20);
+        let (agent_r, agent_w) = tokio::io::split(agent_side);
+        let (client_r, client_w) = tokio::io::split(client_side);
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(serve_with(
+            UntilCancelled::new(agent_r, stop.clone()),
+            agent_w,
+            config,
+        ));
+        let conn = Connection::new(ServeOptions::default());
+        let peer = conn.peer.clone();
+        let handler = Arc::new(client::A2aClient { hub });
+        let (client_loop, _done) = rpc::serve(conn, client_r, client_w, handler);
+        tokio::spawn(client_loop);
+        peer.request::<_, Value>(
+            method::INITIALIZE,
+            &json!({
+                "protocolVersion": 1,
+                "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false},
+                "clientInfo": {"name": "acp-coder-a2a", "title": "acp-coder A2A server", "version": env!("CARGO_PKG_VERSION")}
+            }),
+        )
+        .await
+        .map_err(|e| ServeError::Agent(e.message))?;
+        Ok(Self { peer, stop, task })
+    }
+
+    /// Ends the agent's input; waits (3 s at most) for it to stop its turns
+    /// and child processes.
+    async fn stop(self) {
+        drop(self.peer);
+        self.stop.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(3), self.task).await;
+    }
+}
+
+/// Serves HTTP/1.1 connections (at most [`MAX_CONNECTIONS`] at once) until
+/// SIGTERM/SIGINT.
+async fn accept_loop(listener: TcpListener, server: Arc<server::Server>) {
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let shutdown = rpc::terminated();
     tokio::pin!(shutdown);
@@ -291,11 +326,6 @@ pub async fn run(opts: A2aOptions, mut config: AgentConfig) -> Result<(), ServeE
             drop(permit);
         });
     }
-    tracing::info!("a2a: shutting down");
-    drop(peer);
-    stop.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(3), agent).await;
-    Ok(())
 }
 
 #[cfg(test)]

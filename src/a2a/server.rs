@@ -205,28 +205,26 @@ fn too_large(max: usize) -> Response<Body> {
     )
 }
 
-/// One JSON-RPC request body.
-async fn rpc(server: &Server, body: &[u8], unsupported_version: Option<&str>) -> Response<Body> {
-    let ok = StatusCode::OK;
-    let request: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => {
-            return rpc_error(
-                ok,
-                &Value::Null,
-                &A2aError::new(code::PARSE, format!("the body is not JSON: {e}")),
-            );
-        }
-    };
+/// The JSON-RPC 2.0 envelope of one request: its id, method and params (an
+/// object). `Err` carries the id to answer with (null when unreadable).
+fn envelope(
+    body: &[u8],
+    unsupported_version: Option<&str>,
+) -> Result<(Value, String, Value), (Value, A2aError)> {
+    let request: Value = serde_json::from_slice(body).map_err(|e| {
+        (
+            Value::Null,
+            A2aError::new(code::PARSE, format!("the body is not JSON: {e}")),
+        )
+    })?;
     let Some(obj) = request.as_object() else {
-        return rpc_error(
-            ok,
-            &Value::Null,
-            &A2aError::new(
+        return Err((
+            Value::Null,
+            A2aError::new(
                 code::INVALID_REQUEST,
                 "expected one JSON-RPC 2.0 request object (batches are not supported)",
             ),
-        );
+        ));
     };
     let id = obj.get("id").cloned().unwrap_or(Value::Null);
     let id_ok = matches!(id, Value::String(_) | Value::Number(_) | Value::Null);
@@ -237,31 +235,40 @@ async fn rpc(server: &Server, body: &[u8], unsupported_version: Option<&str>) ->
         obj.get("jsonrpc").and_then(Value::as_str),
     ) else {
         let id = if id_ok { id } else { Value::Null };
-        return rpc_error(
-            ok,
-            &id,
-            &A2aError::new(
+        return Err((
+            id,
+            A2aError::new(
                 code::INVALID_REQUEST,
                 "not a JSON-RPC 2.0 request: it needs \"jsonrpc\": \"2.0\", a string \"method\" and a string or number \"id\"",
             ),
-        );
+        ));
     };
     if let Some(v) = unsupported_version {
-        return rpc_error(
-            ok,
-            &id,
-            &A2aError::new(
+        return Err((
+            id,
+            A2aError::new(
                 code::VERSION_NOT_SUPPORTED,
                 format!(
                     "A2A-Version {v:?} is not supported: acp-coder speaks 1.0 (and the 0.3 method names)"
                 ),
             ),
-        );
+        ));
     }
     let params = obj.get("params").cloned().unwrap_or(json!({}));
     if !params.is_object() {
-        return rpc_error(ok, &id, &A2aError::params("params must be an object"));
+        return Err((id, A2aError::params("params must be an object")));
     }
+    Ok((id, method_name.to_owned(), params))
+}
+
+/// One JSON-RPC request body.
+async fn rpc(server: &Server, body: &[u8], unsupported_version: Option<&str>) -> Response<Body> {
+    let ok = StatusCode::OK;
+    let (id, method_name, params) = match envelope(body, unsupported_version) {
+        Ok(e) => e,
+        Err((id, e)) => return rpc_error(ok, &id, &e),
+    };
+    let method_name = method_name.as_str();
     let v03 = compat::is_v03(method_name);
     let params = if v03 {
         compat::params_from_v03(method_name, params)

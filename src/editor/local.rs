@@ -74,6 +74,39 @@ pub async fn write_text_file(p: &WriteParams) -> Result<Value, RpcError> {
     Ok(json!({}))
 }
 
+/// One thing a permission request shows, for the in-process clients that
+/// put it in words (`exec` on the terminal, `a2a` in a task's status).
+pub enum Shown<'a> {
+    Diff {
+        path: &'a str,
+        old: Option<&'a str>,
+        new: &'a str,
+    },
+    Text(&'a str),
+}
+
+/// The diffs and texts of a permission request's tool call, in order.
+pub fn shown(tool_call: &serde_json::Value) -> impl Iterator<Item = Shown<'_>> {
+    use serde_json::Value;
+    tool_call
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| match c.get("type").and_then(Value::as_str) {
+            Some("diff") => Some(Shown::Diff {
+                path: c.get("path").and_then(Value::as_str).unwrap_or("?"),
+                old: c.get("oldText").and_then(Value::as_str),
+                new: c.get("newText").and_then(Value::as_str).unwrap_or(""),
+            }),
+            Some("content") => c
+                .get("content")
+                .and_then(|b| b.get("text")?.as_str())
+                .map(Shown::Text),
+            _ => None,
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

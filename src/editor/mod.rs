@@ -35,9 +35,6 @@ pub struct Editor {
     caps: Arc<ClientCapabilities>,
     session_id: Arc<str>,
     observer: Option<UpdateObserver>,
-    /// MCP over ACP (unstable): the connection's registry of editor-side
-    /// MCP servers' connections.
-    mcp_links: Option<Arc<crate::mcp::acp_transport::Links>>,
 }
 
 impl Editor {
@@ -47,19 +44,7 @@ impl Editor {
             caps,
             session_id: session_id.into(),
             observer: None,
-            mcp_links: None,
         }
-    }
-
-    /// The same editor, able to reach MCP servers that live inside it.
-    pub fn with_mcp_links(mut self, links: Arc<crate::mcp::acp_transport::Links>) -> Self {
-        self.mcp_links = Some(links);
-        self
-    }
-
-    /// The registry of MCP-over-ACP connections, when this editor has one.
-    pub fn mcp_links(&self) -> Option<&Arc<crate::mcp::acp_transport::Links>> {
-        self.mcp_links.as_ref()
     }
 
     /// The same editor with an observer of this session's updates.

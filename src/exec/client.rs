@@ -121,29 +121,15 @@ fn ask_on_tty(tool_call: &Value, options: &[Value], cwd: &Path) -> Option<(Strin
         .and_then(Value::as_str)
         .unwrap_or("A tool call");
     let mut text = format!("\n{} {}\n", style.yellow("?"), style.bold(title));
-    for c in tool_call
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        match c.get("type").and_then(Value::as_str) {
-            Some("diff") => {
-                let path = c.get("path").and_then(Value::as_str).unwrap_or("?");
-                text.push_str(&render_diff(
-                    &relative_to(path, cwd),
-                    c.get("oldText").and_then(Value::as_str),
-                    c.get("newText").and_then(Value::as_str).unwrap_or(""),
-                    style,
-                ));
+    for item in local::shown(tool_call) {
+        match item {
+            local::Shown::Diff { path, old, new } => {
+                text.push_str(&render_diff(&relative_to(path, cwd), old, new, style));
             }
-            Some("content") => {
-                if let Some(t) = c.get("content").and_then(|b| b.get("text")?.as_str()) {
-                    text.push_str(t);
-                    text.push('\n');
-                }
+            local::Shown::Text(t) => {
+                text.push_str(t);
+                text.push('\n');
             }
-            _ => {}
         }
     }
     for (i, o) in options.iter().enumerate() {

@@ -62,6 +62,14 @@ pub struct Links {
     open: Mutex<HashMap<String, Arc<Link>>>,
 }
 
+impl std::fmt::Debug for Links {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Links")
+            .field("open", &lock(&self.open).len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Links {
     pub fn new(peer: Peer) -> Self {
         Self {

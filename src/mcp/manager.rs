@@ -49,6 +49,9 @@ pub struct McpOptions {
     pub roots: Vec<PathBuf>,
     /// The session's sampling state (the running turn's model).
     pub sampling: Arc<super::sampling::Hub>,
+    /// MCP over ACP: the connection's registry of links to the editor's
+    /// own MCP servers (`type: "acp"`), when the agent serves an editor.
+    pub acp_links: Option<Arc<super::acp_transport::Links>>,
 }
 
 pub(super) type Service = RunningService<RoleClient, Handler>;

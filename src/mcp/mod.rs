@@ -69,6 +69,16 @@ pub enum McpError {
     SignIn(String),
 }
 
+/// What a session's MCP client shares with the rest of the agent: the
+/// sampling state the running turn lends its model to, and the
+/// connection's MCP-over-ACP links (kept here, not in `editor`, so that
+/// `mcp` uses `editor` and not the other way round).
+#[derive(Clone, Default)]
+pub struct Hooks {
+    pub sampling: Arc<sampling::Hub>,
+    pub acp_links: Option<Arc<acp_transport::Links>>,
+}
+
 /// Adds the session's MCP servers (the editor's `servers` merged with the
 /// configured ones) to `registry`, waiting at most
 /// `settings.mcp_startup_timeout` for them. Used by `session/new` (and the
@@ -80,7 +90,7 @@ pub async fn attach(
     cwd: &Path,
     additional: &[std::path::PathBuf],
     editor: &Editor,
-    sampling: &Arc<sampling::Hub>,
+    hooks: &Hooks,
 ) {
     let specs = servers::merge(servers, &settings.mcp_servers);
     if specs.is_empty() {
@@ -95,7 +105,8 @@ pub async fn attach(
         data_dir: settings.data_dir.clone(),
         tool_budget: MAX_TOOLS.saturating_sub(registry.fixed_len()),
         roots: client::root_dirs(cwd, additional),
-        sampling: sampling.clone(),
+        sampling: hooks.sampling.clone(),
+        acp_links: hooks.acp_links.clone(),
     };
     let manager = McpManager::start(specs, editor.clone(), options).await;
     registry.add_source(manager as Arc<dyn crate::tools::ToolSource>);

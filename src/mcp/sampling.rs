@@ -32,7 +32,7 @@ use rmcp::model::{
     ContextInclusion, CreateMessageRequestParams, CreateMessageResult, Role, SamplingMessage,
     SamplingMessageContentBlock,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::{
@@ -164,31 +164,7 @@ impl Sampler {
         withdrawn: CancellationToken,
     ) -> Result<CreateMessageResult, ErrorData> {
         let server = &self.server;
-        let size = request_bytes(&params);
-        if size > MAX_REQUEST_BYTES {
-            tracing::warn!(server, size, "MCP sampling request too large: refused");
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "sampling/createMessage: the messages and system prompt hold {size} bytes; \
-                     acp-coder takes at most {MAX_REQUEST_BYTES} bytes (1 MB) per request: send less"
-                ),
-                None,
-            ));
-        }
-        let (Some(turn), Some(parent)) = (self.hub.current(), self.calls.running_call()) else {
-            tracing::info!(server, "MCP sampling request outside a tool call: refused");
-            return Err(refuse(format!(
-                "sampling is only available while the agent is running a tool of this server \
-                 ({server}) in a prompt turn; send sampling/createMessage from within a tools/call"
-            )));
-        };
-        if turn.read_only() {
-            tracing::info!(server, "MCP sampling request in read-only mode: refused");
-            return Err(refuse(format!(
-                "sampling refused: the session is in read-only mode, where servers' model \
-                 requests are not run (the user can switch modes); server {server}"
-            )));
-        }
+        let (turn, parent) = self.admit(&params)?;
         let model = pick_model(&params, &turn.model_id(), &turn.known_models());
         let sample = to_sample(
             &params,
@@ -204,21 +180,7 @@ impl Sampler {
             tracing::info!(server, include_context = %c, "MCP sampling asked for context: none is supplied (the conversation is not shared with servers)");
         }
         let id = format!("{parent}_sampling_{:08x}", fastrand::u32(..));
-        let shown = describe(server, &params, &model, withheld.is_some());
-        self.editor.update(&SessionUpdate::ToolCall(ToolCall {
-            tool_call_id: id.clone(),
-            title: crate::tools::sanitize_title(&format!("Sampling request from {server}"), 120),
-            name: None,
-            kind: ToolKind::Other,
-            status: ToolCallStatus::Pending,
-            content: vec![ToolCallContent::text(shown)],
-            locations: Vec::new(),
-            raw_input: Some(json!({
-                "server": server, "model": model, "maxTokens": params.max_tokens,
-            })),
-            raw_output: None,
-            meta: None,
-        }));
+        self.announce(&id, &params, &model, withheld.is_some());
         let cancel = turn.cancel();
         let cancelled = || {
             self.finish(&id, ToolCallStatus::Failed, "Cancelled with the turn.");
@@ -272,20 +234,62 @@ impl Sampler {
         };
         tracing::info!(server, model = %model, chars = completion.text.len(), "MCP sampling answered");
         self.finish(&id, ToolCallStatus::Completed, &completion.text);
-        let mut message = SamplingMessage::assistant_text(completion.text);
-        if let Some(c) = withheld {
-            let mut meta = serde_json::Map::new();
-            meta.insert(
-                "acp-coder/includeContext".into(),
-                json!(format!(
-                    "{c} was asked for; no context is supplied to servers"
-                )),
-            );
-            message.meta = Some(rmcp::model::MetaObject(meta));
+        Ok(answer(completion, model, withheld))
+    }
+
+    /// The checks before anything is shown: the size bound, a running tool
+    /// call of this server in a turn (whose model answers), not read-only.
+    fn admit(
+        &self,
+        params: &CreateMessageRequestParams,
+    ) -> Result<(Arc<dyn TurnModel>, String), ErrorData> {
+        let server = &self.server;
+        let size = request_bytes(params);
+        if size > MAX_REQUEST_BYTES {
+            tracing::warn!(server, size, "MCP sampling request too large: refused");
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "sampling/createMessage: the messages and system prompt hold {size} bytes; \
+                     acp-coder takes at most {MAX_REQUEST_BYTES} bytes (1 MB) per request: send less"
+                ),
+                None,
+            ));
         }
-        let mut result = CreateMessageResult::new(message, model);
-        result.stop_reason = Some(stop_reason(completion.finish_reason.as_ref()).to_owned());
-        Ok(result)
+        let (Some(turn), Some(parent)) = (self.hub.current(), self.calls.running_call()) else {
+            tracing::info!(server, "MCP sampling request outside a tool call: refused");
+            return Err(refuse(format!(
+                "sampling is only available while the agent is running a tool of this server \
+                 ({server}) in a prompt turn; send sampling/createMessage from within a tools/call"
+            )));
+        };
+        if turn.read_only() {
+            tracing::info!(server, "MCP sampling request in read-only mode: refused");
+            return Err(refuse(format!(
+                "sampling refused: the session is in read-only mode, where servers' model \
+                 requests are not run (the user can switch modes); server {server}"
+            )));
+        }
+        Ok((turn, parent))
+    }
+
+    /// The request as a tool call of its own in the editor, before asking.
+    fn announce(&self, id: &str, params: &CreateMessageRequestParams, model: &str, withheld: bool) {
+        let server = &self.server;
+        let shown = describe(server, params, model, withheld);
+        self.editor.update(&SessionUpdate::ToolCall(ToolCall {
+            tool_call_id: id.to_owned(),
+            title: crate::tools::sanitize_title(&format!("Sampling request from {server}"), 120),
+            name: None,
+            kind: ToolKind::Other,
+            status: ToolCallStatus::Pending,
+            content: vec![ToolCallContent::text(shown)],
+            locations: Vec::new(),
+            raw_input: Some(json!({
+                "server": server, "model": model, "maxTokens": params.max_tokens,
+            })),
+            raw_output: None,
+            meta: None,
+        }));
     }
 
     /// The permission request; `Err` says why it is not allowed.
@@ -555,6 +559,25 @@ fn stop_reason(f: Option<&FinishReason>) -> &str {
         }
         _ => CreateMessageResult::STOP_REASON_END_TURN,
     }
+}
+
+/// The MCP result: the model's text as the assistant's message, the model
+/// used, the stop reason; a note in `_meta` when context was asked for.
+fn answer(completion: Completion, model: String, withheld: Option<Value>) -> CreateMessageResult {
+    let mut message = SamplingMessage::assistant_text(completion.text);
+    if let Some(c) = withheld {
+        let mut meta = serde_json::Map::new();
+        meta.insert(
+            "acp-coder/includeContext".into(),
+            json!(format!(
+                "{c} was asked for; no context is supplied to servers"
+            )),
+        );
+        message.meta = Some(rmcp::model::MetaObject(meta));
+    }
+    let mut result = CreateMessageResult::new(message, model);
+    result.stop_reason = Some(stop_reason(completion.finish_reason.as_ref()).to_owned());
+    result
 }
 
 #[cfg(test)]

@@ -388,6 +388,8 @@ impl Connection {
 ///
 /// The writer task ends when every `Peer` clone is gone; the returned
 /// [`WriterDone`] lets the caller wait for the last frames to be flushed.
+/// The steps: spawn the writer, read frames ([`next_line`]), hand each to
+/// [`Dispatch::frame`]; at EOF, fail what still waits for the peer.
 pub fn serve<R, W, H>(
     conn: Connection,
     reader: R,
@@ -402,158 +404,217 @@ where
     let Connection { peer, rx, backlog } = conn;
     let (done_tx, done_rx) = oneshot::channel();
     tokio::spawn(write_loop(writer, rx, backlog, done_tx));
-    let tracer = peer.shared.tracer.clone();
     let max_frame = peer.shared.max_frame;
-    let (seq_tx, mut seq_rx) = mpsc::unbounded_channel::<BoxFuture<'static, ()>>();
+    let dispatch = Dispatch {
+        peer,
+        handler,
+        running: Arc::new(Mutex::new(HashMap::new())),
+        sequential: sequential_queue(),
+    };
+    let read = async move {
+        let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, reader), max_frame);
+        while let Some(line) = next_line(&mut lines, &dispatch.peer).await {
+            dispatch.frame(&line);
+        }
+        dispatch.peer.fail_pending();
+    };
+    (Box::pin(read), WriterDone::new(done_rx))
+}
+
+/// One task that runs the sequential requests one after another, in arrival
+/// order (see [`Handler::sequential`]).
+fn sequential_queue() -> mpsc::UnboundedSender<BoxFuture<'static, ()>> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<BoxFuture<'static, ()>>();
     tokio::spawn(async move {
-        while let Some(job) = seq_rx.recv().await {
+        while let Some(job) = rx.recv().await {
             job.await;
         }
     });
-    // Requests still running, by id, for `$/cancel_request`.
-    let running: Running = Arc::new(Mutex::new(HashMap::new()));
-    let read = async move {
-        let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, reader), max_frame);
-        loop {
-            let frame = match lines.next().await {
-                Ok(Some(frame)) => frame,
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading stdin failed; closing the connection");
-                    break;
-                }
-            };
-            let line = match frame {
-                Frame::Line(line) => line,
-                Frame::TooLong { len } => {
-                    tracing::warn!(len, "frame too long");
-                    peer.respond(
-                        &Id::null(),
-                        Err(RpcError::parse_error(format!(
-                            "line of {len} bytes exceeds the {max_frame} byte limit and was skipped"
-                        ))),
-                    );
-                    continue;
-                }
-            };
-            if line.iter().all(u8::is_ascii_whitespace) {
+    tx
+}
+
+/// The next non-blank frame, traced; `None` at EOF or when reading fails.
+/// A frame over the size limit is answered with a parse error and skipped.
+async fn next_line<R: AsyncRead + Unpin>(
+    lines: &mut LineReader<BufReader<R>>,
+    peer: &Peer,
+) -> Option<Vec<u8>> {
+    loop {
+        let line = match lines.next().await {
+            Ok(Some(Frame::Line(line))) => line,
+            Ok(Some(Frame::TooLong { len })) => {
+                tracing::warn!(len, "frame too long");
+                let max = peer.shared.max_frame;
+                peer.respond(
+                    &Id::null(),
+                    Err(RpcError::parse_error(format!(
+                        "line of {len} bytes exceeds the {max} byte limit and was skipped"
+                    ))),
+                );
                 continue;
             }
-            if let Some(tracer) = &tracer {
-                tracer(Direction::In, &String::from_utf8_lossy(&line));
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading stdin failed; closing the connection");
+                return None;
             }
-            match Incoming::parse(&line) {
-                Err((id, err)) => {
-                    tracing::debug!(%id, error = %err.message, "bad frame");
-                    peer.respond(&id, Err(err));
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if let Some(tracer) = &peer.shared.tracer {
+            tracer(Direction::In, &String::from_utf8_lossy(&line));
+        }
+        return Some(line);
+    }
+}
+
+/// What the reader loop does with each frame.
+struct Dispatch<H> {
+    peer: Peer,
+    handler: Arc<H>,
+    /// Requests still running, by id, for `$/cancel_request`.
+    running: Running,
+    sequential: mpsc::UnboundedSender<BoxFuture<'static, ()>>,
+}
+
+impl<H: Handler> Dispatch<H> {
+    fn frame(&self, line: &[u8]) {
+        match Incoming::parse(line) {
+            Err((id, err)) => {
+                tracing::debug!(%id, error = %err.message, "bad frame");
+                self.peer.respond(&id, Err(err));
+            }
+            Ok(Incoming::Request { id, method, params }) => self.request(id, method, params),
+            Ok(Incoming::Notification { method, params }) => {
+                if method == CANCEL_REQUEST {
+                    abort_request(&self.running, params.as_deref());
                 }
-                Ok(Incoming::Request { id, method, params }) => {
-                    let sequential = handler.sequential(&method);
-                    let (abort, registration) = futures::future::AbortHandle::new_pair();
-                    if handler.abortable(&method) {
-                        running
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .insert(id.clone(), abort);
-                    }
-                    let running = running.clone();
-                    // Built here, before the next frame is read (see Handler::request).
-                    // A panic inside a handler must still produce a response.
-                    let fut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        handler.clone().request(method.clone(), params)
-                    }));
-                    let peer = peer.clone();
-                    let job = Box::pin(async move {
-                        tracing::debug!(%id, method, "request");
-                        let result = match fut {
-                            Ok(fut) => {
-                                futures::future::Abortable::new(
-                                    futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
-                                        fut,
-                                    )),
-                                    registration,
-                                )
-                                .await
-                            }
-                            Err(panic) => Ok(Err(panic)),
-                        };
-                        running
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .remove(&id);
-                        let result = match result {
-                            Ok(Ok(r)) => r,
-                            Err(futures::future::Aborted) => {
-                                tracing::info!(%id, method, "request cancelled by the editor");
-                                Err(RpcError::new(
-                                    super::codes::REQUEST_CANCELLED,
-                                    format!("{method} was cancelled by $/cancel_request"),
-                                ))
-                            }
-                            Ok(Err(_)) => {
-                                tracing::error!(method, "handler panicked");
-                                Err(RpcError::internal(format!(
-                                    "the {method} handler failed unexpectedly; see the log"
-                                )))
-                            }
-                        };
-                        match result {
-                            Ok(Reply { result, after }) => {
-                                peer.respond(&id, Ok(result));
-                                if let Some(after) = after {
-                                    after();
-                                }
-                            }
-                            Err(e) => peer.respond(&id, Err(e)),
-                        }
-                    });
-                    if sequential {
-                        let _ = seq_tx.send(job);
-                    } else {
-                        tokio::spawn(job);
-                    }
-                }
-                Ok(Incoming::Notification { method, params }) => {
-                    if method == CANCEL_REQUEST {
-                        abort_request(&running, params.as_deref());
-                    }
-                    handler.notification(&method, params.as_deref());
-                }
-                Ok(Incoming::Response { id, result }) => {
-                    let key = match id {
-                        Id::Num(n) => Some(n),
-                        _ => None,
-                    };
-                    let tx = key.and_then(|k| {
-                        peer.shared
-                            .pending
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .remove(&k)
-                    });
-                    match tx {
-                        Some(tx) => {
-                            let _ = tx.send(result);
-                        }
-                        // Responses are never answered (JSON-RPC 2.0 §5), also
-                        // `"id": null` errors a client sends about a frame it
-                        // could not read: logged, then dropped.
-                        None => match &result {
-                            Err(e) => tracing::warn!(
-                                %id,
-                                code = e.code,
-                                message = %e.message,
-                                "the editor reported an error not tied to a pending request"
-                            ),
-                            Ok(_) => tracing::debug!(%id, "response to no pending request"),
-                        },
-                    }
-                }
+                self.handler.notification(&method, params.as_deref());
+            }
+            Ok(Incoming::Response { id, result }) => self.peer.deliver(id, result),
+        }
+    }
+
+    /// Starts a request: the handler builds its future here, before the next
+    /// frame is read (see [`Handler::request`]); it runs on its own task or
+    /// in the sequential queue, abortable by `$/cancel_request` if the
+    /// handler allows.
+    fn request(&self, id: Id, method: String, params: Option<Box<RawValue>>) {
+        let sequential = self.handler.sequential(&method);
+        let (abort, registration) = futures::future::AbortHandle::new_pair();
+        if self.handler.abortable(&method) {
+            self.running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id.clone(), abort);
+        }
+        // A panic inside a handler must still produce a response.
+        let fut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.handler.clone().request(method.clone(), params)
+        }))
+        .ok();
+        let job = Box::pin(answer(
+            self.peer.clone(),
+            self.running.clone(),
+            id,
+            method,
+            fut,
+            registration,
+        ));
+        if sequential {
+            let _ = self.sequential.send(job);
+        } else {
+            tokio::spawn(job);
+        }
+    }
+}
+
+/// Runs one request's future (`None`: building it panicked) and writes its
+/// one response: the result, `-32800` when aborted, an internal error when
+/// the handler panicked.
+async fn answer(
+    peer: Peer,
+    running: Running,
+    id: Id,
+    method: String,
+    fut: Option<BoxFuture<'static, Result<Reply, RpcError>>>,
+    registration: futures::future::AbortRegistration,
+) {
+    tracing::debug!(%id, method, "request");
+    let result = match fut {
+        Some(fut) => {
+            futures::future::Abortable::new(
+                futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(fut)),
+                registration,
+            )
+            .await
+        }
+        None => Ok(Err(Box::new(()) as Box<dyn std::any::Any + Send>)),
+    };
+    running
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&id);
+    let result = match result {
+        Ok(Ok(r)) => r,
+        Err(futures::future::Aborted) => {
+            tracing::info!(%id, method, "request cancelled by the editor");
+            Err(RpcError::new(
+                super::codes::REQUEST_CANCELLED,
+                format!("{method} was cancelled by $/cancel_request"),
+            ))
+        }
+        Ok(Err(_)) => {
+            tracing::error!(method, "handler panicked");
+            Err(RpcError::internal(format!(
+                "the {method} handler failed unexpectedly; see the log"
+            )))
+        }
+    };
+    match result {
+        Ok(Reply { result, after }) => {
+            peer.respond(&id, Ok(result));
+            if let Some(after) = after {
+                after();
             }
         }
-        peer.fail_pending();
-    };
-    (Box::pin(read), WriterDone::new(done_rx))
+        Err(e) => peer.respond(&id, Err(e)),
+    }
+}
+
+impl Peer {
+    /// A response from the peer, to the request of ours that waits for it.
+    /// Responses are never answered (JSON-RPC 2.0 §5), also `"id": null`
+    /// errors a client sends about a frame it could not read: logged, then
+    /// dropped.
+    fn deliver(&self, id: Id, result: Result<Option<Box<RawValue>>, RpcError>) {
+        let key = match id {
+            Id::Num(n) => Some(n),
+            _ => None,
+        };
+        let tx = key.and_then(|k| {
+            self.shared
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&k)
+        });
+        match tx {
+            Some(tx) => {
+                let _ = tx.send(result);
+            }
+            None => match &result {
+                Err(e) => tracing::warn!(
+                    %id,
+                    code = e.code,
+                    message = %e.message,
+                    "the editor reported an error not tied to a pending request"
+                ),
+                Ok(_) => tracing::debug!(%id, "response to no pending request"),
+            },
+        }
+    }
 }
 
 #[cfg(test)]

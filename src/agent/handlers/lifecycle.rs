@@ -256,10 +256,12 @@ impl Agent {
     /// registers it.
     async fn open(&self, o: Opening, settings: &Settings) -> Arc<Session> {
         crate::tools::sandbox::prefetch();
-        let editor = Editor::new(self.peer.clone(), self.client_caps(), &o.id)
-            .with_mcp_links(self.mcp_links.clone());
+        let editor = Editor::new(self.peer.clone(), self.client_caps(), &o.id);
         let skills = find_skills(&o.cwd, &o.additional).await;
-        let sampling = Arc::default();
+        let hooks = crate::mcp::Hooks {
+            sampling: Arc::default(),
+            acp_links: Some(self.mcp_links.clone()),
+        };
         let registry = tools_for(
             &o.mcp_servers,
             settings,
@@ -267,9 +269,10 @@ impl Agent {
             &o.additional,
             &editor,
             &skills,
-            &sampling,
+            &hooks,
         )
         .await;
+        let sampling = hooks.sampling;
         let id = o.id.clone();
         let init = SessionInit {
             id: o.id,
@@ -476,7 +479,7 @@ async fn tools_for(
     additional: &[PathBuf],
     editor: &Editor,
     skills: &Shelf,
-    sampling: &Arc<crate::mcp::sampling::Hub>,
+    hooks: &crate::mcp::Hooks,
 ) -> Registry {
     // The editor's MCP env values and headers are secrets from now on.
     for server in servers {
@@ -502,7 +505,7 @@ async fn tools_for(
         cwd,
         additional,
         editor,
-        sampling,
+        hooks,
     )
     .await;
     registry

@@ -139,7 +139,7 @@ async fn start_server(
             inner.set(idx, State::Stopped);
             return None;
         }
-        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(spec, handler, &inner.options, inner.editor.mcp_links(), inner.stop.child_token(), &inner.slots[idx].auth, present)) => r,
+        r = tokio::time::timeout(BACKGROUND_START_LIMIT, connect(spec, handler, &inner.options, inner.options.acp_links.as_ref(), inner.stop.child_token(), &inner.slots[idx].auth, present)) => r,
     };
     let connected = connected.unwrap_or_else(|_| {
         Err(McpError::Connect(format!(
