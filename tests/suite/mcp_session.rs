@@ -6,14 +6,13 @@
 //! audio reaches a model configured with `audio = true`; odd input from a
 //! server (a nested elicitation schema, progress for nobody) leaves the
 //! session working.
-use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::mcp::{everything, external, tool_result};
 use super::mcp_client::{
     agent, file_uri, http_everything, messages, session, stdio_everything, wait_log,
 };
+use super::mcp_common::{everything, python_server, run_turn, tool_result};
 use crate::support::{FakeModel, PermissionDecision, Reply, Workspace};
 
 /// `/add-dir` during a session over `servers` (named `ev`).
@@ -154,7 +153,7 @@ async fn add_dir_changes_the_roots_over_stdio() {
 #[tokio::test]
 #[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn add_dir_changes_the_roots_over_streamable_http() {
-    let (_server, url) = http_everything(&everything()).await;
+    let (_server, url) = http_everything().await;
     add_dir_changes_the_roots(json!([{"type": "http", "name": "ev", "url": url, "headers": []}]))
         .await;
 }
@@ -175,12 +174,7 @@ async fn prompt_links_are_read_through_their_server(servers: Value) {
         json!({"type": "resource_link", "uri": "demo://resource/dynamic/blob/5", "name": "five"}),
         json!({"type": "resource_link", "uri": "demo://nobody/x", "name": "stray"}),
     ];
-    let result = editor
-        .start_prompt_blocks(&sid, blocks)
-        .await
-        .response()
-        .await
-        .unwrap();
+    let result = editor.prompt_blocks(&sid, blocks).await;
     assert_eq!(result["stopReason"], "end_turn");
     let user = messages(&model, 0)
         .into_iter()
@@ -211,20 +205,11 @@ async fn prompt_links_are_read_through_their_server_over_stdio() {
 #[tokio::test]
 #[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn prompt_links_are_read_through_their_server_over_streamable_http() {
-    let (_server, url) = http_everything(&everything()).await;
+    let (_server, url) = http_everything().await;
     prompt_links_are_read_through_their_server(
         json!([{"type": "http", "name": "ev", "url": url, "headers": []}]),
     )
     .await;
-}
-
-fn python_server() -> Value {
-    let python = external(
-        "ACP_CODER_MCP_PYTHON",
-        "python3 -m venv DIR && DIR/bin/pip install mcp; ACP_CODER_MCP_PYTHON=DIR/bin/python",
-    );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_py_server.py");
-    json!([{"name": "py", "command": python, "args": [script], "env": []}])
 }
 
 /// Item 7: audio is an `input_audio` part for a model with `audio = true`,
@@ -241,7 +226,13 @@ async fn audio_reaches_only_models_that_accept_it() {
             crate::support::FAKE_MODEL_ID
         );
         let (editor, _log) = agent(&model, home.path(), &config).await;
-        let sid = session(&editor, ws.path(), &[], python_server()).await;
+        let sid = session(
+            &editor,
+            ws.path(),
+            &[],
+            json!([python_server("py", "mcp_py_server.py")]),
+        )
+        .await;
         model.push(Reply::tool_call("a1", "mcp__py__beep", json!({})));
         model.push(Reply::text("heard"));
         editor.prompt(&sid, "play").await;
@@ -298,19 +289,19 @@ async fn odd_server_requests_get_clear_errors_and_the_session_goes_on() {
     let mut caps = crate::support::full_capabilities();
     caps["elicitation"] = json!({"form": {}});
     editor.initialize(caps).await;
-    let sid = session(&editor, ws.path(), &[], python_server()).await;
-    model.push(Reply::tool_calls([
+    let sid = session(
+        &editor,
+        ws.path(),
+        &[],
+        json!([python_server("py", "mcp_py_server.py")]),
+    )
+    .await;
+    let odd_calls = Reply::tool_calls([
         ("o1", "mcp__py__odd_form", json!({})),
         ("s1", "mcp__py__stray_progress", json!({})),
-    ]));
-    model.push(Reply::tool_call(
-        "e1",
-        "mcp__py__shout",
-        json!({"text": "alive"}),
-    ));
-    model.push(Reply::text("done"));
-    let r = editor.prompt(&sid, "go").await;
-    assert_eq!(r["stopReason"], "end_turn");
+    ]);
+    let shout = Reply::tool_call("e1", "mcp__py__shout", json!({"text": "alive"}));
+    run_turn(&editor, &model, &sid, [odd_calls, shout]).await;
     let odd = tool_result(&model, 1, "o1");
     assert!(
         odd.starts_with("refused: ")
