@@ -95,11 +95,12 @@ async fn cancel_during(kind: Flood) {
     )
     .await;
     let prompt = a.editor.start_prompt(&a.sid, "hi").await;
-    // The cancel comes once the flood is underway: 8 MiB of it written,
-    // more than loopback's socket buffers hold, so the agent is reading it.
+    // The cancel comes once the flood is underway: 1 MiB of it written,
+    // more than loopback's socket buffers hold unread (about 150 KiB at their
+    // initial sizes), so the agent is reading it.
     assert!(
         model
-            .wait_for_flooded_bytes(8 << 20, Duration::from_secs(30))
+            .wait_for_flooded_bytes(1 << 20, Duration::from_secs(30))
             .await,
         "{kind:?}: the flood never started"
     );
