@@ -107,6 +107,22 @@ pub async fn session_with_secret_mcp_env(editor: &FakeEditor, cwd: &Path, secret
     editor.new_session_with_servers(cwd, docs).await
 }
 
+/// Fails the test, quoting the lines, when `text` (`what` says where it
+/// comes from) holds any of `secrets`.
+#[track_caller]
+pub fn assert_no_secret(what: &str, text: &str, secrets: &[&str]) {
+    for secret in secrets {
+        assert!(
+            !text.contains(secret),
+            "{secret} leaked into {what}:\n{}",
+            text.lines()
+                .filter(|l| l.contains(secret))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
+
 /// Every file under `dir`, at any depth (none if `dir` is missing).
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

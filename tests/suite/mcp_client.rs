@@ -18,6 +18,16 @@ pub(super) async fn agent(
     dir: &Path,
     config: &str,
 ) -> (FakeEditor, std::path::PathBuf) {
+    agent_with_caps(model, dir, config, full_capabilities()).await
+}
+
+/// [`agent`] for an editor with these `clientCapabilities`.
+pub(super) async fn agent_with_caps(
+    model: &FakeModel,
+    dir: &Path,
+    config: &str,
+    caps: Value,
+) -> (FakeEditor, std::path::PathBuf) {
     let cfg = dir.join("config.toml");
     std::fs::write(&cfg, config).unwrap();
     let log = dir.join("agent.log");
@@ -30,7 +40,7 @@ pub(super) async fn agent(
         "debug",
     ];
     let editor = FakeEditor::spawn(&args, model.agent_env());
-    editor.initialize(full_capabilities()).await;
+    editor.initialize(caps).await;
     (editor, log)
 }
 

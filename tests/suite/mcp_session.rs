@@ -10,10 +10,12 @@
 use serde_json::{Value, json};
 
 use super::mcp_client::{
-    agent, file_uri, http_everything, messages, session, stdio_everything, wait_log,
+    agent, agent_with_caps, file_uri, http_everything, messages, session, stdio_everything,
+    wait_log,
 };
 use super::mcp_common::{everything, python_server, run_turn, tool_result};
-use crate::support::{FakeModel, PermissionDecision, Reply, Workspace};
+use crate::support::{FakeEditor, FakeModel, PermissionDecision, Reply, Workspace};
+use std::path::Path;
 
 /// `/add-dir` during a session over `servers` (named `ev`).
 async fn add_dir_changes_the_roots(servers: Value) {
@@ -36,16 +38,7 @@ async fn add_dir_changes_the_roots(servers: Value) {
     wait_log(&log, "MCP server log: Roots updated: 1 root(s)").await;
 
     // Before: one root; a write in the other directory asks (and is refused).
-    model.push(Reply::tool_calls([
-        ("r1", "mcp__ev__get-roots-list", json!({})),
-        (
-            "w1",
-            "write_file",
-            json!({"path": extra_dir.join("a.txt"), "content": "a"}),
-        ),
-    ]));
-    model.push(Reply::text("ok"));
-    editor.prompt(&sid, "before").await;
+    list_roots_and_write(&editor, &model, &sid, "1", &extra_dir.join("a.txt")).await;
     assert!(tool_result(&model, 1, "r1").contains("(1 total)"));
     assert_eq!(editor.permission_requests().len(), 1);
     assert!(!extra_dir.join("a.txt").exists());
@@ -99,16 +92,7 @@ async fn add_dir_changes_the_roots(servers: Value) {
 
     // After: two roots; the write runs without asking, as for
     // `additionalDirectories` in accept-edits.
-    model.push(Reply::tool_calls([
-        ("r2", "mcp__ev__get-roots-list", json!({})),
-        (
-            "w2",
-            "write_file",
-            json!({"path": extra_dir.join("b.txt"), "content": "b"}),
-        ),
-    ]));
-    model.push(Reply::text("ok"));
-    editor.prompt(&sid, "after").await;
+    list_roots_and_write(&editor, &model, &sid, "2", &extra_dir.join("b.txt")).await;
     let roots = tool_result(&model, calls + 1, "r2");
     assert!(
         roots.contains("(2 total)") && roots.contains(&file_uri(&extra_dir)),
@@ -117,7 +101,7 @@ async fn add_dir_changes_the_roots(servers: Value) {
     assert_eq!(editor.permission_requests().len(), 1, "no new question");
     assert_eq!(
         std::fs::read_to_string(extra_dir.join("b.txt")).unwrap(),
-        "b"
+        "2"
     );
     let list = editor.request("session/list", json!({})).await.unwrap();
     assert_eq!(
@@ -142,6 +126,31 @@ async fn add_dir_changes_the_roots(servers: Value) {
         roots.contains("(2 total)") && roots.contains(&file_uri(&extra_dir)),
         "{roots}"
     );
+}
+
+/// A turn in which the model asks the server for its roots (call `r{n}`)
+/// and writes `file` (call `w{n}`).
+async fn list_roots_and_write(
+    editor: &FakeEditor,
+    model: &FakeModel,
+    sid: &str,
+    n: &str,
+    file: &Path,
+) {
+    model.push(Reply::tool_calls([
+        (
+            format!("r{n}").as_str(),
+            "mcp__ev__get-roots-list",
+            json!({}),
+        ),
+        (
+            format!("w{n}").as_str(),
+            "write_file",
+            json!({"path": file, "content": n}),
+        ),
+    ]));
+    model.push(Reply::text("ok"));
+    editor.prompt(sid, "go").await;
 }
 
 #[tokio::test]
@@ -268,27 +277,10 @@ async fn odd_server_requests_get_clear_errors_and_the_session_goes_on() {
     let model = FakeModel::start().await;
     let ws = Workspace::new();
     let home = tempfile::tempdir().unwrap();
-    let cfg = home.path().join("config.toml");
-    std::fs::write(
-        &cfg,
-        "default_mode = \"full-auto\"\nmcp_startup_timeout_secs = 60\n",
-    )
-    .unwrap();
-    let log = home.path().join("agent.log");
-    let editor = crate::support::FakeEditor::spawn(
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--log-file",
-            log.to_str().unwrap(),
-            "--log-level",
-            "debug",
-        ],
-        model.agent_env(),
-    );
     let mut caps = crate::support::full_capabilities();
     caps["elicitation"] = json!({"form": {}});
-    editor.initialize(caps).await;
+    let config = "default_mode = \"full-auto\"\nmcp_startup_timeout_secs = 60\n";
+    let (editor, log) = agent_with_caps(&model, home.path(), config, caps).await;
     let sid = session(
         &editor,
         ws.path(),

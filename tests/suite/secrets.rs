@@ -5,7 +5,9 @@
 //! over streamed chunks — and none of them leaves it in a frame, the session
 //! log, the log file, the trace or stderr.
 
-use super::common::{Secrets, files_under, session_with_secret_mcp_env, spawn_with_secrets};
+use super::common::{
+    Secrets, assert_no_secret, files_under, session_with_secret_mcp_env, spawn_with_secrets,
+};
 use crate::support::{FakeModel, PermissionDecision, Reply, Workspace, chunk, no_capabilities};
 use serde_json::json;
 
@@ -20,17 +22,9 @@ const SECRETS_HELD: Secrets = Secrets {
     header: HEADER_SECRET,
 };
 
+#[track_caller]
 fn assert_clean(what: &str, text: &str) {
-    for secret in SECRETS {
-        assert!(
-            !text.contains(secret),
-            "{secret} leaked into {what}:\n{}",
-            text.lines()
-                .filter(|l| l.contains(secret))
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-    }
+    assert_no_secret(what, text, &SECRETS);
 }
 
 #[tokio::test]

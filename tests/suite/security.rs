@@ -6,7 +6,8 @@
 //! are private.
 
 use super::common::{
-    Secrets, files_under, session_with_secret_mcp_env, spawn_args, spawn_with_secrets,
+    Secrets, assert_no_secret, files_under, session_with_secret_mcp_env, spawn_args,
+    spawn_with_secrets,
 };
 use super::faults::{Agent, fs_only, start};
 use super::tools_common::write_call;
@@ -313,16 +314,7 @@ async fn secrets_never_reach_frames_stderr_logs_or_errors() {
         ("stored sessions and logs", &stored),
         ("the command's output", &env_output),
     ] {
-        for secret in [KEY, OTHER_KEY, HEADER_SECRET, MCP_SECRET] {
-            assert!(
-                !text.contains(secret),
-                "{secret} leaked into {what}:\n{}",
-                text.lines()
-                    .filter(|l| l.contains(secret))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            );
-        }
+        assert_no_secret(what, text, &[KEY, OTHER_KEY, HEADER_SECRET, MCP_SECRET]);
     }
     assert!(!env_output.contains("MY_PROVIDER_KEY=") && !env_output.contains("OPENAI_API_KEY="));
 }
