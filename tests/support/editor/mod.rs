@@ -11,6 +11,12 @@
 //! dropping the editor panics if any were recorded (unless the test is
 //! already panicking or took them with [`FakeEditor::take_errors`]).
 //! Failures print the whole transcript plus the agent's stderr.
+//!
+//! Here: the types a test handles and [`FakeEditor`] itself. Launching and
+//! configuring it in `launch`, what it sends in `requests`, waiting and
+//! reading in `waits`, its recorded state in `state`, the reader task in
+//! `reader`, answers to the agent's requests in `reverse`, `terminal` and
+//! `mcp_acp`.
 
 use super::schema::{self, RpcId};
 use super::shorten;

@@ -12,6 +12,9 @@
 //! // … point the agent at model.base_url() …
 //! assert_eq!(model.chat_requests().len(), 2);
 //! ```
+//!
+//! Here: the server handle and what it recorded. Replies in `reply`, their
+//! chunks in `chunk`, the HTTP side in `server`.
 
 pub mod chunk;
 mod reply;
