@@ -15,7 +15,7 @@ use crate::support::{
 
 /// A running `acp-coder a2a`.
 pub(super) struct Served {
-    _child: Child,
+    child: Child,
     pub(super) url: String,
     pub(super) token: String,
     stderr: Arc<Mutex<String>>,
@@ -25,6 +25,19 @@ pub(super) struct Served {
 impl Served {
     pub(super) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
+    }
+
+    /// Stops the server as a service manager would (SIGTERM) and waits for
+    /// its exit: all it logged is on disk then.
+    pub(super) async fn stop(&mut self) {
+        let pid = i32::try_from(self.child.id().expect("a2a runs")).unwrap();
+        // SAFETY: signalling our own child process.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("a2a exits within 30 s of SIGTERM")
+            .unwrap();
+        assert!(status.success(), "{status}\n{}", self.stderr());
     }
 }
 
@@ -78,7 +91,7 @@ pub(super) async fn serve(
         }
     });
     Served {
-        _child: child,
+        child,
         url,
         token: token.expect("a token"),
         stderr,
@@ -182,7 +195,7 @@ async fn sdk_blocking_task_edits_a_file_and_returns_the_diff() {
         "add world to the notes"
     );
     let sid = task["contextId"].as_str().unwrap().to_owned();
-    drop(s._child);
+    drop(s.child);
     let editor = FakeEditor::spawn_with(SpawnOptions {
         envs: model.agent_env(),
         home: Some(s.home.path().to_owned()),

@@ -6,7 +6,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::a2a::{Served, serve, text_of};
-use crate::support::{FakeModel, Reply, SpawnOptions, Workspace, agent_command, http_client};
+use crate::support::{
+    FakeModel, Reply, SpawnOptions, Workspace, agent_command, eventually, get_json, http_client,
+    wait_gone, wait_pid_file,
+};
 
 async fn post(s: &Served, token: Option<&str>, body: impl Into<reqwest::Body>) -> (u16, Value) {
     let mut req = http_client()
@@ -72,14 +75,7 @@ async fn agent_card_is_public_and_everything_else_needs_the_token() {
     // The generated token is printed once, as `token: VALUE`.
     assert_eq!(s.token.len(), 64, "{}", s.stderr());
     assert_eq!(s.stderr().matches(&s.token).count(), 1, "{}", s.stderr());
-    let card: Value = http_client()
-        .get(format!("{}.well-known/agent-card.json", s.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = get_json(&format!("{}.well-known/agent-card.json", s.url)).await;
     assert_eq!(card["name"], "acp-coder");
     assert_eq!(card["supportedInterfaces"][0]["url"], s.url.as_str());
     assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
@@ -214,12 +210,13 @@ async fn a_configured_token_is_used_and_not_printed() {
     let model = FakeModel::start().await;
     let ws = Workspace::new();
     let secret = "configured-token-0123456789";
-    let s = serve(&model, ws.path(), &[], &[("ACP_CODER_A2A_TOKEN", secret)]).await;
+    let mut s = serve(&model, ws.path(), &[], &[("ACP_CODER_A2A_TOKEN", secret)]).await;
     assert!(!s.stderr().contains("token:"), "{}", s.stderr());
     let (status, _) = post(&s, Some(secret), rpc("ListTasks", json!({}))).await;
     assert_eq!(status, 200);
-    // The token never reaches the log file (the redactor knows it).
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The token never reaches the log file (the redactor knows it), which
+    // is complete once the server has exited.
+    s.stop().await;
     let logs = s.home.path().join(".local/state/acp-coder/logs");
     for entry in std::fs::read_dir(&logs).into_iter().flatten().flatten() {
         let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
@@ -240,14 +237,7 @@ async fn on_every_address_the_card_names_the_address_the_client_used() {
     .await;
     let port = s.url.rsplit(':').next().unwrap().trim_end_matches('/');
     let url = format!("http://127.0.0.1:{port}/");
-    let card: Value = http_client()
-        .get(format!("{url}.well-known/agent-card.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = get_json(&format!("{url}.well-known/agent-card.json")).await;
     assert_eq!(card["supportedInterfaces"][0]["url"], url.as_str());
     assert_eq!(card["url"], url.as_str());
     // A Host header that is not a plain host:port falls back to the bound address.
@@ -281,23 +271,9 @@ async fn refuses_a_public_address_without_a_configured_token() {
 
 #[tokio::test]
 async fn a_task_left_waiting_for_input_expires() {
-    let model = FakeModel::with_replies([
-        Reply::tool_call(
-            "k1",
-            "run_command",
-            json!({"command": "echo ran > out.txt"}),
-        ),
-        Reply::text("back again"),
-    ])
-    .await;
-    let ws = Workspace::new();
-    let s = serve(&model, ws.path(), &[], &[("ACP_CODER_A2A_IDLE_MS", "500")]).await;
+    let idle = [("ACP_CODER_A2A_IDLE_MS", "500")];
+    let (model, ws, s, task) = task_asking_to_run("echo ran > out.txt", "back again", &idle).await;
     let t = Some(s.token.as_str());
-    let msg =
-        json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "run it"}]}});
-    let (_, b) = post(&s, t, rpc("SendMessage", msg)).await;
-    let task = &b["result"]["task"];
-    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{b}");
     let id = task["id"].as_str().unwrap().to_owned();
     // Canceled once idle, then forgotten once idle again.
     let mut seen = Vec::new();
@@ -336,13 +312,10 @@ async fn a_task_left_waiting_for_input_expires() {
             .flatten()
             .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(needle)))
     };
-    for _ in 0..200 {
-        if log_says("closing an idle context") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(log_says("closing an idle context"), "{}", s.stderr());
+    eventually("the log says the idle context is closed", || {
+        log_says("closing an idle context")
+    })
+    .await;
     let ctx = task["contextId"].clone();
     let msg = json!({"message": {"role": "ROLE_USER", "messageId": "m2", "contextId": ctx,
                                  "parts": [{"text": "are you there?"}]}});
@@ -363,23 +336,32 @@ fn user_message(text: &str) -> Value {
     json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": text}]}})
 }
 
-#[tokio::test]
-async fn cancel_stops_a_running_command() {
+/// `acp-coder a2a` (with `envs`) whose model asks to run `command`, then
+/// says `then`; its first task ("run it") waits for the permission answer.
+async fn task_asking_to_run(
+    command: &str,
+    then: &str,
+    envs: &[(&str, &str)],
+) -> (FakeModel, Workspace, Served, Value) {
     let model = FakeModel::with_replies([
-        Reply::tool_call(
-            "k1",
-            "run_command",
-            json!({"command": "echo $$ > pid.txt; exec sleep 60"}),
-        ),
-        Reply::text("stopped"),
+        Reply::tool_call("k1", "run_command", json!({"command": command})),
+        Reply::text(then),
     ])
     .await;
     let ws = Workspace::new();
-    let s = serve(&model, ws.path(), &[], &[]).await;
+    let s = serve(&model, ws.path(), &[], envs).await;
     let t = Some(s.token.as_str());
     let (_, b) = post(&s, t, rpc("SendMessage", user_message("run it"))).await;
-    let task = &b["result"]["task"];
+    let task = b["result"]["task"].clone();
     assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{b}");
+    (model, ws, s, task)
+}
+
+#[tokio::test]
+async fn cancel_stops_a_running_command() {
+    let (_model, ws, s, task) =
+        task_asking_to_run("echo $$ > pid.txt; exec sleep 60", "stopped", &[]).await;
+    let t = Some(s.token.as_str());
     let (id, ctx) = (task["id"].clone(), task["contextId"].clone());
     // Allowed, without waiting for the end: the command runs.
     let answer = json!({
@@ -392,34 +374,11 @@ async fn cancel_stops_a_running_command() {
         b["result"]["task"]["status"]["state"], "TASK_STATE_WORKING",
         "{b}"
     );
-    let mut pid = None;
-    for _ in 0..600 {
-        pid = std::fs::read_to_string(ws.join("pid.txt"))
-            .ok()
-            .and_then(|p| p.trim().parse::<u32>().ok());
-        if pid.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let pid = pid.expect("the command started within 30 s");
+    let pid = wait_pid_file(&ws.join("pid.txt")).await;
     let (_, b) = post(&s, t, rpc("CancelTask", json!({"id": id}))).await;
     assert_eq!(b["result"]["status"]["state"], "TASK_STATE_CANCELED", "{b}");
     // The command is gone (or a zombie awaiting its reaper), as with session/cancel.
-    let alive = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| !r.trim_start().starts_with('Z'))
-        })
-    };
-    for _ in 0..200 {
-        if !alive() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(!alive(), "the command {pid} outlived CancelTask");
+    wait_gone(pid, "the command, after CancelTask").await;
     let (_, b) = post(&s, t, rpc("GetTask", json!({"id": id}))).await;
     assert_eq!(b["result"]["status"]["state"], "TASK_STATE_CANCELED", "{b}");
 }

@@ -90,14 +90,8 @@ async fn a_cancelled_turn_withdraws_its_permission_request() {
         .notify("session/cancel", json!({"sessionId": h.sid}))
         .await;
     assert_eq!(pending.response().await.unwrap()["stopReason"], "cancelled");
-    let withdrawn = h
-        .editor
-        .wait_for(|m| m["method"] == "$/cancel_request")
-        .await;
-    assert_eq!(
-        RpcId::from_json(&withdrawn["params"]["requestId"]),
-        RpcId::from_json(&asked["id"])
-    );
+    let withdrawn = h.editor.wait_for_cancel_request().await;
+    assert_eq!(Some(withdrawn), RpcId::from_json(&asked["id"]));
     assert_eq!(h.ws.read("a.txt"), "old\n");
 }
 
@@ -224,12 +218,7 @@ async fn the_prompt_response_carries_the_turns_usage_and_calls_name_their_tool()
         json!({"totalTokens": 38, "inputTokens": 30, "outputTokens": 8}),
         "{result}"
     );
-    let call = h
-        .editor
-        .updates_for(&h.sid)
-        .into_iter()
-        .find(|u| u["sessionUpdate"] == "tool_call")
-        .unwrap();
+    let call = &h.editor.updates_of_kind(&h.sid, "tool_call")[0];
     assert_eq!(call["name"], "read_file");
     // A turn without reported usage has none in its response.
     h.model.push(Reply::text("plain"));

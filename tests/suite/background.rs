@@ -4,8 +4,11 @@
 //! exit.
 
 use super::common::write_config;
-use super::tools_common::{Harness, Via, both, eventually, process_alive, wait_pid_file};
-use crate::support::{FakeEditor, FakeModel, SpawnOptions, Workspace};
+use super::tools_common::{Harness, Via, both};
+use crate::support::{
+    FakeEditor, FakeModel, SpawnOptions, Workspace, eventually, process_alive, wait_gone,
+    wait_pid_file,
+};
 use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
@@ -43,10 +46,6 @@ fn sleeper(pidfile: &Path) -> String {
     )
 }
 
-async fn wait_dead(pid: u32) {
-    eventually(&format!("process {pid} is gone"), || !process_alive(pid)).await;
-}
-
 async fn outlives_turns_then_is_read_and_killed(via: Via) {
     let ws = Workspace::new();
     let h = auto(via, ws).await;
@@ -74,13 +73,24 @@ async fn outlives_turns_then_is_read_and_killed(via: Via) {
     // Two more turns: it is still there, printing.
     h.model.push(crate::support::Reply::text("waiting"));
     h.editor.prompt(&h.sid, "something else").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let read = h
-        .run_tool("o1", "command_output", json!({"handle": "bg1"}))
-        .await;
-    assert!(read.contains("bg1 is still running"), "{read}");
-    assert!(read.contains("tick"), "{read}");
-    assert!(!read.contains("ready"), "only new output: {read}");
+    // Read until a new tick shows up: every read says it still runs and
+    // holds only what came after the previous one.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    for n in 0.. {
+        let read = h
+            .run_tool(
+                &format!("tick{n}"),
+                "command_output",
+                json!({"handle": "bg1"}),
+            )
+            .await;
+        assert!(read.contains("bg1 is still running"), "{read}");
+        assert!(!read.contains("ready"), "only new output: {read}");
+        if read.contains("tick") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no tick: {read}");
+    }
     assert!(process_alive(pid));
 
     // /status lists it.
@@ -93,7 +103,7 @@ async fn outlives_turns_then_is_read_and_killed(via: Via) {
         .run_tool("k1", "command_kill", json!({"handle": "bg1"}))
         .await;
     assert!(killed.contains("Stopped bg1"), "{killed}");
-    wait_dead(pid).await;
+    wait_gone(pid, "the background command").await;
     let gone = h
         .run_tool("o2", "command_output", json!({"handle": "bg1"}))
         .await;
@@ -180,7 +190,7 @@ async fn at_most_n_per_session(via: Via) {
     assert_eq!(h.final_status("s3"), "failed");
     h.run_tool("k1", "command_kill", json!({"handle": "bg1"}))
         .await;
-    wait_dead(pids[0]).await;
+    wait_gone(pids[0], "the background command").await;
     let again = start_bg(&h, "s4", "echo again; sleep 30").await;
     assert!(
         again.contains("Started in the background as bg3"),
@@ -225,7 +235,7 @@ async fn cleanup(via: Via) {
         .request("session/close", json!({"sessionId": h.sid}))
         .await
         .unwrap();
-    wait_dead(pid).await;
+    wait_gone(pid, "the background command").await;
 
     let sid = h.editor.new_session(h.ws.path()).await;
     full_auto(sid.clone()).await;
@@ -234,7 +244,7 @@ async fn cleanup(via: Via) {
         .request("session/delete", json!({"sessionId": sid}))
         .await
         .unwrap();
-    wait_dead(pid).await;
+    wait_gone(pid, "the background command").await;
     eventually("terminals released after close and delete", || {
         h.editor.unreleased_terminals().is_empty()
     })
@@ -246,7 +256,7 @@ async fn cleanup(via: Via) {
     let mut h = h;
     h.editor.close_stdin().await;
     assert!(h.editor.wait_exit(Duration::from_secs(10)).await.success());
-    wait_dead(pid).await;
+    wait_gone(pid, "the background command").await;
 }
 both!(killed_on_close_delete_and_exit, cleanup);
 
@@ -300,7 +310,7 @@ async fn handles_do_not_cross_sessions() {
     assert!(process_alive(pid));
     h.run_tool("k1", "command_kill", json!({"handle": "bg1"}))
         .await;
-    wait_dead(pid).await;
+    wait_gone(pid, "the background command").await;
 }
 
 /// Background mode changes nothing about permissions: in `ask` mode the
@@ -313,7 +323,9 @@ async fn background_commands_ask_like_any_command() {
     let out = start_bg(&h, "s1", "echo started > started.txt; sleep 30").await;
     assert!(out.contains("rejected"), "{out}");
     assert_eq!(h.editor.permission_requests().len(), 1);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Proving that nothing starts needs a wait with nothing to wait for:
+    // a short one, as the command would have written its file at once.
+    tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!h.ws.exists("started.txt"));
     let r = h
         .run_tool("o1", "command_output", json!({"handle": "bg1"}))
@@ -368,5 +380,5 @@ async fn background_commands_die_with_a_killed_agent() {
     start_bg(&h, "s1", &sleeper(&pidfile)).await;
     let pid = wait_pid_file(&pidfile).await;
     h.editor.kill().await;
-    wait_dead(pid).await;
+    wait_gone(pid, "the background command").await;
 }

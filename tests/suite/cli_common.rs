@@ -28,6 +28,28 @@ impl Run {
         self
     }
 
+    /// Fails the test, showing stdout, unless stdout holds `needle`.
+    #[track_caller]
+    pub fn assert_stdout_has(&self, needle: &str) -> &Self {
+        assert!(
+            self.stdout.contains(needle),
+            "{needle:?} not in:\n{}",
+            self.stdout
+        );
+        self
+    }
+
+    /// Fails the test, showing stderr, unless stderr holds `needle`.
+    #[track_caller]
+    pub fn assert_stderr_has(&self, needle: &str) -> &Self {
+        assert!(
+            self.stderr.contains(needle),
+            "{needle:?} not in:\n{}",
+            self.stderr
+        );
+        self
+    }
+
     /// stdout and stderr together, for "never printed" checks.
     pub fn all(&self) -> String {
         format!("{}\n{}", self.stdout, self.stderr)

@@ -28,12 +28,9 @@ async fn all_good() {
         .contains(&format!("✓ config file {} parses", cfg.display()));
     if config_ok {
         run.assert_code(0);
-        assert!(run.stdout.contains("All checks passed."), "{}", run.stdout);
-        assert!(
-            run.stdout
-                .contains("✓ model fake-model (from the config file) is listed by the endpoint"),
-            "{}",
-            run.stdout
+        run.assert_stdout_has("All checks passed.");
+        run.assert_stdout_has(
+            "✓ model fake-model (from the config file) is listed by the endpoint",
         );
     }
     let out = &run.stdout;
@@ -127,17 +124,8 @@ async fn problems_are_named_with_a_fix() {
     let env = CliEnv::with_model(&model).env("OPENAI_API_KEY", KEY);
     let run = env.run(&["doctor"]).await;
     run.assert_code(1);
-    assert!(
-        run.stdout.contains("rejected the API key (HTTP 401"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout
-            .contains("→ check the OPENAI_API_KEY environment variable"),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has("rejected the API key (HTTP 401");
+    run.assert_stdout_has("→ check the OPENAI_API_KEY environment variable");
     assert!(!run.all().contains(KEY));
 
     // Nothing listens; no key for a remote default; a broken config file.
@@ -163,11 +151,6 @@ async fn problems_are_named_with_a_fix() {
     let env = CliEnv::new().env("OPENAI_BASE_URL", "https://api.invalid/v1");
     let run = env.run(&["doctor"]).await;
     run.assert_code(1);
-    assert!(
-        run.stdout
-            .contains("✗ no API key for https://api.invalid/v1 (OPENAI_API_KEY is not set)"),
-        "{}",
-        run.stdout
-    );
-    assert!(run.stdout.contains("acp-coder login"), "{}", run.stdout);
+    run.assert_stdout_has("✗ no API key for https://api.invalid/v1 (OPENAI_API_KEY is not set)");
+    run.assert_stdout_has("acp-coder login");
 }

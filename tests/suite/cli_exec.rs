@@ -31,23 +31,10 @@ async fn human_output_shows_text_thoughts_tools_and_diffs() {
     assert_eq!(ws.read("notes.txt"), "hello\n");
     // The answer alone on stdout; activity on stderr.
     assert_eq!(run.stdout.trim(), "Wrote notes.txt for you.");
-    assert!(
-        run.stderr.contains("The file is written."),
-        "{}",
-        run.stderr
-    );
-    assert!(run.stderr.contains("✓ Create notes.txt"), "{}", run.stderr);
-    assert!(
-        run.stderr.contains("allowed (--yes): Create notes.txt"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr
-            .contains("--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1,1 @@\n+hello\n"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("The file is written.");
+    run.assert_stderr_has("✓ Create notes.txt");
+    run.assert_stderr_has("allowed (--yes): Create notes.txt");
+    run.assert_stderr_has("--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1,1 @@\n+hello\n");
     // Not a terminal: no colour.
     assert!(!run.all().contains('\x1b'), "{}", run.all());
     // The prompt reached the model as the user message.
@@ -131,17 +118,8 @@ async fn without_a_terminal_asking_calls_are_refused_and_the_turn_goes_on() {
     let run = env.run(&["exec", "write y"]).await;
     run.assert_code(0);
     assert!(!ws.exists("y.txt"));
-    assert!(
-        run.stderr
-            .contains("refused: Create y.txt — no terminal to ask on"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("1 permission request(s) refused"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("refused: Create y.txt — no terminal to ask on");
+    run.assert_stderr_has("1 permission request(s) refused");
 }
 
 #[tokio::test]
@@ -211,12 +189,8 @@ async fn reads_through_the_client_and_runs_commands_locally() {
         .unwrap()
         .to_owned();
     assert!(cmd_result.contains("from-shell"), "{cmd_result}");
-    assert!(
-        run.stderr.contains("✓ Run `echo from-shell`"),
-        "{}",
-        run.stderr
-    );
-    assert!(run.stderr.contains("  from-shell"), "{}", run.stderr);
+    run.assert_stderr_has("✓ Run `echo from-shell`");
+    run.assert_stderr_has("  from-shell");
 }
 
 #[tokio::test]
@@ -226,7 +200,7 @@ async fn exit_codes_tell_failures_apart() {
     // 2: empty prompt (stdin closed).
     let run = CliEnv::new().cwd(ws.path()).run(&["exec", "-"]).await;
     run.assert_code(2);
-    assert!(run.stderr.contains("the prompt is empty"), "{}", run.stderr);
+    run.assert_stderr_has("the prompt is empty");
 
     // 2: a broken config file.
     let env = CliEnv::new().cwd(ws.path());
@@ -251,8 +225,8 @@ async fn exit_codes_tell_failures_apart() {
         .run(&["--config", cfg.to_str().unwrap(), "exec", "hi"])
         .await;
     run.assert_code(3);
-    assert!(run.stderr.contains("OPENAI_API_KEY"), "{}", run.stderr);
-    assert!(run.stderr.contains("acp-coder login"), "{}", run.stderr);
+    run.assert_stderr_has("OPENAI_API_KEY");
+    run.assert_stderr_has("acp-coder login");
 
     // 3: the endpoint rejects the key.
     model.push(Reply::error(401, "Incorrect API key provided"));
@@ -273,7 +247,7 @@ async fn exit_codes_tell_failures_apart() {
         .run(&["exec", "hi"])
         .await;
     run.assert_code(4);
-    assert!(run.stderr.contains("bad request"), "{}", run.stderr);
+    run.assert_stderr_has("bad request");
 
     // 5: the model refused.
     model.push(Reply::text_with_finish(
@@ -301,7 +275,7 @@ async fn exit_codes_tell_failures_apart() {
         .run(&["exec", "hi"])
         .await;
     run.assert_code(6);
-    assert!(run.stderr.contains("max_tokens"), "{}", run.stderr);
+    run.assert_stderr_has("max_tokens");
 
     // 2: a working directory that does not exist.
     let run = CliEnv::with_model(&model)
@@ -323,10 +297,5 @@ async fn long_waits_show_a_status_line() {
         .await;
     run.assert_code(0);
     assert_eq!(run.stdout.trim(), "done");
-    assert!(
-        run.stderr
-            .contains("⋯ Model endpoint: HTTP 500 — retrying in"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("⋯ Model endpoint: HTTP 500 — retrying in");
 }

@@ -38,11 +38,7 @@ async fn flags_write_a_private_config_and_keep_other_keys() {
         .await;
     run.assert_code(0);
     assert!(!run.all().contains(KEY), "{}", run.all());
-    assert!(
-        run.stdout.contains("Saved base_url, api_key, model to"),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has("Saved base_url, api_key, model to");
     assert_eq!(mode_of(&cfg), 0o600);
     let text = std::fs::read_to_string(&cfg).unwrap();
     let t: toml::Table = text.parse().unwrap();
@@ -93,12 +89,8 @@ async fn without_a_terminal_or_flags_it_says_what_to_pass() {
     let env = CliEnv::new();
     let run = env.run(&["login"]).await;
     run.assert_code(2);
-    assert!(
-        run.stderr.contains("no terminal to ask on"),
-        "{}",
-        run.stderr
-    );
-    assert!(run.stderr.contains("--api-key-env"), "{}", run.stderr);
+    run.assert_stderr_has("no terminal to ask on");
+    run.assert_stderr_has("--api-key-env");
     assert!(!env.default_config().exists());
     // Environment values are not saved as if they were flags.
     let run = env
@@ -112,11 +104,7 @@ async fn without_a_terminal_or_flags_it_says_what_to_pass() {
         .run(&["login", "--base-url", "ftp://nope", "--model", "m"])
         .await;
     run.assert_code(2);
-    assert!(
-        run.stderr.contains("must start with http://"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("must start with http://");
     let run = env
         .run(&["login", "--api-key-env", "NOT A NAME", "--model", "m"])
         .await;

@@ -127,12 +127,7 @@ async fn a_question_with_options_becomes_a_form_tied_to_the_call() {
         ])
     );
     // The tool call names its tool (item 7).
-    let call = h
-        .editor
-        .updates_for(&h.sid)
-        .into_iter()
-        .find(|u| u["sessionUpdate"] == "tool_call")
-        .unwrap();
+    let call = &h.editor.updates_of_kind(&h.sid, "tool_call")[0];
     assert_eq!(call["name"], "ask_user");
 }
 
@@ -196,15 +191,9 @@ async fn cancelling_the_turn_withdraws_the_open_question() {
     let result = pending.response().await.unwrap();
     assert_eq!(result["stopReason"], "cancelled");
     // The agent told the editor to close the question and did not wait for it.
-    let withdrawn = h
-        .editor
-        .wait_for(|m| m["method"] == "$/cancel_request")
-        .await;
-    assert_eq!(
-        RpcId::from_json(&withdrawn["params"]["requestId"]),
-        Some(asked_id)
-    );
-    super::tools_common::eventually("the held question is answered", || {
+    let withdrawn = h.editor.wait_for_cancel_request().await;
+    assert_eq!(withdrawn, asked_id);
+    crate::support::eventually("the held question is answered", || {
         h.editor.held_elicitations() == 0
     })
     .await;

@@ -9,7 +9,7 @@
 use super::common::{spawn_in_home, write_config};
 use crate::support::{
     FakeEditor, FakeModel, PermissionDecision, Reply, RpcError, TIMEOUT, Workspace, chunk,
-    full_capabilities,
+    full_capabilities, process_alive, wait_gone, wait_pid_file,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -77,45 +77,6 @@ pub fn texts(updates: &[Value], kind: &str) -> Vec<String> {
         .filter(|u| u["sessionUpdate"] == kind)
         .filter_map(|u| u["content"]["text"].as_str().map(str::to_owned))
         .collect()
-}
-
-/// Whether a process is gone (a zombie whose parent never reaps counts as gone).
-pub fn process_gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    }
-}
-
-pub async fn wait_gone(pid: i32, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if process_gone(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    process_gone(pid)
-}
-
-/// Waits for a file the command writes (its pid) and returns the number in it.
-pub async fn wait_pid_file(path: &Path) -> i32 {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 // ------------------------------------------------------------- the model
@@ -419,21 +380,28 @@ async fn an_unwritable_session_store_is_told_once_and_catches_up_when_fixed() {
 
     // The user fixes it; the next record writes everything held back.
     std::fs::remove_file(&dir).unwrap();
+    let replay = third_turn_then_replay(&model, &a).await;
+    assert_eq!(
+        texts(&replay, "user_message_chunk"),
+        ["one", "two", "three"]
+    );
+}
+
+/// A third turn ("three") once the store works again; after a restart the
+/// replay has all three answers. The replayed updates.
+async fn third_turn_then_replay(model: &FakeModel, a: &Agent) -> Vec<Value> {
     model.push(Reply::text("third answer"));
     assert_eq!(
         a.editor.prompt(&a.sid, "three").await["stopReason"],
         "end_turn"
     );
     a.editor.close_stdin().await;
-    let replay = reload(&model, a.home.path(), a.ws.path(), &a.sid).await;
-    assert_eq!(
-        texts(&replay, "user_message_chunk"),
-        ["one", "two", "three"]
-    );
+    let replay = reload(model, a.home.path(), a.ws.path(), &a.sid).await;
     assert_eq!(
         texts(&replay, "agent_message_chunk"),
         ["first answer", "second answer", "third answer"]
     );
+    replay
 }
 
 /// Lets the agent see EFBIG instead of dying of SIGXFSZ when it writes past
@@ -496,20 +464,10 @@ async fn a_full_disk_loses_no_record_once_there_is_room_again() {
     let cut = std::fs::metadata(&log).unwrap().len();
     assert!(cut > size && cut <= size + 40, "{size} → {cut}");
     set_file_size_limit(pid, None);
-    model.push(Reply::text("third answer"));
-    assert_eq!(
-        a.editor.prompt(&a.sid, "three").await["stopReason"],
-        "end_turn"
-    );
-    a.editor.close_stdin().await;
-    let replay = reload(&model, a.home.path(), a.ws.path(), &a.sid).await;
+    let replay = third_turn_then_replay(&model, &a).await;
     assert_eq!(
         texts(&replay, "user_message_chunk"),
         ["one".to_owned(), long.clone(), "three".to_owned()]
-    );
-    assert_eq!(
-        texts(&replay, "agent_message_chunk"),
-        ["first answer", "second answer", "third answer"]
     );
 }
 
@@ -528,23 +486,20 @@ fn sleeper(ws: &Workspace) -> (Reply, PathBuf) {
 
 /// Starts a turn in full-auto whose model runs
 /// `sleep 30` locally; returns once the sleep runs, with its pid.
-async fn turn_running_sleep(model: &FakeModel) -> (Agent, i32, crate::support::PendingRequest) {
+async fn turn_running_sleep(model: &FakeModel) -> (Agent, u32, crate::support::PendingRequest) {
     let a = start(model, "default_mode = \"full-auto\"\n", fs_only(), &[]).await;
     let (reply, pid_file) = sleeper(&a.ws);
     model.push(reply);
     let pending = a.editor.start_prompt(&a.sid, "start the sleeper").await;
     let pid = wait_pid_file(&pid_file).await;
-    assert!(!process_gone(pid));
+    assert!(process_alive(pid));
     (a, pid, pending)
 }
 
 /// After the agent stopped mid-command: the command is gone and the session
 /// loads with the prompt and the stopped call.
-async fn assert_stopped_cleanly(model: &FakeModel, a: &Agent, pid: i32) {
-    assert!(
-        wait_gone(pid, Duration::from_secs(10)).await,
-        "the command's process {pid} outlived the agent"
-    );
+async fn assert_stopped_cleanly(model: &FakeModel, a: &Agent, pid: u32) {
+    wait_gone(pid, "the command, after the agent stopped").await;
     let replay = reload(model, a.home.path(), a.ws.path(), &a.sid).await;
     assert_eq!(texts(&replay, "user_message_chunk"), ["start the sleeper"]);
     let calls: Vec<&Value> = replay

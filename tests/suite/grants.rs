@@ -87,7 +87,7 @@ async fn a_read_grant_does_not_write(via: Via) {
     assert_eq!(h.ws.read("outside/notes.txt"), "notes\n");
 }
 
-both!(a_read_grant_does_not_write, a_read_grant_does_not_write);
+both!(a_read_grant_does_not_write);
 
 /// Finding 1b: in `full-auto` "Always allow" on `list_directory ../victim`
 /// let `rm -rf ../victim` run without asking.
@@ -256,7 +256,7 @@ async fn protected_paths_ask(via: Via) {
     }
 }
 
-both!(protected_paths_ask, protected_paths_ask);
+both!(protected_paths_ask);
 
 /// An "always" on a protected file covers that file and writes only; a
 /// symlink into `.git` is the file it points to.

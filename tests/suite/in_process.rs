@@ -6,6 +6,7 @@ use crate::support::{
 };
 use acp_coder::config::Settings;
 use std::time::Duration;
+use tokio::task::JoinHandle;
 
 fn settings_for(model: &FakeModel) -> Settings {
     Settings {
@@ -18,21 +19,26 @@ fn settings_for(model: &FakeModel) -> Settings {
     }
 }
 
-#[tokio::test]
-async fn serve_runs_a_text_turn_over_a_duplex_pipe() {
-    init_tracing();
-    let model = FakeModel::start().await;
-    model.push(Reply::reasoning_then_text("hmm", "in-process hello").with_usage(7, 3));
+/// `serve` on a task, talking to a fake editor over an in-memory pipe.
+fn serve_in_process(model: &FakeModel) -> (FakeEditor, JoinHandle<()>) {
     let (editor_io, agent_io) = tokio::io::duplex(1 << 16);
     let (agent_read, agent_write) = tokio::io::split(agent_io);
     let (editor_read, editor_write) = tokio::io::split(editor_io);
     let agent = tokio::spawn(acp_coder::agent::serve(
         agent_read,
         agent_write,
-        settings_for(&model),
+        settings_for(model),
     ));
+    (FakeEditor::connect(editor_read, editor_write), agent)
+}
 
-    let editor = FakeEditor::connect(editor_read, editor_write);
+#[tokio::test]
+async fn serve_runs_a_text_turn_over_a_duplex_pipe() {
+    init_tracing();
+    let model = FakeModel::start().await;
+    model.push(Reply::reasoning_then_text("hmm", "in-process hello").with_usage(7, 3));
+    let (editor, agent) = serve_in_process(&model);
+
     let init = editor.initialize(full_capabilities()).await;
     assert_eq!(init["protocolVersion"], 1);
     assert_eq!(init["agentInfo"]["name"], "acp-coder");
@@ -62,15 +68,7 @@ async fn serve_ends_promptly_at_eof_mid_turn() {
     init_tracing();
     let model = FakeModel::start().await;
     model.push(Reply::text("hanging").hang_after(2));
-    let (editor_io, agent_io) = tokio::io::duplex(1 << 16);
-    let (agent_read, agent_write) = tokio::io::split(agent_io);
-    let (editor_read, editor_write) = tokio::io::split(editor_io);
-    let agent = tokio::spawn(acp_coder::agent::serve(
-        agent_read,
-        agent_write,
-        settings_for(&model),
-    ));
-    let editor = FakeEditor::connect(editor_read, editor_write);
+    let (editor, agent) = serve_in_process(&model);
     editor.initialize(full_capabilities()).await;
     let ws = Workspace::new();
     let sid = editor.new_session(ws.path()).await;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::mcp::{test_server, tool_result};
+use super::mcp_common::{test_server, tool_result};
 use crate::support::{FakeEditor, FakeModel, PermissionDecision, Reply, Workspace};
 use crate::support::{full_capabilities, no_capabilities};
 

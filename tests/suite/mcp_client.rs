@@ -5,7 +5,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::mcp::{everything, final_update, first_call, free_port, stdio, tool_result, wait_port};
+use super::mcp_common::{
+    everything, everything_over, final_update, first_call, run_turn, stdio, tool_result,
+};
 use crate::support::{
     FakeEditor, FakeModel, PermissionDecision, Reply, Workspace, full_capabilities,
 };
@@ -15,6 +17,16 @@ pub(super) async fn agent(
     model: &FakeModel,
     dir: &Path,
     config: &str,
+) -> (FakeEditor, std::path::PathBuf) {
+    agent_with_caps(model, dir, config, full_capabilities()).await
+}
+
+/// [`agent`] for an editor with these `clientCapabilities`.
+pub(super) async fn agent_with_caps(
+    model: &FakeModel,
+    dir: &Path,
+    config: &str,
+    caps: Value,
 ) -> (FakeEditor, std::path::PathBuf) {
     let cfg = dir.join("config.toml");
     std::fs::write(&cfg, config).unwrap();
@@ -28,7 +40,7 @@ pub(super) async fn agent(
         "debug",
     ];
     let editor = FakeEditor::spawn(&args, model.agent_env());
-    editor.initialize(full_capabilities()).await;
+    editor.initialize(caps).await;
     (editor, log)
 }
 
@@ -53,18 +65,9 @@ pub(super) fn stdio_everything(path: &str) -> Value {
 }
 
 /// Starts server-everything serving streamable HTTP; its `/mcp` URL.
-pub(super) async fn http_everything(path: &str) -> (tokio::process::Child, String) {
-    let port = free_port();
-    let child = tokio::process::Command::new("node")
-        .args([path, "streamableHttp"])
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the everything server");
-    wait_port(port).await;
-    (child, format!("http://127.0.0.1:{port}/mcp"))
+pub(super) async fn http_everything() -> (tokio::process::Child, String) {
+    let (child, base) = everything_over("streamableHttp").await;
+    (child, format!("{base}/mcp"))
 }
 
 pub(super) fn file_uri(p: &Path) -> String {
@@ -156,7 +159,7 @@ async fn roots_progress_and_logs_over_stdio() {
 #[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn roots_progress_and_logs_over_streamable_http() {
     let path = everything();
-    let (_server, url) = http_everything(&path).await;
+    let (_server, url) = http_everything().await;
     roots_progress_and_logs(
         |_| json!([{"type": "http", "name": "ev", "url": url, "headers": []}]),
         &path,
@@ -332,8 +335,7 @@ async fn rich_results_and_resources_over_stdio() {
 #[tokio::test]
 #[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn rich_results_and_resources_over_streamable_http_without_images() {
-    let path = everything();
-    let (_server, url) = http_everything(&path).await;
+    let (_server, url) = http_everything().await;
     rich_results_and_resources(
         json!([{"type": "http", "name": "ev", "url": url, "headers": []}]),
         false,
@@ -415,15 +417,9 @@ async fn hostile_notifications_leave_the_session_working() {
     let (editor, log) = agent(&model, home.path(), "").await;
     let sid = session(&editor, ws.path(), &[], json!([stdio("srv", &[])])).await;
     editor.set_default_permission(Some(PermissionDecision::AllowOnce));
-    model.push(Reply::tool_call("n1", "mcp__srv__noisy", json!({})));
-    model.push(Reply::tool_call(
-        "n2",
-        "mcp__srv__echo",
-        json!({"text": "alive"}),
-    ));
-    model.push(Reply::text("done"));
-    let r = editor.prompt(&sid, "go").await;
-    assert_eq!(r["stopReason"], "end_turn");
+    let noisy = Reply::tool_call("n1", "mcp__srv__noisy", json!({}));
+    let echo = Reply::tool_call("n2", "mcp__srv__echo", json!({"text": "alive"}));
+    run_turn(&editor, &model, &sid, [noisy, echo]).await;
     assert_eq!(tool_result(&model, 1, "n1"), "noisy done");
     assert_eq!(tool_result(&model, 2, "n2"), "alive");
     for u in editor.updates_of_kind(&sid, "tool_call_update") {

@@ -6,7 +6,7 @@
 //! capability nothing is advertised to the server and nothing reaches the
 //! editor.
 
-use super::mcp::everything;
+use super::mcp_common::everything;
 use crate::support::{FakeEditor, FakeModel, Reply, Workspace, full_capabilities};
 use serde_json::{Value, json};
 

@@ -10,27 +10,20 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::mcp::{external, free_port, new_session, tool_result};
+use super::mcp_common::{free_port, mcp_python, new_session, tool_result};
 use crate::support::{FakeEditor, FakeModel, Reply, SpawnOptions, Workspace, full_capabilities};
 
-fn python() -> String {
-    external(
-        "ACP_CODER_MCP_PYTHON",
-        "python3 -m venv DIR && DIR/bin/pip install mcp; ACP_CODER_MCP_PYTHON=DIR/bin/python",
-    )
-}
-
-/// Starts the OAuth-protected server; the child, its URL and its grant log.
-async fn oauth_server(
-    python: &str,
-    transport: &str,
-    dir: &Path,
-) -> (tokio::process::Child, String, PathBuf) {
+/// The OAuth-protected server over `transport` (`streamable-http` or
+/// `sse`): the running server (dropping it stops the server), the
+/// `mcpServers` naming it `py`, and its grant log.
+async fn oauth_server(transport: &str) -> (RunningServer, Value, PathBuf) {
+    let python = mcp_python();
+    let dir = tempfile::tempdir().unwrap();
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_py_oauth_server.py");
     let port = free_port();
-    let events = dir.join("grants.log");
-    let child = tokio::process::Command::new(python)
+    let events = dir.path().join("grants.log");
+    let child = tokio::process::Command::new(&python)
         .arg(&script)
         .arg(port.to_string())
         .arg(transport)
@@ -52,8 +45,84 @@ async fn oauth_server(
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let path = if transport == "sse" { "/sse" } else { "/mcp" };
-    (child, format!("http://127.0.0.1:{port}{path}"), events)
+    let (kind, path) = if transport == "sse" {
+        ("sse", "/sse")
+    } else {
+        ("http", "/mcp")
+    };
+    let url = format!("http://127.0.0.1:{port}{path}");
+    let servers = json!([{"type": kind, "name": "py", "url": url, "headers": []}]);
+    (
+        RunningServer {
+            _child: child,
+            _dir: dir,
+        },
+        servers,
+        events,
+    )
+}
+
+/// The server process and its scratch directory, both gone when dropped.
+struct RunningServer {
+    _child: tokio::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+/// A HOME for the agent (where its token file goes), a workspace and a
+/// model.
+async fn fresh_agent_home() -> (tempfile::TempDir, Workspace, FakeModel) {
+    let home = tempfile::tempdir().unwrap();
+    (home, Workspace::new(), FakeModel::start().await)
+}
+
+/// The user's browser following the sign-in link: the agent's loopback
+/// listener answers 200 with the page.
+async fn follow_sign_in_link(link: &str) -> String {
+    crate::support::install_crypto_provider();
+    let page = reqwest::get(link).await.unwrap();
+    assert_eq!(page.status(), 200);
+    page.text().await.unwrap()
+}
+
+/// `/mcp` shows the server signed in and its tool answers the signed-in
+/// caller; the `/mcp` answer.
+async fn assert_signed_in(editor: &FakeEditor, model: &FakeModel, sid: &str, call: &str) -> String {
+    let status = wait_ready(editor, sid).await;
+    assert!(status.contains("sign-in: signed in"), "{status}");
+    let caller = call_whoami(editor, model, sid, call).await;
+    assert!(caller.starts_with("signed-in caller"), "{caller}");
+    status
+}
+
+/// The first turn: the server answers 401 and the chat shows a sign-in link
+/// to 127.0.0.1; the agent's text and the link.
+async fn first_turn_shows_a_sign_in_link(
+    editor: &FakeEditor,
+    model: &FakeModel,
+    sid: &str,
+) -> (String, String) {
+    model.push(Reply::text("hello"));
+    editor.prompt(sid, "hi").await;
+    let text = editor.agent_text(sid);
+    let link = text
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("/authorize?"))
+        .unwrap_or_else(|| panic!("no sign-in link in the chat: {text}"))
+        .to_owned();
+    (text, link)
+}
+
+/// Only the owner may read or write `file`.
+fn assert_private(file: &Path) {
+    let mode = std::fs::metadata(file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+}
+
+/// What the agent said to `text` (a slash command).
+async fn answer_to(editor: &FakeEditor, sid: &str, text: &str) -> String {
+    let before = editor.agent_text(sid).len();
+    editor.prompt(sid, text).await;
+    editor.agent_text(sid)[before..].to_owned()
 }
 
 fn grants(events: &Path) -> Vec<String> {
@@ -89,9 +158,7 @@ async fn agent_with(model: &FakeModel, home: &Path, caps: Value) -> FakeEditor {
 async fn wait_ready(editor: &FakeEditor, sid: &str) -> String {
     let began = Instant::now();
     loop {
-        let before = editor.agent_text(sid).len();
-        editor.prompt(sid, "/mcp").await;
-        let answer = editor.agent_text(sid)[before..].to_owned();
+        let answer = answer_to(editor, sid, "/mcp").await;
         if answer.contains("ready, 1 tools") {
             return answer;
         }
@@ -148,25 +215,13 @@ fn everything_but_tokens(dir: &Path, out: &mut String) {
 #[tokio::test]
 #[ignore = "needs the Python MCP SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn oauth_sign_in_reuse_refresh_and_sign_out_with_the_python_sdk() {
-    let python = python();
-    let scratch = tempfile::tempdir().unwrap();
-    let (_server, url, events) = oauth_server(&python, "streamable-http", scratch.path()).await;
-    let home = tempfile::tempdir().unwrap();
-    let ws = Workspace::new();
-    let model = FakeModel::start().await;
-    let servers = json!([{"type": "http", "name": "py", "url": url, "headers": []}]);
+    let (_server, servers, events) = oauth_server("streamable-http").await;
+    let (home, ws, model) = fresh_agent_home().await;
 
     // 1. The server answers 401: the sign-in link is shown in the chat.
     let editor = agent(&model, home.path()).await;
     let (sid, _) = new_session(&editor, ws.path(), servers.clone()).await;
-    model.push(Reply::text("hello"));
-    editor.prompt(&sid, "hi").await;
-    let text = editor.agent_text(&sid);
-    let link = text
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("/authorize?"))
-        .unwrap_or_else(|| panic!("no sign-in link in the chat: {text}"))
-        .to_owned();
+    let (text, link) = first_turn_shows_a_sign_in_link(&editor, &model, &sid).await;
     assert!(
         text.contains("MCP server `py` needs you to sign in"),
         "{text}"
@@ -178,26 +233,16 @@ async fn oauth_sign_in_reuse_refresh_and_sign_out_with_the_python_sdk() {
     );
 
     // 2. The user's browser follows it; the redirect lands on the agent.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let page = reqwest::get(&link).await.unwrap();
-    assert_eq!(page.status(), 200);
-    assert!(page.text().await.unwrap().contains("Signed in"));
+    assert!(follow_sign_in_link(&link).await.contains("Signed in"));
 
     // 3. Tools listed and callable; /mcp says signed in.
-    let status = wait_ready(&editor, &sid).await;
-    assert!(status.contains("sign-in: signed in"), "{status}");
+    let status = assert_signed_in(&editor, &model, &sid, "w1").await;
     assert!(status.contains("/mcp logout py"), "{status}");
-    assert!(
-        call_whoami(&editor, &model, &sid, "w1")
-            .await
-            .starts_with("signed-in caller")
-    );
     assert_eq!(grants(&events), ["register", "authorization_code"]);
 
     // 4. One 0600 token file; its tokens appear nowhere else.
     let file = token_file(home.path());
-    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
-    assert_eq!(mode & 0o777, 0o600);
+    assert_private(&file);
     let (access, refresh) = tokens(&file);
     let transcript = editor.raw_lines().join("\n");
     drop(editor);
@@ -209,12 +254,7 @@ async fn oauth_sign_in_reuse_refresh_and_sign_out_with_the_python_sdk() {
     // 5. A restart reuses the stored token: no new sign-in.
     let editor = agent(&model, home.path()).await;
     let (sid, _) = new_session(&editor, ws.path(), servers.clone()).await;
-    wait_ready(&editor, &sid).await;
-    assert!(
-        call_whoami(&editor, &model, &sid, "w2")
-            .await
-            .starts_with("signed-in caller")
-    );
+    assert_signed_in(&editor, &model, &sid, "w2").await;
     assert!(!editor.agent_text(&sid).contains("/authorize?"));
     assert_eq!(grants(&events), ["register", "authorization_code"]);
     drop(editor);
@@ -225,80 +265,37 @@ async fn oauth_sign_in_reuse_refresh_and_sign_out_with_the_python_sdk() {
     std::fs::write(&file, stored.to_string()).unwrap();
     let editor = agent(&model, home.path()).await;
     let (sid, _) = new_session(&editor, ws.path(), servers.clone()).await;
-    wait_ready(&editor, &sid).await;
-    assert!(
-        call_whoami(&editor, &model, &sid, "w3")
-            .await
-            .starts_with("signed-in caller")
-    );
+    assert_signed_in(&editor, &model, &sid, "w3").await;
     assert_eq!(
         grants(&events),
         ["register", "authorization_code", "refresh_token"]
     );
     let (access2, _) = tokens(&file);
     assert_ne!(access2, access);
-    assert_eq!(
-        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    assert_private(&file);
 
     // 7. Sign-out deletes the token; /mcp says a sign-in is needed.
-    let before = editor.agent_text(&sid).len();
-    editor.prompt(&sid, "/mcp logout py").await;
-    let said = editor.agent_text(&sid)[before..].to_owned();
+    let said = answer_to(&editor, &sid, "/mcp logout py").await;
     assert!(said.contains("Signed out of MCP server `py`"), "{said}");
     assert!(!file.exists());
-    let before = editor.agent_text(&sid).len();
-    editor.prompt(&sid, "/mcp").await;
-    let said = editor.agent_text(&sid)[before..].to_owned();
+    let said = answer_to(&editor, &sid, "/mcp").await;
     assert!(said.contains("sign-in: needs sign-in"), "{said}");
-    let before = editor.agent_text(&sid).len();
-    editor.prompt(&sid, "/mcp logout nosuch").await;
-    assert!(editor.agent_text(&sid)[before..].contains("No MCP server is named `nosuch`"));
+    let said = answer_to(&editor, &sid, "/mcp logout nosuch").await;
+    assert!(said.contains("No MCP server is named `nosuch`"), "{said}");
 }
 
 #[tokio::test]
 #[ignore = "needs the Python MCP SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn oauth_sign_in_over_legacy_sse_with_the_python_sdk() {
-    let python = python();
-    let scratch = tempfile::tempdir().unwrap();
-    let (_server, url, events) = oauth_server(&python, "sse", scratch.path()).await;
-    let home = tempfile::tempdir().unwrap();
-    let ws = Workspace::new();
-    let model = FakeModel::start().await;
+    let (_server, servers, events) = oauth_server("sse").await;
+    let (home, ws, model) = fresh_agent_home().await;
     let editor = agent(&model, home.path()).await;
-    let (sid, _) = new_session(
-        &editor,
-        ws.path(),
-        json!([{"type": "sse", "name": "py", "url": url, "headers": []}]),
-    )
-    .await;
-    model.push(Reply::text("hello"));
-    editor.prompt(&sid, "hi").await;
-    let text = editor.agent_text(&sid);
-    let link = text
-        .split_whitespace()
-        .find(|w| w.contains("/authorize?"))
-        .unwrap_or_else(|| panic!("no sign-in link in the chat: {text}"))
-        .to_owned();
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    assert_eq!(reqwest::get(&link).await.unwrap().status(), 200);
-    let status = wait_ready(&editor, &sid).await;
-    assert!(status.contains("sign-in: signed in"), "{status}");
-    assert!(
-        call_whoami(&editor, &model, &sid, "s1")
-            .await
-            .starts_with("signed-in caller")
-    );
+    let (sid, _) = new_session(&editor, ws.path(), servers).await;
+    let (_, link) = first_turn_shows_a_sign_in_link(&editor, &model, &sid).await;
+    follow_sign_in_link(&link).await;
+    assert_signed_in(&editor, &model, &sid, "s1").await;
     assert_eq!(grants(&events), ["register", "authorization_code"]);
-    assert_eq!(
-        std::fs::metadata(token_file(home.path()))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777,
-        0o600
-    );
+    assert_private(&token_file(home.path()));
 }
 
 /// The `elicitation/create` requests the agent sent.
@@ -318,13 +315,8 @@ fn url_elicitations(editor: &FakeEditor) -> Vec<Value> {
 #[tokio::test]
 #[ignore = "needs the Python MCP SDK from PyPI; scripts/test.sh installs it and runs the ignored tests"]
 async fn oauth_link_goes_through_a_url_elicitation_when_the_editor_has_it() {
-    let python = python();
-    let scratch = tempfile::tempdir().unwrap();
-    let (_server, url, events) = oauth_server(&python, "streamable-http", scratch.path()).await;
-    let home = tempfile::tempdir().unwrap();
-    let ws = Workspace::new();
-    let model = FakeModel::start().await;
-    let servers = json!([{"type": "http", "name": "py", "url": url, "headers": []}]);
+    let (_server, servers, events) = oauth_server("streamable-http").await;
+    let (home, ws, model) = fresh_agent_home().await;
     let mut caps = full_capabilities();
     caps["elicitation"] = json!({"url": {}});
 
@@ -382,15 +374,8 @@ async fn oauth_link_goes_through_a_url_elicitation_when_the_editor_has_it() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let id = url_elicitations(&editor)[0]["elicitationId"].clone();
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    assert_eq!(reqwest::get(&link).await.unwrap().status(), 200);
-    let status = wait_ready(&editor, &sid).await;
-    assert!(status.contains("sign-in: signed in"), "{status}");
-    assert!(
-        call_whoami(&editor, &model, &sid, "u1")
-            .await
-            .starts_with("signed-in caller")
-    );
+    follow_sign_in_link(&link).await;
+    assert_signed_in(&editor, &model, &sid, "u1").await;
     assert!(!editor.agent_text(&sid).contains("/authorize?"));
     assert!(
         editor

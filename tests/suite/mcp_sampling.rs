@@ -6,10 +6,9 @@
 //! send: a read-only tool that samples, 10 MB of messages, a request outside
 //! any tool call. Every ACP frame is validated by the support module.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::mcp::{everything, external, new_session, spawn, tool_result};
+use super::mcp_common::{everything, new_session, python_server, spawn, tool_result};
 use crate::support::{FakeEditor, FakeModel, PermissionDecision, Reply, Workspace};
 use serde_json::{Value, json};
 
@@ -35,18 +34,9 @@ async fn with_everything(model: &FakeModel, ws: &Workspace) -> Started {
 }
 
 async fn with_python(model: &FakeModel, ws: &Workspace) -> Started {
-    let python = external(
-        "ACP_CODER_MCP_PYTHON",
-        "python3 -m venv DIR && DIR/bin/pip install mcp; ACP_CODER_MCP_PYTHON=DIR/bin/python",
-    );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_py_sampling.py");
     let (editor, cfg) = spawn(model, Some(FULL_AUTO)).await;
-    let (sid, _) = new_session(
-        &editor,
-        ws.path(),
-        json!([{"name": "py", "command": python, "args": [script], "env": []}]),
-    )
-    .await;
+    let servers = json!([python_server("py", "mcp_py_sampling.py")]);
+    let (sid, _) = new_session(&editor, ws.path(), servers).await;
     (editor, sid, cfg)
 }
 

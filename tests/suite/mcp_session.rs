@@ -6,15 +6,16 @@
 //! audio reaches a model configured with `audio = true`; odd input from a
 //! server (a nested elicitation schema, progress for nobody) leaves the
 //! session working.
-use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::mcp::{everything, external, tool_result};
 use super::mcp_client::{
-    agent, file_uri, http_everything, messages, session, stdio_everything, wait_log,
+    agent, agent_with_caps, file_uri, http_everything, messages, session, stdio_everything,
+    wait_log,
 };
-use crate::support::{FakeModel, PermissionDecision, Reply, Workspace};
+use super::mcp_common::{everything, python_server, run_turn, tool_result};
+use crate::support::{FakeEditor, FakeModel, PermissionDecision, Reply, Workspace};
+use std::path::Path;
 
 /// `/add-dir` during a session over `servers` (named `ev`).
 async fn add_dir_changes_the_roots(servers: Value) {
@@ -37,16 +38,7 @@ async fn add_dir_changes_the_roots(servers: Value) {
     wait_log(&log, "MCP server log: Roots updated: 1 root(s)").await;
 
     // Before: one root; a write in the other directory asks (and is refused).
-    model.push(Reply::tool_calls([
-        ("r1", "mcp__ev__get-roots-list", json!({})),
-        (
-            "w1",
-            "write_file",
-            json!({"path": extra_dir.join("a.txt"), "content": "a"}),
-        ),
-    ]));
-    model.push(Reply::text("ok"));
-    editor.prompt(&sid, "before").await;
+    list_roots_and_write(&editor, &model, &sid, "1", &extra_dir.join("a.txt")).await;
     assert!(tool_result(&model, 1, "r1").contains("(1 total)"));
     assert_eq!(editor.permission_requests().len(), 1);
     assert!(!extra_dir.join("a.txt").exists());
@@ -100,16 +92,7 @@ async fn add_dir_changes_the_roots(servers: Value) {
 
     // After: two roots; the write runs without asking, as for
     // `additionalDirectories` in accept-edits.
-    model.push(Reply::tool_calls([
-        ("r2", "mcp__ev__get-roots-list", json!({})),
-        (
-            "w2",
-            "write_file",
-            json!({"path": extra_dir.join("b.txt"), "content": "b"}),
-        ),
-    ]));
-    model.push(Reply::text("ok"));
-    editor.prompt(&sid, "after").await;
+    list_roots_and_write(&editor, &model, &sid, "2", &extra_dir.join("b.txt")).await;
     let roots = tool_result(&model, calls + 1, "r2");
     assert!(
         roots.contains("(2 total)") && roots.contains(&file_uri(&extra_dir)),
@@ -118,7 +101,7 @@ async fn add_dir_changes_the_roots(servers: Value) {
     assert_eq!(editor.permission_requests().len(), 1, "no new question");
     assert_eq!(
         std::fs::read_to_string(extra_dir.join("b.txt")).unwrap(),
-        "b"
+        "2"
     );
     let list = editor.request("session/list", json!({})).await.unwrap();
     assert_eq!(
@@ -145,6 +128,31 @@ async fn add_dir_changes_the_roots(servers: Value) {
     );
 }
 
+/// A turn in which the model asks the server for its roots (call `r{n}`)
+/// and writes `file` (call `w{n}`).
+async fn list_roots_and_write(
+    editor: &FakeEditor,
+    model: &FakeModel,
+    sid: &str,
+    n: &str,
+    file: &Path,
+) {
+    model.push(Reply::tool_calls([
+        (
+            format!("r{n}").as_str(),
+            "mcp__ev__get-roots-list",
+            json!({}),
+        ),
+        (
+            format!("w{n}").as_str(),
+            "write_file",
+            json!({"path": file, "content": n}),
+        ),
+    ]));
+    model.push(Reply::text("ok"));
+    editor.prompt(sid, "go").await;
+}
+
 #[tokio::test]
 #[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn add_dir_changes_the_roots_over_stdio() {
@@ -154,7 +162,7 @@ async fn add_dir_changes_the_roots_over_stdio() {
 #[tokio::test]
 #[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn add_dir_changes_the_roots_over_streamable_http() {
-    let (_server, url) = http_everything(&everything()).await;
+    let (_server, url) = http_everything().await;
     add_dir_changes_the_roots(json!([{"type": "http", "name": "ev", "url": url, "headers": []}]))
         .await;
 }
@@ -175,12 +183,7 @@ async fn prompt_links_are_read_through_their_server(servers: Value) {
         json!({"type": "resource_link", "uri": "demo://resource/dynamic/blob/5", "name": "five"}),
         json!({"type": "resource_link", "uri": "demo://nobody/x", "name": "stray"}),
     ];
-    let result = editor
-        .start_prompt_blocks(&sid, blocks)
-        .await
-        .response()
-        .await
-        .unwrap();
+    let result = editor.prompt_blocks(&sid, blocks).await;
     assert_eq!(result["stopReason"], "end_turn");
     let user = messages(&model, 0)
         .into_iter()
@@ -211,20 +214,11 @@ async fn prompt_links_are_read_through_their_server_over_stdio() {
 #[tokio::test]
 #[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
 async fn prompt_links_are_read_through_their_server_over_streamable_http() {
-    let (_server, url) = http_everything(&everything()).await;
+    let (_server, url) = http_everything().await;
     prompt_links_are_read_through_their_server(
         json!([{"type": "http", "name": "ev", "url": url, "headers": []}]),
     )
     .await;
-}
-
-fn python_server() -> Value {
-    let python = external(
-        "ACP_CODER_MCP_PYTHON",
-        "python3 -m venv DIR && DIR/bin/pip install mcp; ACP_CODER_MCP_PYTHON=DIR/bin/python",
-    );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_py_server.py");
-    json!([{"name": "py", "command": python, "args": [script], "env": []}])
 }
 
 /// Item 7: audio is an `input_audio` part for a model with `audio = true`,
@@ -241,7 +235,13 @@ async fn audio_reaches_only_models_that_accept_it() {
             crate::support::FAKE_MODEL_ID
         );
         let (editor, _log) = agent(&model, home.path(), &config).await;
-        let sid = session(&editor, ws.path(), &[], python_server()).await;
+        let sid = session(
+            &editor,
+            ws.path(),
+            &[],
+            json!([python_server("py", "mcp_py_server.py")]),
+        )
+        .await;
         model.push(Reply::tool_call("a1", "mcp__py__beep", json!({})));
         model.push(Reply::text("heard"));
         editor.prompt(&sid, "play").await;
@@ -277,40 +277,23 @@ async fn odd_server_requests_get_clear_errors_and_the_session_goes_on() {
     let model = FakeModel::start().await;
     let ws = Workspace::new();
     let home = tempfile::tempdir().unwrap();
-    let cfg = home.path().join("config.toml");
-    std::fs::write(
-        &cfg,
-        "default_mode = \"full-auto\"\nmcp_startup_timeout_secs = 60\n",
-    )
-    .unwrap();
-    let log = home.path().join("agent.log");
-    let editor = crate::support::FakeEditor::spawn(
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--log-file",
-            log.to_str().unwrap(),
-            "--log-level",
-            "debug",
-        ],
-        model.agent_env(),
-    );
     let mut caps = crate::support::full_capabilities();
     caps["elicitation"] = json!({"form": {}});
-    editor.initialize(caps).await;
-    let sid = session(&editor, ws.path(), &[], python_server()).await;
-    model.push(Reply::tool_calls([
+    let config = "default_mode = \"full-auto\"\nmcp_startup_timeout_secs = 60\n";
+    let (editor, log) = agent_with_caps(&model, home.path(), config, caps).await;
+    let sid = session(
+        &editor,
+        ws.path(),
+        &[],
+        json!([python_server("py", "mcp_py_server.py")]),
+    )
+    .await;
+    let odd_calls = Reply::tool_calls([
         ("o1", "mcp__py__odd_form", json!({})),
         ("s1", "mcp__py__stray_progress", json!({})),
-    ]));
-    model.push(Reply::tool_call(
-        "e1",
-        "mcp__py__shout",
-        json!({"text": "alive"}),
-    ));
-    model.push(Reply::text("done"));
-    let r = editor.prompt(&sid, "go").await;
-    assert_eq!(r["stopReason"], "end_turn");
+    ]);
+    let shout = Reply::tool_call("e1", "mcp__py__shout", json!({"text": "alive"}));
+    run_turn(&editor, &model, &sid, [odd_calls, shout]).await;
     let odd = tool_result(&model, 1, "o1");
     assert!(
         odd.starts_with("refused: ")

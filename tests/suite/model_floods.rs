@@ -95,12 +95,15 @@ async fn cancel_during(kind: Flood) {
     )
     .await;
     let prompt = a.editor.start_prompt(&a.sid, "hi").await;
+    // The cancel comes once the flood is underway: 1 MiB of it written,
+    // more than loopback's socket buffers hold unread (about 150 KiB at their
+    // initial sizes), so the agent is reading it.
     assert!(
         model
-            .wait_for_chat_requests(1, Duration::from_secs(10))
-            .await
+            .wait_for_flooded_bytes(1 << 20, Duration::from_secs(30))
+            .await,
+        "{kind:?}: the flood never started"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
     let sent = Instant::now();
     a.editor.cancel(&a.sid).await;
     let result = prompt.response().await.expect("a cancelled prompt answers");

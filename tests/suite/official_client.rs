@@ -14,9 +14,53 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::schema::{NewSessionResponse, PromptResponse, SessionId};
 use agent_client_protocol::{Agent, ByteStreams, Client, ConnectTo};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio_util::compat::Compat;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+/// The agent binary against `model` (HOME = `home`) as a plain child
+/// process, and its stdio as the SDK's transport.
+pub(super) fn sdk_transport(
+    model: &FakeModel,
+    home: &Path,
+) -> (Child, ByteStreams<Compat<ChildStdin>, Compat<ChildStdout>>) {
+    let opts = SpawnOptions {
+        envs: model.agent_env(),
+        ..SpawnOptions::default()
+    };
+    let mut child = agent_command(&opts, home).spawn().expect("spawn acp-coder");
+    let stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
+    (child, transport)
+}
+
+/// An SDK agent answering `initialize` and `session/new` (as
+/// `sdk-session`); the test adds its `session/prompt` handler.
+macro_rules! sdk_agent {
+    () => {
+        Agent
+            .v1()
+            .on_receive_request(
+                async |request: InitializeRequest, responder, _cx: ConnectionTo<Client>| {
+                    responder.respond(agent_client_protocol::v1::schema::InitializeResponse::new(
+                        request.protocol_version,
+                    ))
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async |_request: NewSessionRequest,
+                       responder: Responder<NewSessionResponse>,
+                       _cx: ConnectionTo<Client>| {
+                    responder.respond(NewSessionResponse::new(SessionId::new("sdk-session")))
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+    };
+}
 
 /// What the official client saw during one text turn.
 struct Turn {
@@ -126,15 +170,7 @@ async fn official_sdk_client_runs_a_text_turn() {
     let ws = Workspace::builder().file("README.md", "# demo\n").build();
     let home = tempfile::tempdir().expect("temp HOME");
 
-    let opts = SpawnOptions {
-        envs: model.agent_env(),
-        ..SpawnOptions::default()
-    };
-    let mut child = agent_command(&opts, home.path())
-        .spawn()
-        .expect("spawn acp-coder");
-    let stdin = child.stdin.take().expect("stdin");
-    let stdout = child.stdout.take().expect("stdout");
+    let (mut child, transport) = sdk_transport(&model, home.path());
     let stderr = child.stderr.take().expect("stderr");
     // Keep the agent's stderr for the failure message.
     let stderr_task = tokio::spawn(async move {
@@ -145,7 +181,6 @@ async fn official_sdk_client_runs_a_text_turn() {
         out
     });
 
-    let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
     let outcome = tokio::time::timeout(
         TIMEOUT,
         text_turn(transport, ws.path().to_path_buf(), "say hello"),
@@ -190,40 +225,22 @@ async fn official_sdk_client_runs_a_text_turn() {
 /// so a failure of the test above is about acp-coder, not this file.
 #[tokio::test]
 async fn official_client_code_works_against_an_sdk_agent() {
-    let agent = Agent
-        .v1()
-        .on_receive_request(
-            async |request: InitializeRequest, responder, _cx: ConnectionTo<Client>| {
-                responder.respond(agent_client_protocol::v1::schema::InitializeResponse::new(
-                    request.protocol_version,
-                ))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async |_request: NewSessionRequest,
-                   responder: Responder<NewSessionResponse>,
-                   _cx: ConnectionTo<Client>| {
-                responder.respond(NewSessionResponse::new(SessionId::new("sdk-session")))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async |request: PromptRequest,
-                   responder: Responder<PromptResponse>,
-                   cx: ConnectionTo<Client>| {
-                for part in ["hel", "lo"] {
-                    cx.send_notification(SessionNotification::new(
-                        request.session_id.clone(),
-                        SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(
-                            TextContent::new(part),
-                        ))),
-                    ))?;
-                }
-                responder.respond(PromptResponse::new(StopReason::EndTurn))
-            },
-            agent_client_protocol::on_receive_request!(),
-        );
+    let agent = sdk_agent!().on_receive_request(
+        async |request: PromptRequest,
+               responder: Responder<PromptResponse>,
+               cx: ConnectionTo<Client>| {
+            for part in ["hel", "lo"] {
+                cx.send_notification(SessionNotification::new(
+                    request.session_id.clone(),
+                    SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(
+                        TextContent::new(part),
+                    ))),
+                ))?;
+            }
+            responder.respond(PromptResponse::new(StopReason::EndTurn))
+        },
+        agent_client_protocol::on_receive_request!(),
+    );
     let ws = Workspace::new();
     let turn = tokio::time::timeout(TIMEOUT, text_turn(agent, ws.path().to_path_buf(), "hi"))
         .await
@@ -253,76 +270,54 @@ async fn fake_editor_interoperates_with_an_sdk_agent() {
         )
     }
 
-    let agent = Agent
-        .v1()
-        .on_receive_request(
-            async |request: InitializeRequest, responder, _cx: ConnectionTo<Client>| {
-                responder.respond(agent_client_protocol::v1::schema::InitializeResponse::new(
-                    request.protocol_version,
-                ))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async |_request: NewSessionRequest,
-                   responder: Responder<NewSessionResponse>,
-                   _cx: ConnectionTo<Client>| {
-                responder.respond(NewSessionResponse::new(SessionId::new("sdk-session")))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async |request: PromptRequest,
-                   responder: Responder<PromptResponse>,
-                   cx: ConnectionTo<Client>| {
-                let worker = cx.clone();
-                // Reverse requests must not block the dispatch loop.
-                cx.spawn(async move {
-                    let session = request.session_id.clone();
-                    let Some(ContentBlock::Text(path)) = request.prompt.first() else {
-                        return responder
-                            .respond_with_error(agent_client_protocol::Error::invalid_params());
-                    };
-                    worker.send_notification(chunk(&session, "reading…"))?;
-                    let read = worker
-                        .send_request(ReadTextFileRequest::new(session.clone(), path.text.clone()))
-                        .block_task()
-                        .await?;
-                    worker.send_notification(chunk(&session, &read.content))?;
-                    let permission = worker
-                        .send_request(RequestPermissionRequest::new(
-                            session.clone(),
-                            ToolCallUpdate::new(
-                                "call_1",
-                                ToolCallUpdateFields::new().title("Edit notes.txt"),
+    let agent = sdk_agent!().on_receive_request(
+        async |request: PromptRequest,
+               responder: Responder<PromptResponse>,
+               cx: ConnectionTo<Client>| {
+            let worker = cx.clone();
+            // Reverse requests must not block the dispatch loop.
+            cx.spawn(async move {
+                let session = request.session_id.clone();
+                let Some(ContentBlock::Text(path)) = request.prompt.first() else {
+                    return responder
+                        .respond_with_error(agent_client_protocol::Error::invalid_params());
+                };
+                worker.send_notification(chunk(&session, "reading…"))?;
+                let read = worker
+                    .send_request(ReadTextFileRequest::new(session.clone(), path.text.clone()))
+                    .block_task()
+                    .await?;
+                worker.send_notification(chunk(&session, &read.content))?;
+                let permission = worker
+                    .send_request(RequestPermissionRequest::new(
+                        session.clone(),
+                        ToolCallUpdate::new(
+                            "call_1",
+                            ToolCallUpdateFields::new().title("Edit notes.txt"),
+                        ),
+                        vec![
+                            PermissionOption::new(
+                                "once",
+                                "Allow once",
+                                PermissionOptionKind::AllowOnce,
                             ),
-                            vec![
-                                PermissionOption::new(
-                                    "once",
-                                    "Allow once",
-                                    PermissionOptionKind::AllowOnce,
-                                ),
-                                PermissionOption::new(
-                                    "always",
-                                    "Always allow",
-                                    PermissionOptionKind::AllowAlways,
-                                ),
-                                PermissionOption::new(
-                                    "no",
-                                    "Reject",
-                                    PermissionOptionKind::RejectOnce,
-                                ),
-                            ],
-                        ))
-                        .block_task()
-                        .await?;
-                    let outcome = serde_json::to_value(&permission.outcome).expect("json");
-                    worker.send_notification(chunk(&session, &outcome["optionId"].to_string()))?;
-                    responder.respond(PromptResponse::new(StopReason::EndTurn))
-                })
-            },
-            agent_client_protocol::on_receive_request!(),
-        );
+                            PermissionOption::new(
+                                "always",
+                                "Always allow",
+                                PermissionOptionKind::AllowAlways,
+                            ),
+                            PermissionOption::new("no", "Reject", PermissionOptionKind::RejectOnce),
+                        ],
+                    ))
+                    .block_task()
+                    .await?;
+                let outcome = serde_json::to_value(&permission.outcome).expect("json");
+                worker.send_notification(chunk(&session, &outcome["optionId"].to_string()))?;
+                responder.respond(PromptResponse::new(StopReason::EndTurn))
+            })
+        },
+        agent_client_protocol::on_receive_request!(),
+    );
 
     let (editor_io, agent_io) = tokio::io::duplex(1 << 16);
     let (agent_read, agent_write) = tokio::io::split(agent_io);

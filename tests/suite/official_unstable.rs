@@ -3,7 +3,7 @@
 //! SDK's typed handler, the turn's usage in the typed prompt response, and
 //! `session/fork` carrying the conversation into the new session.
 
-use crate::support::{FakeModel, Reply, SpawnOptions, TIMEOUT, Workspace, agent_command};
+use crate::support::{FakeModel, Reply, TIMEOUT, Workspace};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
@@ -12,11 +12,10 @@ use agent_client_protocol::v1::schema::{
     ElicitationFormCapabilities, ElicitationMode, ForkSessionRequest, InitializeRequest,
     NewSessionRequest, PromptRequest, SessionNotification, StopReason, TextContent,
 };
-use agent_client_protocol::{Agent, ByteStreams, Client};
+use agent_client_protocol::{Agent, Client};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 #[tokio::test]
 async fn official_sdk_answers_ask_user_and_forks_the_session() {
@@ -33,16 +32,7 @@ async fn official_sdk_answers_ask_user_and_forks_the_session() {
     model.push(Reply::text("forked reply"));
     let ws = Workspace::new();
     let home = tempfile::tempdir().expect("temp HOME");
-    let opts = SpawnOptions {
-        envs: model.agent_env(),
-        ..SpawnOptions::default()
-    };
-    let mut child = agent_command(&opts, home.path())
-        .spawn()
-        .expect("spawn acp-coder");
-    let stdin = child.stdin.take().expect("stdin");
-    let stdout = child.stdout.take().expect("stdout");
-    let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
+    let (mut child, transport) = super::official_client::sdk_transport(&model, home.path());
     let asked = Arc::new(Mutex::new(Vec::<CreateElicitationRequest>::new()));
     let cwd = ws.path().to_path_buf();
     let run = Client

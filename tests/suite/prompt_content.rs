@@ -29,12 +29,7 @@ async fn images_resources_and_links_reach_the_model() {
         json!({"type": "resource", "resource": {"uri": "file:///proj/notes.md", "text": "embedded notes", "mimeType": "text/markdown"}}),
         json!({"type": "resource_link", "uri": link, "name": "lib.rs"}),
     ];
-    let result = editor
-        .start_prompt_blocks(&sid, blocks)
-        .await
-        .response()
-        .await
-        .unwrap();
+    let result = editor.prompt_blocks(&sid, blocks).await;
     assert_eq!(result["stopReason"], "end_turn");
     let req = model.chat_requests()[0].clone();
     let content = req.last_message().unwrap()["content"]

@@ -10,11 +10,13 @@
 //! directory (where workspaces live) is writable by design.
 
 use super::common::write_config;
-use super::tools_common::{Harness, Via, eventually, process_alive, wait_pid_file};
-use crate::support::{PermissionDecision, Workspace, full_capabilities, no_capabilities};
+use super::tools_common::{Harness, Via};
+use crate::support::{
+    PermissionDecision, Workspace, full_capabilities, no_capabilities, process_alive, wait_gone,
+    wait_pid_file,
+};
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Whether this kernel has Landlock; prints why not when it does not. The
 /// namespace step is not optional: where Landlock exists the tests run.
@@ -133,20 +135,8 @@ async fn bypasses(via: Via) {
     // Each denial offers to run the command without the sandbox: refuse.
     h.editor
         .set_default_permission(Some(PermissionDecision::RejectOnce));
-    let mut calls: Vec<(String, serde_json::Value)> = commands
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (format!("c{i}"), json!({"command": c})))
-        .collect();
-    calls.push((
-        "inside".into(),
-        json!({"command": "echo fine > inside.txt"}),
-    ));
-    let refs: Vec<(&str, &str, serde_json::Value)> = calls
-        .iter()
-        .map(|(id, a)| (id.as_str(), "run_command", a.clone()))
-        .collect();
-    h.run_calls(&refs).await;
+    h.run_commands("c", &commands, ("inside", "echo fine > inside.txt"))
+        .await;
 
     assert_eq!(
         names_in(out.path()),
@@ -225,20 +215,8 @@ async fn git_protected(via: Via) {
         // The agent's own view of the files, where nothing is read-only.
         "A=$(awk '/^PPid/{print $2}' /proc/$PPID/status); echo evil >> /proc/$A/root$PWD/.git/config",
     ];
-    let mut calls: Vec<(String, serde_json::Value)> = attacks
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (format!("g{i}"), json!({"command": c})))
-        .collect();
-    calls.push((
-        "ok".into(),
-        json!({"command": "echo b >> a.txt && git add a.txt && git commit -qm b && git log --oneline | wc -l"}),
-    ));
-    let refs: Vec<(&str, &str, serde_json::Value)> = calls
-        .iter()
-        .map(|(id, a)| (id.as_str(), "run_command", a.clone()))
-        .collect();
-    h.run_calls(&refs).await;
+    let ok = "echo b >> a.txt && git add a.txt && git commit -qm b && git log --oneline | wc -l";
+    h.run_commands("g", &attacks, ("ok", ok)).await;
     assert_eq!(
         std::fs::read_to_string(h.ws.join(".git/config")).unwrap(),
         config
@@ -391,16 +369,8 @@ async fn commands_die_with_the_agent_even_on_sigkill() {
     let pid = wait_pid_file(&h.ws.join("pid")).await;
     assert!(process_alive(pid));
     h.editor.kill().await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while process_alive(pid) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "sleep {pid} outlived the agent"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_gone(pid, "the sleep, after the agent was killed").await;
     drop(prompt);
-    eventually("the sleep is gone", || !process_alive(pid)).await;
 }
 
 #[tokio::test]

@@ -5,72 +5,41 @@
 //! over streamed chunks — and none of them leaves it in a frame, the session
 //! log, the log file, the trace or stderr.
 
-use super::common::{env_for, write_config};
-use crate::support::{
-    FakeEditor, FakeModel, PermissionDecision, Reply, SpawnOptions, Workspace, chunk,
-    no_capabilities,
+use super::common::{
+    Secrets, assert_no_secret, files_under, session_with_secret_mcp_env, spawn_with_secrets,
 };
+use crate::support::{FakeModel, PermissionDecision, Reply, Workspace, chunk, no_capabilities};
 use serde_json::json;
-use std::path::{Path, PathBuf};
 
 const KEY: &str = "sk-live-ROUTEKEY0123456789";
 const OTHER_KEY: &str = "sk-openai-ROUTEOTHER98765";
 const HEADER_SECRET: &str = "hdr-ROUTE-7f3a9c1e";
 const MCP_SECRET: &str = "mcp-ROUTE-51c2d8aa";
 const SECRETS: [&str; 4] = [KEY, OTHER_KEY, HEADER_SECRET, MCP_SECRET];
+const SECRETS_HELD: Secrets = Secrets {
+    key: KEY,
+    other_key: OTHER_KEY,
+    header: HEADER_SECRET,
+};
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
+#[track_caller]
 fn assert_clean(what: &str, text: &str) {
-    for secret in SECRETS {
-        assert!(
-            !text.contains(secret),
-            "{secret} leaked into {what}:\n{}",
-            text.lines()
-                .filter(|l| l.contains(secret))
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-    }
+    assert_no_secret(what, text, &SECRETS);
 }
 
 #[tokio::test]
 async fn the_key_is_found_on_no_route() {
     let model = FakeModel::start().await;
     let home = tempfile::tempdir().unwrap();
-    write_config(
-        home.path(),
-        "api_key_env = \"MY_PROVIDER_KEY\"\ndefault_mode = \"full-auto\"\n\n[headers]\n\"X-Provider-Token\" = \"hdr-ROUTE-7f3a9c1e\"\n",
-    );
     let log = home.path().join("agent.log");
     let trace = home.path().join("trace.jsonl");
-    let editor = FakeEditor::spawn_with(SpawnOptions {
-        args: vec![
-            "--log-file".into(),
-            log.display().to_string(),
-            "--log-level".into(),
-            "trace".into(),
-            "--trace".into(),
-            trace.display().to_string(),
-        ],
-        envs: env_for(
-            &model,
-            &[("MY_PROVIDER_KEY", KEY), ("OPENAI_API_KEY", OTHER_KEY)],
-        ),
-        home: Some(home.path().to_path_buf()),
-        ..SpawnOptions::default()
-    });
+    let editor = spawn_with_secrets(
+        &model,
+        home.path(),
+        &SECRETS_HELD,
+        &log,
+        &["--trace".into(), trace.display().to_string()],
+    );
     // Everything outside the roots is allowed: the attack gets as far as it can.
     editor.set_default_permission(Some(PermissionDecision::AllowOnce));
     let ws = Workspace::builder()
@@ -93,9 +62,7 @@ async fn the_key_is_found_on_no_route() {
     }
 
     // An MCP server whose environment holds a secret.
-    let env = json!([{"name": "DOCS_TOKEN", "value": MCP_SECRET}]);
-    let docs = json!([{"name": "docs", "command": "/bin/true", "args": [], "env": env}]);
-    let sid = editor.new_session_with_servers(ws.path(), docs).await;
+    let sid = session_with_secret_mcp_env(&editor, ws.path(), MCP_SECRET).await;
 
     let commands = [
         "env",
@@ -196,7 +163,7 @@ async fn the_key_is_found_on_no_route() {
     assert_clean("stderr", &editor.stderr());
     assert_clean("the log file", &std::fs::read_to_string(&log).unwrap());
     assert_clean("the trace", &std::fs::read_to_string(&trace).unwrap());
-    let stored = walk(&home.path().join(".local/share"));
+    let stored = files_under(&home.path().join(".local/share"));
     assert!(
         stored
             .iter()

@@ -5,12 +5,14 @@
 //! cannot be spoofed by control characters in model output; session files
 //! are private.
 
-use super::common::{spawn_args, write_config};
+use super::common::{
+    Secrets, assert_no_secret, files_under, session_with_secret_mcp_env, spawn_args,
+    spawn_with_secrets,
+};
 use super::faults::{Agent, fs_only, start};
 use super::tools_common::write_call;
 use crate::support::{
-    FakeEditor, FakeModel, PermissionDecision, Reply, SpawnOptions, Workspace, chunk,
-    full_capabilities,
+    FakeEditor, FakeModel, PermissionDecision, Reply, Workspace, chunk, full_capabilities,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -28,6 +30,18 @@ fn tool_results(model: &FakeModel) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The model has the agent run `env`: what the command saw.
+async fn env_of_a_command(editor: &FakeEditor, model: &FakeModel, sid: &str) -> String {
+    model.push(Reply::tool_call(
+        "call_env",
+        "run_command",
+        json!({"command": "env"}),
+    ));
+    model.push(Reply::text("ok"));
+    assert_eq!(editor.prompt(sid, "env").await["stopReason"], "end_turn");
+    tool_results(model).join("\n")
 }
 
 /// A directory outside the workspace with a file to lose, and a symlink to
@@ -237,33 +251,17 @@ const MCP_SECRET: &str = "mcp-SECRET-51c2d8aa";
 async fn secrets_never_reach_frames_stderr_logs_or_errors() {
     let model = FakeModel::start().await;
     let home = tempfile::tempdir().unwrap();
-    write_config(
-        home.path(),
-        "api_key_env = \"MY_PROVIDER_KEY\"\ndefault_mode = \"full-auto\"\n\n[headers]\n\"X-Provider-Token\" = \"hdr-SECRET-7f3a9c1e\"\n",
-    );
     let log = home.path().join("trace.log");
-    let log_arg = log.display().to_string();
-    let envs = super::common::env_for(
-        &model,
-        &[("MY_PROVIDER_KEY", KEY), ("OPENAI_API_KEY", OTHER_KEY)],
-    );
-    let editor = FakeEditor::spawn_with(SpawnOptions {
-        args: vec![
-            "--log-file".into(),
-            log_arg,
-            "--log-level".into(),
-            "trace".into(),
-        ],
-        envs,
-        home: Some(home.path().to_path_buf()),
-        ..SpawnOptions::default()
-    });
+    let secrets = Secrets {
+        key: KEY,
+        other_key: OTHER_KEY,
+        header: HEADER_SECRET,
+    };
+    let editor = spawn_with_secrets(&model, home.path(), &secrets, &log, &[]);
     let ws = Workspace::builder().file("a.txt", "alpha\n").build();
     editor.initialize(fs_only()).await;
     // An MCP server whose environment holds a secret.
-    let env = json!([{"name": "DOCS_TOKEN", "value": MCP_SECRET}]);
-    let docs = json!([{"name": "docs", "command": "/bin/true", "args": [], "env": env}]);
-    let sid = editor.new_session_with_servers(ws.path(), docs).await;
+    let sid = session_with_secret_mcp_env(&editor, ws.path(), MCP_SECRET).await;
 
     // A server that echoes credentials back in every kind of error.
     let echo = format!("Incorrect API key provided: {KEY}; token {HEADER_SECRET}");
@@ -282,14 +280,7 @@ async fn secrets_never_reach_frames_stderr_logs_or_errors() {
         .push(Reply::stream([chunk::role(), chunk::text("x")]).raw(&format!("data: {{{echo}\n\n")));
     editor.prompt_error(&sid, "and again").await;
     // A command printing its environment, and the MCP status.
-    model.push(Reply::tool_call(
-        "call_env",
-        "run_command",
-        json!({"command": "env"}),
-    ));
-    model.push(Reply::text("ok"));
-    assert_eq!(editor.prompt(&sid, "env").await["stopReason"], "end_turn");
-    let env_output = tool_results(&model).join("\n");
+    let env_output = env_of_a_command(&editor, &model, &sid).await;
     assert!(env_output.contains("PATH="), "{env_output}");
     assert_eq!(editor.prompt(&sid, "/mcp").await["stopReason"], "end_turn");
 
@@ -312,7 +303,7 @@ async fn secrets_never_reach_frames_stderr_logs_or_errors() {
         log_text.contains("TRACE") || log_text.contains("DEBUG"),
         "trace level is on"
     );
-    let stored: String = walk(&home.path().join(".local"))
+    let stored: String = files_under(&home.path().join(".local"))
         .iter()
         .map(|p| std::fs::read_to_string(p).unwrap_or_default())
         .collect();
@@ -323,33 +314,9 @@ async fn secrets_never_reach_frames_stderr_logs_or_errors() {
         ("stored sessions and logs", &stored),
         ("the command's output", &env_output),
     ] {
-        for secret in [KEY, OTHER_KEY, HEADER_SECRET, MCP_SECRET] {
-            assert!(
-                !text.contains(secret),
-                "{secret} leaked into {what}:\n{}",
-                text.lines()
-                    .filter(|l| l.contains(secret))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            );
-        }
+        assert_no_secret(what, text, &[KEY, OTHER_KEY, HEADER_SECRET, MCP_SECRET]);
     }
     assert!(!env_output.contains("MY_PROVIDER_KEY=") && !env_output.contains("OPENAI_API_KEY="));
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 #[tokio::test]
@@ -367,14 +334,7 @@ async fn commands_get_the_agent_environment_minus_its_secrets() {
     editor.initialize(fs_only()).await;
     let sid = editor.new_session(ws.path()).await;
     editor.set_mode(&sid, "full-auto").await;
-    model.push(Reply::tool_call(
-        "call_env",
-        "run_command",
-        json!({"command": "env"}),
-    ));
-    model.push(Reply::text("ok"));
-    assert_eq!(editor.prompt(&sid, "env").await["stopReason"], "end_turn");
-    let output = tool_results(&model).join("\n");
+    let output = env_of_a_command(&editor, &model, &sid).await;
     assert!(
         output.contains("SOME_TOOL_SETTING=visible-to-commands"),
         "{output}"
@@ -481,7 +441,7 @@ async fn session_files_are_private() {
     let dir = a.home.path().join(".local/share/acp-coder/sessions");
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&dir), 0o700);
-    for f in walk(&dir) {
+    for f in files_under(&dir) {
         assert_eq!(mode(&f), 0o600, "{}", f.display());
     }
 }

@@ -2,7 +2,6 @@
 //! resume without, list with pagination, crash safety, compaction, model
 //! choice, slash commands.
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -31,22 +30,20 @@ async fn started_in(home: &Path, model: &FakeModel) -> FakeEditor {
     editor
 }
 
-/// [`started_in`], then a new session in `cwd` with one turn run.
+/// [`started_in`] a fresh HOME, then a new session (on a fresh workspace)
+/// where `prompt` was answered `answer`: what a test of what a restart keeps
+/// starts from.
 async fn first_turn(
-    home: &Path,
-    model: &FakeModel,
-    cwd: &Path,
     prompt: &str,
-) -> (FakeEditor, String) {
-    let editor = started_in(home, model).await;
-    let sid = editor.new_session(cwd).await;
+    answer: &str,
+) -> (tempfile::TempDir, Workspace, FakeModel, FakeEditor, String) {
+    let home = tempfile::tempdir().unwrap();
+    let ws = Workspace::new();
+    let model = FakeModel::with_replies([Reply::text(answer)]).await;
+    let editor = started_in(home.path(), &model).await;
+    let sid = editor.new_session(ws.path()).await;
     editor.prompt(&sid, prompt).await;
-    (editor, sid)
-}
-
-async fn shut_down(mut editor: FakeEditor) {
-    editor.close_stdin().await;
-    assert!(editor.wait_exit(Duration::from_secs(5)).await.success());
+    (home, ws, model, editor, sid)
 }
 
 /// Index of the response to request `id` among the agent's messages.
@@ -84,7 +81,7 @@ async fn restart_then_load_replays_everything_and_continues_with_full_history() 
     );
     let title = editor.updates_of_kind(&sid, "session_info_update");
     assert_eq!(title[0]["title"], "hello there");
-    shut_down(editor).await;
+    editor.shut_down().await;
 
     // A new agent process with the same data directory.
     let editor = spawn_in(home.path(), &model, &[]);
@@ -172,26 +169,17 @@ async fn restart_then_load_replays_everything_and_continues_with_full_history() 
     );
     assert_eq!(last.messages()[5]["tool_call_id"], "call_a");
     assert!(last.text(5).contains("alpha"));
-    shut_down(editor).await;
+    editor.shut_down().await;
 }
 
 #[tokio::test]
 async fn resume_restores_without_replay() {
-    let home = tempfile::tempdir().unwrap();
-    let ws = Workspace::new();
-    let model = FakeModel::with_replies([Reply::text("first answer")]).await;
-    let (editor, sid) = first_turn(home.path(), &model, ws.path(), "remember 42").await;
-    shut_down(editor).await;
+    let (home, ws, model, editor, sid) = first_turn("remember 42", "first answer").await;
+    editor.shut_down().await;
 
     let editor = started_in(home.path(), &model).await;
     let before = editor.updates().len();
-    editor
-        .request(
-            "session/resume",
-            json!({"sessionId": sid, "cwd": ws.path()}),
-        )
-        .await
-        .unwrap();
+    editor.resume_session(&sid, ws.path()).await;
     editor
         .wait_for(|m| m["params"]["update"]["sessionUpdate"] == "available_commands_update")
         .await;
@@ -211,7 +199,7 @@ async fn resume_restores_without_replay() {
             .iter()
             .any(|m| m["content"] == "remember 42")
     );
-    shut_down(editor).await;
+    editor.shut_down().await;
 }
 
 #[tokio::test]
@@ -277,15 +265,13 @@ async fn list_paginates_filters_by_cwd_and_rejects_bad_cursors() {
         .await
         .unwrap_err();
     assert_eq!(err.code, -32002);
-    shut_down(editor).await;
+    editor.shut_down().await;
 }
 
 #[tokio::test]
 async fn kill_dash_nine_mid_turn_then_load_keeps_what_was_complete() {
-    let home = tempfile::tempdir().unwrap();
-    let ws = Workspace::new();
-    let model = FakeModel::with_replies([Reply::text("Done with the first part.")]).await;
-    let (editor, sid) = first_turn(home.path(), &model, ws.path(), "first part").await;
+    let (home, ws, model, editor, sid) =
+        first_turn("first part", "Done with the first part.").await;
     // Second turn: the model streams a little, then hangs; the agent is killed.
     model.push(Reply::stream([chunk::text("partial ans"), chunk::text("wer")]).hang_after(1));
     let _pending = editor.start_prompt(&sid, "second part").await;
@@ -306,13 +292,7 @@ async fn kill_dash_nine_mid_turn_then_load_keeps_what_was_complete() {
     std::fs::write(&log, text).unwrap();
 
     let editor = started_in(home.path(), &model).await;
-    editor
-        .request(
-            "session/load",
-            json!({"sessionId": sid, "cwd": ws.path(), "mcpServers": []}),
-        )
-        .await
-        .expect("a session that exists always loads");
+    editor.load_session(&sid, ws.path()).await;
     let texts: Vec<String> = editor
         .updates_for(&sid)
         .iter()
@@ -326,7 +306,7 @@ async fn kill_dash_nine_mid_turn_then_load_keeps_what_was_complete() {
     );
     model.push(Reply::text("ok"));
     editor.prompt(&sid, "continue").await;
-    shut_down(editor).await;
+    editor.shut_down().await;
 }
 
 #[tokio::test]
@@ -391,22 +371,16 @@ async fn compaction_triggers_when_the_window_fills_and_the_user_sees_it() {
         editor.prompt(&sid, "/compact").await["stopReason"],
         "end_turn"
     );
-    shut_down(editor).await;
+    editor.shut_down().await;
     let editor = started_in(home.path(), &model).await;
-    editor
-        .request(
-            "session/resume",
-            json!({"sessionId": sid, "cwd": ws.path()}),
-        )
-        .await
-        .unwrap();
+    editor.resume_session(&sid, ws.path()).await;
     model.push(Reply::text("fine"));
     editor.prompt(&sid, "go on").await;
     let last = model.chat_requests().last().unwrap().clone();
     let roles: Vec<&str> = last.roles();
     assert_eq!(roles, ["system", "user", "user"]);
     assert!(last.text(1).contains("SUMMARY TWO"));
-    shut_down(editor).await;
+    editor.shut_down().await;
 }
 
 #[tokio::test]
@@ -453,7 +427,7 @@ async fn model_option_lists_fake_models_and_switches() {
     model.push(Reply::text("two"));
     editor.prompt(&sid, "again").await;
     assert_eq!(model.chat_requests().last().unwrap().body["model"], "m-two");
-    shut_down(editor).await;
+    editor.shut_down().await;
 
     // The choice is part of the session: it survives a restart.
     let editor = spawn_in(home.path(), &model, &[("ACP_CODER_MODEL", "")]);
@@ -470,7 +444,7 @@ async fn model_option_lists_fake_models_and_switches() {
     model.push(Reply::text("three"));
     editor.prompt(&sid, "after restart").await;
     assert_eq!(model.chat_requests().last().unwrap().body["model"], "m-two");
-    shut_down(editor).await;
+    editor.shut_down().await;
 }
 
 #[tokio::test]
@@ -538,7 +512,7 @@ async fn slash_commands_run_locally_or_as_prompts() {
             .unwrap()
             .contains("AGENTS.md")
     );
-    shut_down(editor).await;
+    editor.shut_down().await;
 }
 
 #[tokio::test]
@@ -563,5 +537,5 @@ async fn close_cancels_a_running_turn() {
         .await
         .unwrap_err();
     assert_eq!(err.code, -32002);
-    shut_down(editor).await;
+    editor.shut_down().await;
 }

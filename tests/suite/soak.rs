@@ -182,7 +182,15 @@ async fn soak_concurrent_sessions_leak_nothing() {
             .await
             .into_iter()
             .sum();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The baseline is taken once the warm-up's commands are gone.
+    let settle = Instant::now() + Duration::from_secs(15);
+    while children_of(pid) > 0 {
+        assert!(
+            Instant::now() < settle,
+            "the warm-up's commands outlived their turns"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let before = sample(pid);
     eprintln!(
         "soak: {sessions} sessions × {per_session} turns; baseline after {warm} warm-up turns: {before:?}"

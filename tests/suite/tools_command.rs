@@ -2,10 +2,8 @@
 //! local process group; exit codes and output for the model, timeouts and
 //! cancellation killing the command, terminals always released.
 
-use super::tools_common::{
-    Harness, Via, content_text, eventually, process_alive, sleeper, wait_pid_file,
-};
-use crate::support::{Reply, Workspace};
+use super::tools_common::{Harness, Via, content_text, sleeper};
+use crate::support::{Reply, Workspace, eventually, process_alive, wait_pid_file};
 use serde_json::json;
 use std::time::{Duration, Instant};
 

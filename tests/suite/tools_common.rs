@@ -4,12 +4,14 @@
 
 use crate::support::{FakeEditor, FakeModel, Reply, Workspace, full_capabilities, no_capabilities};
 use serde_json::{Value, json};
-use std::path::Path;
-use std::time::Duration;
 
 /// Generates `mod $name { editor(), local() }`, two tests running
-/// `$body(Via::Editor)` and `$body(Via::Local)`.
+/// `$body(Via::Editor)` and `$body(Via::Local)`; `both!(f)` names the
+/// module after the function.
 macro_rules! both {
+    ($name:ident) => {
+        both!($name, $name);
+    };
     ($name:ident, $body:path) => {
         mod $name {
             use super::*;
@@ -102,6 +104,27 @@ impl Harness {
     /// `session/set_mode`; fails the test on an error.
     pub async fn set_mode(&self, mode: &str) {
         self.editor.set_mode(&self.sid, mode).await;
+    }
+
+    /// Scripts `commands` as `run_command` calls `{prefix}0`, `{prefix}1`, …
+    /// and then `last` (id, command) in one model reply, and runs the turn
+    /// like [`Self::run_calls`]: attacks, then a command that must still work.
+    pub async fn run_commands(
+        &self,
+        prefix: &str,
+        commands: &[impl AsRef<str>],
+        last: (&str, &str),
+    ) {
+        let ids: Vec<String> = (0..commands.len())
+            .map(|i| format!("{prefix}{i}"))
+            .collect();
+        let mut calls: Vec<(&str, &str, Value)> = commands
+            .iter()
+            .zip(&ids)
+            .map(|(c, id)| (id.as_str(), "run_command", json!({"command": c.as_ref()})))
+            .collect();
+        calls.push((last.0, "run_command", json!({"command": last.1})));
+        self.run_calls(&calls).await;
     }
 
     /// Scripts `calls` as one model reply, then a closing text reply; runs a
@@ -281,43 +304,6 @@ pub fn content_text(update: &Value) -> String {
                 .join("\n")
         })
         .unwrap_or_default()
-}
-
-/// Polls `cond` every 10 ms for up to 30 s (for effects that have no
-/// message of their own, like a process disappearing).
-pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        if tokio::time::Instant::now() > deadline {
-            panic!("timed out waiting until {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// Whether a process exists and is not a zombie.
-pub fn process_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // `pid (comm) S …`: the state follows the last `)`.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next())
-            .is_some_and(|state| state != 'Z' && state != 'X'),
-        Err(_) => false,
-    }
-}
-
-/// Waits until `path` holds a pid (written by the command under test).
-pub async fn wait_pid_file(path: &Path) -> u32 {
-    let mut pid = None;
-    eventually(&format!("{} holds a pid", path.display()), || {
-        pid = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|s| s.trim().parse().ok());
-        pid.is_some()
-    })
-    .await;
-    pid.expect("pid")
 }
 
 /// A command that starts `sleep 30` in the background, records its pid in

@@ -107,7 +107,7 @@ async fn read_file_numbers_and_pages(via: Via) {
     }
     assert_fs_use(&h, via);
 }
-both!(read_file_numbers_and_pages, read_file_numbers_and_pages);
+both!(read_file_numbers_and_pages);
 
 // ----------------------------------------------------------------- write_file
 
@@ -151,10 +151,7 @@ async fn write_file_creates_and_overwrites(via: Via) {
     }
     assert_fs_use(&h, via);
 }
-both!(
-    write_file_creates_and_overwrites,
-    write_file_creates_and_overwrites
-);
+both!(write_file_creates_and_overwrites);
 
 // ------------------------------------------------------------------ edit_file
 
@@ -222,10 +219,7 @@ async fn edit_file_unique_match_and_replace_all(via: Via) {
     );
     assert_fs_use(&h, via);
 }
-both!(
-    edit_file_unique_match_and_replace_all,
-    edit_file_unique_match_and_replace_all
-);
+both!(edit_file_unique_match_and_replace_all);
 
 async fn line_endings_and_final_newline_are_kept(via: Via) {
     let ws = Workspace::builder()
@@ -264,10 +258,7 @@ async fn line_endings_and_final_newline_are_kept(via: Via) {
     );
     assert_fs_use(&h, via);
 }
-both!(
-    line_endings_and_final_newline_are_kept,
-    line_endings_and_final_newline_are_kept
-);
+both!(line_endings_and_final_newline_are_kept);
 
 // -------------------------------------------------------------- refusals
 
@@ -329,10 +320,7 @@ async fn binary_missing_and_directory_are_explained(via: Via) {
     assert!(!h.ws.exists("missing.txt"));
     assert!(h.editor.writes().is_empty());
 }
-both!(
-    binary_missing_and_directory_are_explained,
-    binary_missing_and_directory_are_explained
-);
+both!(binary_missing_and_directory_are_explained);
 
 async fn bad_arguments_fail_the_call_not_the_turn(via: Via) {
     let ws = Workspace::builder().file("a.txt", "a\n").build();
@@ -405,10 +393,7 @@ async fn bad_arguments_fail_the_call_not_the_turn(via: Via) {
         "{out}"
     );
 }
-both!(
-    bad_arguments_fail_the_call_not_the_turn,
-    bad_arguments_fail_the_call_not_the_turn
-);
+both!(bad_arguments_fail_the_call_not_the_turn);
 
 // ------------------------------------------------------ the editor's buffers
 

@@ -108,10 +108,7 @@ async fn grep_respects_ignores_and_sorts(via: Via) {
     assert!(h.editor.permission_requests().is_empty());
     assert!(h.reverse_methods("fs/").is_empty());
 }
-both!(
-    grep_respects_ignores_and_sorts,
-    grep_respects_ignores_and_sorts
-);
+both!(grep_respects_ignores_and_sorts);
 
 async fn glob_respects_ignores_and_sorts(via: Via) {
     let h = Harness::start(via, project(via)).await;
@@ -135,10 +132,7 @@ async fn glob_respects_ignores_and_sorts(via: Via) {
     assert!(h.editor.permission_requests().is_empty());
     assert!(h.reverse_methods("fs/").is_empty());
 }
-both!(
-    glob_respects_ignores_and_sorts,
-    glob_respects_ignores_and_sorts
-);
+both!(glob_respects_ignores_and_sorts);
 
 async fn list_directory_respects_ignores_and_sorts(via: Via) {
     let h = Harness::start(via, project(via)).await;
@@ -168,7 +162,4 @@ async fn list_directory_respects_ignores_and_sorts(via: Via) {
     assert!(out.contains("not a directory"), "{out}");
     assert!(h.reverse_methods("fs/").is_empty());
 }
-both!(
-    list_directory_respects_ignores_and_sorts,
-    list_directory_respects_ignores_and_sorts
-);
+both!(list_directory_respects_ignores_and_sorts);

@@ -7,7 +7,6 @@ use super::tools_common::{Harness, Via, both};
 use crate::support::{FakeEditor, FakeModel, Reply, SpawnOptions, Workspace, no_capabilities};
 use serde_json::json;
 use std::path::Path;
-use std::time::Duration;
 
 async fn auto(via: Via, ws: Workspace) -> Harness {
     let h = Harness::start(via, ws).await;
@@ -258,6 +257,27 @@ fn spawn_in(home: &Path, model: &FakeModel) -> FakeEditor {
     })
 }
 
+/// A new agent process on the same HOME, with session `sid` loaded.
+async fn restarted(home: &Path, model: &FakeModel, sid: &str, cwd: &Path) -> FakeEditor {
+    let editor = spawn_in(home, model);
+    editor.initialize(no_capabilities()).await;
+    editor.load_session(sid, cwd).await;
+    editor
+}
+
+/// The user messages of the model's last request, as JSON text.
+fn user_messages(model: &FakeModel) -> Vec<String> {
+    model
+        .chat_requests()
+        .last()
+        .unwrap()
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].to_string())
+        .collect()
+}
+
 /// Checkpoints live in the session's data directory: `session/load` in a
 /// new agent process, then `/undo`, restores the files and the history.
 #[tokio::test]
@@ -268,13 +288,7 @@ async fn undo_works_across_a_restart() {
     let editor = spawn_in(home.path(), &model);
     editor.initialize(no_capabilities()).await;
     let sid = editor.new_session(ws.path()).await;
-    editor
-        .request(
-            "session/set_mode",
-            json!({"sessionId": sid, "modeId": "full-auto"}),
-        )
-        .await
-        .unwrap();
+    editor.set_mode(&sid, "full-auto").await;
     model.push(Reply::text("hi"));
     editor.prompt(&sid, "first question").await;
     model.push(Reply::tool_call(
@@ -285,19 +299,9 @@ async fn undo_works_across_a_restart() {
     model.push(Reply::text("written"));
     editor.prompt(&sid, "please write").await;
     assert_eq!(ws.read("a.txt"), "after\n");
-    let mut editor = editor;
-    editor.close_stdin().await;
-    assert!(editor.wait_exit(Duration::from_secs(5)).await.success());
+    editor.shut_down().await;
 
-    let editor = spawn_in(home.path(), &model);
-    editor.initialize(no_capabilities()).await;
-    editor
-        .request(
-            "session/load",
-            json!({"sessionId": sid, "cwd": ws.path(), "mcpServers": []}),
-        )
-        .await
-        .unwrap();
+    let editor = restarted(home.path(), &model, &sid, ws.path()).await;
     let before = editor.agent_text(&sid);
     editor.prompt(&sid, "/undo").await;
     let said = editor.agent_text(&sid)[before.len()..].to_owned();
@@ -306,15 +310,7 @@ async fn undo_works_across_a_restart() {
     assert_eq!(ws.read("a.txt"), "before\n");
     model.push(Reply::text("ok"));
     editor.prompt(&sid, "again").await;
-    let reqs = model.chat_requests();
-    let users: Vec<String> = reqs
-        .last()
-        .unwrap()
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].to_string())
-        .collect();
+    let users = user_messages(&model);
     assert!(
         users.iter().any(|u| u.contains("first question")),
         "{users:?}"
@@ -326,29 +322,11 @@ async fn undo_works_across_a_restart() {
 
     // The undo itself is in the log: after another restart the history
     // still lacks the undone turn.
-    let mut editor = editor;
-    editor.close_stdin().await;
-    assert!(editor.wait_exit(Duration::from_secs(5)).await.success());
-    let editor = spawn_in(home.path(), &model);
-    editor.initialize(no_capabilities()).await;
-    editor
-        .request(
-            "session/load",
-            json!({"sessionId": sid, "cwd": ws.path(), "mcpServers": []}),
-        )
-        .await
-        .unwrap();
+    editor.shut_down().await;
+    let editor = restarted(home.path(), &model, &sid, ws.path()).await;
     model.push(Reply::text("ok"));
     editor.prompt(&sid, "third start").await;
-    let reqs = model.chat_requests();
-    let users: Vec<String> = reqs
-        .last()
-        .unwrap()
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].to_string())
-        .collect();
+    let users = user_messages(&model);
     assert!(
         !users.iter().any(|u| u.contains("please write")),
         "{users:?}"

@@ -3,6 +3,8 @@
 //! - [`fake_model`]: a scripted OpenAI-compatible server ([`FakeModel`], [`Reply`], [`chunk`]).
 //! - [`schema`]: validation of ACP messages against the official schema.
 //! - [`editor`]: a fake editor (ACP client) driving the agent ([`FakeEditor`]).
+//! - [`waits`]: waiting for effects without a message (a process gone, a
+//!   file written) by polling with a deadline.
 //! - here: [`Workspace`] temp dirs, [`init_tracing`], [`assert_json_include`],
 //!   [`http_client`].
 //!
@@ -30,6 +32,7 @@ pub mod fake_model;
 pub mod schema;
 #[cfg(test)]
 mod selftest;
+pub mod waits;
 
 pub use editor::{
     FakeEditor, PendingRequest, PermissionDecision, RpcError, SpawnOptions, agent_command,
@@ -37,6 +40,7 @@ pub use editor::{
 };
 pub use fake_model::{FAKE_MODEL_ID, FakeModel, Flood, RecordedRequest, Reply, chunk};
 pub use schema::RpcId;
+pub use waits::{eventually, process_alive, wait_for_text_in, wait_gone, wait_pid_file};
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -44,6 +48,19 @@ use std::time::Duration;
 
 /// A generous default for test waits.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `s` cut to at most `max` bytes (at a char boundary), saying how long it
+/// was: for long texts in failure messages.
+pub fn shorten(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &s[..end], s.len())
+}
 
 /// Spawns the agent binary against a fake model with a clean temp HOME:
 /// `OPENAI_BASE_URL`, `OPENAI_API_KEY=test-key`, `ACP_CODER_MODEL=fake-model`.
@@ -68,6 +85,19 @@ pub fn http_client() -> reqwest::Client {
         .timeout(Duration::from_secs(10))
         .build()
         .expect("reqwest client")
+}
+
+/// `GET url` with [`http_client`] → the body as JSON; fails the test when
+/// there is none.
+pub async fn get_json(url: &str) -> Value {
+    let resp = http_client()
+        .get(url)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    resp.json()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: no JSON body: {e}"))
 }
 
 /// Tracing output for in-process tests, captured by the test harness.
@@ -250,24 +280,6 @@ impl Workspace {
 }
 
 // --------------------------------------------------------------------- json
-
-/// Waits until the file at `path` (a log another process writes) holds
-/// `needle`, polling for up to 30 s; returns its text then.
-pub async fn wait_for_text_in(path: &Path, needle: &str) -> String {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.contains(needle) {
-            return text;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{needle:?} never reached {}:\n{text}",
-            path.display()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 /// The config option `id` of a result or update carrying `configOptions`
 /// (ACP §8); fails the test when there is none.

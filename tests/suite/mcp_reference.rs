@@ -1,0 +1,75 @@
+//! The official MCP reference servers (`@modelcontextprotocol/server-everything`
+//! over stdio, streamable HTTP and legacy SSE; the Python SDK over stdio).
+use super::mcp_common::*;
+use crate::support::{FakeModel, Reply};
+use serde_json::json;
+
+#[tokio::test]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
+async fn everything_server_over_stdio() {
+    let path = everything();
+    let model = FakeModel::start().await;
+    let servers =
+        json!([{"name": "everything", "command": "node", "args": [path, "stdio"], "env": []}]);
+    let McpSession { editor, sid, .. } = full_auto_session(&model, servers).await;
+    model.push(Reply::tool_calls([
+        (
+            "e1",
+            "mcp__everything__echo",
+            json!({"message": "hi from acp"}),
+        ),
+        ("e2", "mcp__everything__get-sum", json!({"a": 2, "b": 40})),
+        ("e3", "mcp__everything__get-tiny-image", json!({})),
+    ]));
+    model.push(Reply::text("done"));
+    editor.prompt(&sid, "go").await;
+    assert!(tool_result(&model, 1, "e1").contains("hi from acp"));
+    assert!(tool_result(&model, 1, "e2").contains("42"));
+    assert!(tool_result(&model, 1, "e3").contains("[image: image/png"));
+    assert_eq!(
+        first_call(&editor, &sid, "e1")["title"],
+        "everything: Echo Tool"
+    );
+}
+
+async fn everything_over_http(kind: &str, transport: &str, path_suffix: &str) {
+    let (_server, base) = everything_over(transport).await;
+    let model = FakeModel::start().await;
+    let url = format!("{base}{path_suffix}");
+    let servers = json!([{"type": kind, "name": "ev", "url": url, "headers": []}]);
+    let McpSession { editor, sid, .. } = full_auto_session(&model, servers).await;
+    let args = json!({"message": format!("via {kind}")});
+    let text = call_tool(&editor, &model, &sid, ("e1", "mcp__ev__echo", args)).await;
+    assert!(
+        text.contains(&format!("via {kind}")),
+        "{text}\n{}",
+        editor.agent_text(&sid)
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
+async fn everything_server_over_legacy_sse() {
+    everything_over_http("sse", "sse", "/sse").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
+async fn everything_server_over_streamable_http() {
+    everything_over_http("http", "streamableHttp", "/mcp").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
+async fn python_sdk_server_over_stdio() {
+    let model = FakeModel::start().await;
+    let servers = json!([python_server("py", "mcp_py_server.py")]);
+    let McpSession { editor, sid, .. } = full_auto_session(&model, servers).await;
+    let args = json!({"text": "quiet"});
+    let text = call_tool(&editor, &model, &sid, ("p1", "mcp__py__shout", args)).await;
+    assert!(
+        text.contains("QUIET"),
+        "{text}\n{}",
+        editor.agent_text(&sid)
+    );
+}
