@@ -237,10 +237,7 @@ pub fn sanitize_title(text: &str, max: usize) -> String {
         }
         out.push(c);
     }
-    if out.chars().count() > max {
-        out = out.chars().take(max.saturating_sub(1)).collect::<String>() + "…";
-    }
-    out
+    crate::utf8::ellipsize(&out, max)
 }
 
 /// Tools that come and go while a session runs (the tools of its MCP

@@ -195,11 +195,7 @@ pub fn summary(blocks: &[ContentBlock], max: usize) -> String {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("")
         .trim();
-    if line.chars().count() > max {
-        line.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
-    } else {
-        line.to_owned()
-    }
+    crate::utf8::ellipsize(line, max)
 }
 
 #[cfg(test)]
