@@ -310,7 +310,7 @@ impl Peer {
 /// up before its answer came (the turn was cancelled while the agent waited
 /// on a permission dialog, an elicitation, a file or a terminal) is withdrawn
 /// with `$/cancel_request` so the editor can close the dialog; its late answer
-
+/// is then ignored (ACP §1, issue 17 item 3).
 struct PendingGuard<'a> {
     peer: &'a Peer,
     id: i64,
