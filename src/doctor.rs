@@ -89,58 +89,9 @@ pub fn default_config_path() -> PathBuf {
 pub async fn checks(opts: &DoctorOptions) -> Vec<Check> {
     let mut out = Vec::new();
     let over = &opts.overrides;
-
-    // Config file.
     let path = over.config.clone().unwrap_or_else(default_config_path);
-    let given = over.config.is_some();
-    let settings = match Settings::load(over) {
-        Ok(s) => {
-            out.push(match &s.config_path {
-                Some(p) => Check::new(Level::Ok, format!("config file {} parses", p.display())),
-                None => Check::new(
-                    Level::Info,
-                    format!(
-                        "no config file at {} (optional; flags and environment variables are used)",
-                        path.display()
-                    ),
-                )
-                .fix("`acp-coder login` writes one"),
-            });
-            s
-        }
-        Err(e) => {
-            let check = if given && !path.exists() {
-                Check::new(
-                    Level::Fail,
-                    format!("config file {} does not exist", path.display()),
-                )
-                .fix("create it, drop --config, or run `acp-coder --config PATH login`")
-            } else {
-                Check::new(Level::Fail, e.to_string()).fix(format!(
-                    "edit {}; README lists every key (the remaining checks ignore the file)",
-                    path.display()
-                ))
-            };
-            out.push(check);
-            // Go on without the file, so the other checks still say something.
-            let without_file = Overrides {
-                config: None,
-                ..over.clone()
-            };
-            match Settings::load_with(&without_file, &|k| {
-                if k == "XDG_CONFIG_HOME" {
-                    Some("/nonexistent/acp-coder-doctor".into())
-                } else {
-                    std::env::var(k).ok().filter(|v| !v.is_empty())
-                }
-            }) {
-                Ok(s) => s,
-                Err(e) => {
-                    out.push(Check::new(Level::Fail, e.to_string()));
-                    return out;
-                }
-            }
-        }
+    let Some(settings) = config_check(over, &path, &mut out) else {
+        return out;
     };
 
     // API key.
@@ -164,6 +115,55 @@ pub async fn checks(opts: &DoctorOptions) -> Vec<Check> {
     // Logs.
     out.push(log_check(opts.log_file.as_deref()));
     out
+}
+
+/// The config file at `path`: the settings it gives, or, when it does not
+/// parse, the settings without it (so the other checks still say
+/// something); `None` when even those fail.
+fn config_check(over: &Overrides, path: &Path, out: &mut Vec<Check>) -> Option<Settings> {
+    let e = match Settings::load(over) {
+        Ok(s) => {
+            out.push(match &s.config_path {
+                Some(p) => Check::new(Level::Ok, format!("config file {} parses", p.display())),
+                None => Check::new(
+                    Level::Info,
+                    format!(
+                        "no config file at {} (optional; flags and environment variables are used)",
+                        path.display()
+                    ),
+                )
+                .fix("`acp-coder login` writes one"),
+            });
+            return Some(s);
+        }
+        Err(e) => e,
+    };
+    out.push(if over.config.is_some() && !path.exists() {
+        Check::new(
+            Level::Fail,
+            format!("config file {} does not exist", path.display()),
+        )
+        .fix("create it, drop --config, or run `acp-coder --config PATH login`")
+    } else {
+        Check::new(Level::Fail, e.to_string()).fix(format!(
+            "edit {}; README lists every key (the remaining checks ignore the file)",
+            path.display()
+        ))
+    });
+    let without_file = Overrides {
+        config: None,
+        ..over.clone()
+    };
+    let env = |k: &str| {
+        if k == "XDG_CONFIG_HOME" {
+            Some("/nonexistent/acp-coder-doctor".into())
+        } else {
+            std::env::var(k).ok().filter(|v| !v.is_empty())
+        }
+    };
+    Settings::load_with(&without_file, &env)
+        .map_err(|e| out.push(Check::new(Level::Fail, e.to_string())))
+        .ok()
 }
 
 /// Which protection applies to commands on this machine (SECURITY.md §1).

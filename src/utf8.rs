@@ -1,6 +1,7 @@
 //! Cutting text at a byte limit without splitting a character: the one
 //! helper every byte-limited cut uses (tool output, stderr lines, AGENTS.md,
-//! streamed chunks, transcripts). Uses nothing of ours (DESIGN §2).
+//! streamed chunks, transcripts), and [`ellipsize`] for titles counted in
+//! characters. Uses nothing of ours (DESIGN §2).
 
 /// The largest char boundary of `s` at or below `i` (`s.len()` when `i` is past the end).
 pub fn floor_boundary(s: &str, i: usize) -> usize {
@@ -46,6 +47,16 @@ pub fn shorten(s: &str, max: usize) -> String {
     format!("{head}… [{} more bytes]", s.len() - head.len())
 }
 
+/// `s` when it has at most `max` characters; otherwise its first `max - 1`
+/// and an ellipsis, for one-line titles counted in characters.
+pub fn ellipsize(s: &str, max: usize) -> String {
+    if s.chars().count() > max {
+        s.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+    } else {
+        s.to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +82,12 @@ mod tests {
     fn shorten_says_what_was_left_out() {
         assert_eq!(shorten("short", 10), "short");
         assert_eq!(shorten("aé€", 2), "a… [5 more bytes]");
+    }
+
+    #[test]
+    fn ellipsize_counts_characters() {
+        assert_eq!(ellipsize("héllo", 5), "héllo");
+        assert_eq!(ellipsize("héllo", 4), "hél…");
+        assert_eq!(ellipsize("héllo", 0), "…");
     }
 }

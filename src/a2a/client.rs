@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::acp::method;
-use crate::editor::local::{self, WriteParams};
+use crate::editor::local::{self, LocalEditor, WriteParams};
 use crate::rpc::{Handler, Reply, RpcError, decode_params};
 
 use super::tasks::Hub;
@@ -24,7 +24,7 @@ pub struct A2aClient {
 
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct PermissionParams {
+pub struct PermissionParams {
     session_id: String,
     #[serde(default)]
     tool_call: Value,
@@ -136,24 +136,24 @@ pub fn unified(rel: &str, old: Option<&str>, new: &str) -> String {
         .to_string()
 }
 
+#[async_trait::async_trait]
+impl LocalEditor for A2aClient {
+    type Permission = PermissionParams;
+    async fn write_file(&self, p: WriteParams) -> Result<Value, RpcError> {
+        self.write_text_file(p).await
+    }
+    async fn ask_permission(self: Arc<Self>, p: PermissionParams) -> Result<Value, RpcError> {
+        self.permission(p).await
+    }
+}
+
 impl Handler for A2aClient {
     fn request(
         self: Arc<Self>,
         method: String,
         params: Option<Box<RawValue>>,
     ) -> BoxFuture<'static, Result<Reply, RpcError>> {
-        Box::pin(async move {
-            let p = params.as_deref();
-            let result = match method.as_str() {
-                method::FS_READ => local::read_text_file(decode_params(p)?).await?,
-                method::FS_WRITE => self.write_text_file(decode_params(p)?).await?,
-                method::REQUEST_PERMISSION => self.permission(decode_params(p)?).await?,
-                _ => return Err(RpcError::method_not_found(&method)),
-            };
-            serde_json::value::to_raw_value(&result)
-                .map(Reply::from)
-                .map_err(RpcError::internal)
-        })
+        Box::pin(local::serve(self, method, params))
     }
 
     fn notification(&self, method: &str, params: Option<&RawValue>) {

@@ -89,7 +89,8 @@ impl std::fmt::Debug for McpServerSpec {
 }
 
 impl McpServerConfig {
-    /// Validates one entry of the file.
+    /// Validates one entry of the file: its kind, then the fields of that
+    /// kind. Errors name the entry and the file.
     pub(super) fn to_spec(
         &self,
         name: &str,
@@ -107,68 +108,68 @@ impl McpServerConfig {
         if name.trim().is_empty() {
             return Err(bad("the server name must not be empty".into()));
         }
-        let kind = match (&self.kind, &self.command, &self.url) {
-            (Some(k), _, _) => k.as_str(),
-            (None, Some(_), None) => "stdio",
-            (None, None, Some(_)) => "http",
-            (None, Some(_), Some(_)) => {
-                return Err(bad("give either `command` or `url`, not both".into()));
-            }
-            (None, None, None) => {
-                return Err(bad(
-                    "needs `command` (a stdio server) or `url` (an HTTP server)".into(),
-                ));
-            }
-        };
-        let pairs = |m: &std::collections::BTreeMap<String, String>| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect::<Vec<_>>()
-        };
-        let transport = match kind {
-            "stdio" => {
-                let Some(command) = self.command.clone().filter(|c| !c.trim().is_empty()) else {
-                    return Err(bad("a stdio server needs `command`".into()));
-                };
-                if self.url.is_some() || !self.headers.is_empty() {
-                    return Err(bad("`url` and `headers` are for http/sse servers".into()));
-                }
-                McpTransportSpec::Stdio {
-                    command,
-                    args: self.args.clone(),
-                    env: pairs(&self.env),
-                }
-            }
-            "http" | "sse" => {
-                let Some(url) = self.url.clone() else {
-                    return Err(bad(format!("a {kind} server needs `url`")));
-                };
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(bad(format!(
-                        "url {url:?} must start with http:// or https://"
-                    )));
-                }
-                if self.command.is_some() || !self.args.is_empty() || !self.env.is_empty() {
-                    return Err(bad(
-                        "`command`, `args` and `env` are for stdio servers".into()
-                    ));
-                }
-                let headers = pairs(&self.headers);
-                if kind == "sse" {
-                    McpTransportSpec::Sse { url, headers }
-                } else {
-                    McpTransportSpec::Http { url, headers }
-                }
-            }
-            other => {
-                return Err(bad(format!(
-                    "type {other:?} is not one of \"stdio\", \"http\", \"sse\""
-                )));
-            }
-        };
+        let transport = match self.kind().map_err(bad)? {
+            "stdio" => self.stdio(),
+            kind @ ("http" | "sse") => self.remote(kind),
+            other => Err(format!(
+                "type {other:?} is not one of \"stdio\", \"http\", \"sse\""
+            )),
+        }
+        .map_err(bad)?;
         Ok(Some(McpServerSpec {
             name: name.to_owned(),
             transport,
         }))
     }
+
+    /// `type`, or what `command` / `url` imply when it is not given.
+    fn kind(&self) -> Result<&str, String> {
+        match (&self.kind, &self.command, &self.url) {
+            (Some(k), _, _) => Ok(k.as_str()),
+            (None, Some(_), None) => Ok("stdio"),
+            (None, None, Some(_)) => Ok("http"),
+            (None, Some(_), Some(_)) => Err("give either `command` or `url`, not both".into()),
+            (None, None, None) => {
+                Err("needs `command` (a stdio server) or `url` (an HTTP server)".into())
+            }
+        }
+    }
+
+    /// A stdio server: a command, no URL or headers.
+    fn stdio(&self) -> Result<McpTransportSpec, String> {
+        let Some(command) = self.command.clone().filter(|c| !c.trim().is_empty()) else {
+            return Err("a stdio server needs `command`".into());
+        };
+        if self.url.is_some() || !self.headers.is_empty() {
+            return Err("`url` and `headers` are for http/sse servers".into());
+        }
+        Ok(McpTransportSpec::Stdio {
+            command,
+            args: self.args.clone(),
+            env: pairs(&self.env),
+        })
+    }
+
+    /// An `http` or `sse` server: an http(s) URL, no command.
+    fn remote(&self, kind: &str) -> Result<McpTransportSpec, String> {
+        let Some(url) = self.url.clone() else {
+            return Err(format!("a {kind} server needs `url`"));
+        };
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(format!("url {url:?} must start with http:// or https://"));
+        }
+        if self.command.is_some() || !self.args.is_empty() || !self.env.is_empty() {
+            return Err("`command`, `args` and `env` are for stdio servers".into());
+        }
+        let headers = pairs(&self.headers);
+        Ok(if kind == "sse" {
+            McpTransportSpec::Sse { url, headers }
+        } else {
+            McpTransportSpec::Http { url, headers }
+        })
+    }
+}
+
+fn pairs(m: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
+    m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }

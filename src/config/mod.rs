@@ -45,6 +45,19 @@ pub struct Overrides {
     pub api_key: Option<String>,
 }
 
+impl Overrides {
+    /// An empty value (`ACP_CODER_MODEL=`) means "not set", wherever it came from.
+    fn without_empty(&self) -> Overrides {
+        let nonempty = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        Overrides {
+            config: self.config.clone(),
+            model: nonempty(&self.model),
+            base_url: nonempty(&self.base_url),
+            api_key: nonempty(&self.api_key),
+        }
+    }
+}
+
 /// The config file, as written by the user. Unknown keys are rejected so a typo
 /// is reported instead of silently ignored.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -280,18 +293,14 @@ impl Settings {
     }
 
     /// Same as [`Settings::load`] with an explicit environment (tests).
+    /// The steps: the overrides without empty values, the file (given or
+    /// found), the endpoint, then the file's settings, then the hidden
+    /// knobs of the environment.
     pub fn load_with(
         over: &Overrides,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Settings, ConfigError> {
-        // An empty value (`ACP_CODER_MODEL=`) means "not set", wherever it came from.
-        let nonempty = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
-        let over = &Overrides {
-            config: over.config.clone(),
-            model: nonempty(&over.model),
-            base_url: nonempty(&over.base_url),
-            api_key: nonempty(&over.api_key),
-        };
+        let over = &over.without_empty();
         let path = over.config.clone().or_else(|| {
             let p = config_home_with(env).join("acp-coder").join("config.toml");
             p.exists().then_some(p)
@@ -306,25 +315,33 @@ impl Settings {
             ..Settings::default()
         };
         s.endpoint(over, env, &file, path.as_deref())?;
+        s.apply_scalars(&file);
+        s.apply_tables(file, &path.unwrap_or_default())?;
+        s.apply_hidden_env(env);
+        Ok(s)
+    }
+
+    /// The file's single-valued settings, each where it is set.
+    fn apply_scalars(&mut self, file: &FileConfig) {
         if let Some(mode) = file.default_mode {
-            s.default_mode = mode;
+            self.default_mode = mode;
         }
         if let Some(n) = file.max_turn_requests {
-            s.max_turn_requests = n.max(1);
+            self.max_turn_requests = n.max(1);
         }
         if let Some(n) = file.context_window {
-            s.context_window = n;
+            self.context_window = n;
         }
         if let Some(n) = file.max_retries {
-            s.max_retries = n;
+            self.max_retries = n;
         }
         if let Some(n) = file.stream_idle_timeout_secs {
-            s.stream_idle_timeout = Duration::from_secs(n.max(1));
+            self.stream_idle_timeout = Duration::from_secs(n.max(1));
         }
         if let Some(b) = file.stream_usage {
-            s.stream_usage = b;
+            self.stream_usage = b;
         }
-        let limits = &mut s.stream_limits;
+        let limits = &mut self.stream_limits;
         for (value, limit) in [
             (file.max_sse_event_bytes, &mut limits.max_event_bytes),
             (file.max_reply_text_bytes, &mut limits.max_text_bytes),
@@ -338,42 +355,49 @@ impl Settings {
             }
         }
         if let Some(b) = file.send_reasoning {
-            s.send_reasoning = b;
+            self.send_reasoning = b;
         }
         if let Some(b) = file.sandbox_network {
-            s.sandbox_network = b;
+            self.sandbox_network = b;
         }
         if let Some(n) = file.max_background_commands {
-            s.max_background_commands = n.max(1);
+            self.max_background_commands = n.max(1);
         }
         if let Some(n) = file.checkpoint_max_bytes {
-            s.checkpoint_max_bytes = n;
-        }
-        s.headers = file.headers.into_iter().collect();
-        s.models = file.models.into_iter().collect();
-        let file_path = path.clone().unwrap_or_default();
-        for (name, server) in &file.mcp_servers {
-            if let Some(spec) = server.to_spec(name, &file_path)? {
-                s.mcp_servers.push(spec);
-            }
+            self.checkpoint_max_bytes = n;
         }
         if let Some(n) = file.mcp_startup_timeout_secs {
-            s.mcp_startup_timeout = Duration::from_secs(n);
+            self.mcp_startup_timeout = Duration::from_secs(n);
         }
         if let Some(n) = file.mcp_tool_timeout_secs {
-            s.mcp_tool_timeout = Duration::from_secs(n.max(1));
+            self.mcp_tool_timeout = Duration::from_secs(n.max(1));
         }
-        check_globs(&file.protected_paths, &file_path)?;
-        s.protected_paths = file.protected_paths;
-        s.a2a_token = file.a2a_token.filter(|t| !t.trim().is_empty());
-        // Hidden knobs for tests and debugging; not part of the documented contract.
+        self.a2a_token = file.a2a_token.clone().filter(|t| !t.trim().is_empty());
+    }
+
+    /// The file's tables and lists: headers, models, MCP servers and the
+    /// protected paths, the last two checked (errors name `file_path`).
+    fn apply_tables(&mut self, file: FileConfig, file_path: &Path) -> Result<(), ConfigError> {
+        self.headers = file.headers.into_iter().collect();
+        self.models = file.models.into_iter().collect();
+        for (name, server) in &file.mcp_servers {
+            if let Some(spec) = server.to_spec(name, file_path)? {
+                self.mcp_servers.push(spec);
+            }
+        }
+        check_globs(&file.protected_paths, file_path)?;
+        self.protected_paths = file.protected_paths;
+        Ok(())
+    }
+
+    /// Hidden knobs for tests and debugging; not part of the documented contract.
+    fn apply_hidden_env(&mut self, env: &dyn Fn(&str) -> Option<String>) {
         if let Some(ms) = env("ACP_CODER_RETRY_BASE_MS").and_then(|v| v.parse().ok()) {
-            s.retry_base_delay = Duration::from_millis(ms);
+            self.retry_base_delay = Duration::from_millis(ms);
         }
         if let Some(secs) = env("ACP_CODER_STREAM_IDLE_SECS").and_then(|v| v.parse().ok()) {
-            s.stream_idle_timeout = Duration::from_secs(secs);
+            self.stream_idle_timeout = Duration::from_secs(secs);
         }
-        Ok(s)
     }
 
     /// The model endpoint and its key (flag > env > file): the base

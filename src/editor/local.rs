@@ -2,11 +2,51 @@
 //! §9) served from the local disk, for the clients that run the agent in
 //! process and play the editor themselves: `exec` and `a2a`.
 use std::path::Path;
+use std::sync::Arc;
 
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::{FileError, read_local, write_local};
-use crate::rpc::RpcError;
+use crate::acp::method;
+use crate::rpc::{Reply, RpcError, decode_params};
+
+/// A client that plays the editor for an agent it runs in process (`exec`,
+/// `a2a`): reads come from the disk as they are; a write and the permission
+/// question are the client's to handle.
+#[async_trait::async_trait]
+pub trait LocalEditor: Send + Sync + 'static {
+    /// The params of `session/request_permission` as the client reads them.
+    type Permission: serde::de::DeserializeOwned + Send;
+
+    /// `fs/write_text_file`: by default straight to the disk.
+    async fn write_file(&self, p: WriteParams) -> Result<Value, RpcError> {
+        write_text_file(&p).await
+    }
+
+    /// `session/request_permission` (ACP §9): the response's `outcome`.
+    async fn ask_permission(self: Arc<Self>, p: Self::Permission) -> Result<Value, RpcError>;
+}
+
+/// Answers one request the agent sends its editor. The agent only sends
+/// these three (it advertises no terminal capability to itself); anything
+/// else is method-not-found, as JSON-RPC requires.
+pub async fn serve<E: LocalEditor>(
+    editor: Arc<E>,
+    method: String,
+    params: Option<Box<RawValue>>,
+) -> Result<Reply, RpcError> {
+    let p = params.as_deref();
+    let result = match method.as_str() {
+        method::FS_READ => read_text_file(decode_params(p)?).await?,
+        method::FS_WRITE => editor.write_file(decode_params(p)?).await?,
+        method::REQUEST_PERMISSION => editor.ask_permission(decode_params(p)?).await?,
+        _ => return Err(RpcError::method_not_found(&method)),
+    };
+    serde_json::value::to_raw_value(&result)
+        .map(Reply::from)
+        .map_err(RpcError::internal)
+}
 
 /// `ReadTextFileRequest`.
 #[derive(serde::Deserialize)]

@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::acp::method;
-use crate::editor::local;
+use crate::editor::local::{self, LocalEditor};
 use crate::rpc::{Handler, Reply, RpcError, decode_params};
 use crate::term::{Style, Tty};
 
@@ -60,8 +60,14 @@ impl ExecClient {
             }
         });
     }
+}
 
-    async fn permission(self: Arc<Self>, params: Value) -> Result<Value, RpcError> {
+#[async_trait::async_trait]
+impl LocalEditor for ExecClient {
+    type Permission = Value;
+
+    /// `--yes`, a question on the terminal, or a refusal (see `Permissions`).
+    async fn ask_permission(self: Arc<Self>, params: Value) -> Result<Value, RpcError> {
         let tool_call = params.get("toolCall").cloned().unwrap_or(Value::Null);
         let options: Vec<Value> = params
             .get("options")
@@ -176,19 +182,8 @@ impl Handler for ExecClient {
         method: String,
         params: Option<Box<RawValue>>,
     ) -> BoxFuture<'static, Result<Reply, RpcError>> {
-        Box::pin(async move {
-            self.bump(None);
-            let p = params.as_deref();
-            let result = match method.as_str() {
-                method::FS_READ => local::read_text_file(decode_params(p)?).await?,
-                method::FS_WRITE => local::write_text_file(&decode_params(p)?).await?,
-                method::REQUEST_PERMISSION => self.clone().permission(decode_params(p)?).await?,
-                _ => return Err(RpcError::method_not_found(&method)),
-            };
-            serde_json::value::to_raw_value(&result)
-                .map(Reply::from)
-                .map_err(RpcError::internal)
-        })
+        self.bump(None);
+        Box::pin(local::serve(self, method, params))
     }
 
     /// One request at a time: permission questions never overlap on the terminal.

@@ -402,6 +402,30 @@ fn to_sample(
     images: bool,
     audio: bool,
 ) -> Result<Sample, ErrorData> {
+    check_request(p)?;
+    let mut messages = Vec::with_capacity(p.messages.len() + 1);
+    if let Some(system) = p.system_prompt.as_deref().filter(|s| !s.trim().is_empty()) {
+        messages.push(ChatMessage::System(system.to_owned()));
+    }
+    for (i, m) in p.messages.iter().enumerate() {
+        let parts = m
+            .content
+            .iter()
+            .map(|block| to_part(block, &m.role, images, audio, i))
+            .collect::<Result<Vec<_>, _>>()?;
+        messages.push(to_message(&m.role, parts));
+    }
+    Ok(Sample {
+        messages,
+        max_tokens: p.max_tokens,
+        temperature: p.temperature.filter(|t| t.is_finite() && *t >= 0.0),
+        stop: p.stop_sequences.clone().unwrap_or_default(),
+    })
+}
+
+/// Refuses what this client cannot serve, naming the field: no messages, no
+/// tokens, or tools (it does not declare `sampling.tools`).
+fn check_request(p: &CreateMessageRequestParams) -> Result<(), ErrorData> {
     if p.messages.is_empty() {
         return Err(ErrorData::invalid_params(
             "sampling/createMessage: messages is empty; send at least one user message",
@@ -421,76 +445,73 @@ fn to_sample(
             None,
         ));
     }
-    let mut messages = Vec::with_capacity(p.messages.len() + 1);
-    if let Some(system) = p.system_prompt.as_deref().filter(|s| !s.trim().is_empty()) {
-        messages.push(ChatMessage::System(system.to_owned()));
-    }
-    for (i, m) in p.messages.iter().enumerate() {
-        let mut parts = Vec::new();
-        for block in m.content.iter() {
-            match block {
-                SamplingMessageContentBlock::Text(t) => parts.push(UserPart::Text(t.text.clone())),
-                SamplingMessageContentBlock::Image(img)
-                    if images && m.role == Role::User && img.mime_type.starts_with("image/") =>
-                {
-                    parts.push(UserPart::ImageUrl(format!(
-                        "data:{};base64,{}",
-                        img.mime_type, img.data
-                    )))
-                }
-                SamplingMessageContentBlock::Image(img) => parts.push(UserPart::Text(format!(
-                    "[image: {}, not shown: this model does not take images here]",
-                    img.mime_type
-                ))),
-                SamplingMessageContentBlock::Audio(a)
-                    if audio
-                        && m.role == Role::User
-                        && crate::mcp::rich::audio_format(&a.mime_type).is_some() =>
-                {
-                    parts.push(UserPart::InputAudio {
-                        data: a.data.clone(),
-                        format: crate::mcp::rich::audio_format(&a.mime_type)
-                            .unwrap_or("wav")
-                            .to_owned(),
-                    })
-                }
-                SamplingMessageContentBlock::Audio(a) => parts.push(UserPart::Text(format!(
-                    "[audio: {}, not played: the model endpoint takes no audio]",
-                    a.mime_type
-                ))),
-                _ => {
-                    return Err(ErrorData::invalid_params(
-                        format!(
-                            "sampling/createMessage: messages[{i}] holds tool_use/tool_result content, \
-                             which needs sampling.tools; this client does not declare it"
-                        ),
-                        None,
-                    ));
-                }
+    Ok(())
+}
+
+/// One content block of message `i`: text as is, an image or audio the model
+/// takes (in a user message) as itself, otherwise a note naming it.
+fn to_part(
+    block: &SamplingMessageContentBlock,
+    role: &Role,
+    images: bool,
+    audio: bool,
+    i: usize,
+) -> Result<UserPart, ErrorData> {
+    let user = *role == Role::User;
+    Ok(match block {
+        SamplingMessageContentBlock::Text(t) => UserPart::Text(t.text.clone()),
+        SamplingMessageContentBlock::Image(img)
+            if images && user && img.mime_type.starts_with("image/") =>
+        {
+            UserPart::ImageUrl(format!("data:{};base64,{}", img.mime_type, img.data))
+        }
+        SamplingMessageContentBlock::Image(img) => UserPart::Text(format!(
+            "[image: {}, not shown: this model does not take images here]",
+            img.mime_type
+        )),
+        SamplingMessageContentBlock::Audio(a)
+            if audio && user && crate::mcp::rich::audio_format(&a.mime_type).is_some() =>
+        {
+            UserPart::InputAudio {
+                data: a.data.clone(),
+                format: crate::mcp::rich::audio_format(&a.mime_type)
+                    .unwrap_or("wav")
+                    .to_owned(),
             }
         }
-        messages.push(match m.role {
-            Role::User => ChatMessage::User(parts),
-            Role::Assistant => ChatMessage::Assistant {
-                text: parts
-                    .into_iter()
-                    .map(|p| match p {
-                        UserPart::Text(t) | UserPart::ImageUrl(t) => t,
-                        UserPart::InputAudio { format, .. } => format!("[audio: {format}]"),
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                reasoning: String::new(),
-                tool_calls: Vec::new(),
-            },
-        });
-    }
-    Ok(Sample {
-        messages,
-        max_tokens: p.max_tokens,
-        temperature: p.temperature.filter(|t| t.is_finite() && *t >= 0.0),
-        stop: p.stop_sequences.clone().unwrap_or_default(),
+        SamplingMessageContentBlock::Audio(a) => UserPart::Text(format!(
+            "[audio: {}, not played: the model endpoint takes no audio]",
+            a.mime_type
+        )),
+        _ => {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "sampling/createMessage: messages[{i}] holds tool_use/tool_result content, \
+                     which needs sampling.tools; this client does not declare it"
+                ),
+                None,
+            ));
+        }
     })
+}
+
+/// A message of `role` from its parts; an assistant's are joined as text.
+fn to_message(role: &Role, parts: Vec<UserPart>) -> ChatMessage {
+    match role {
+        Role::User => ChatMessage::User(parts),
+        Role::Assistant => ChatMessage::Assistant {
+            text: parts
+                .into_iter()
+                .map(|p| match p {
+                    UserPart::Text(t) | UserPart::ImageUrl(t) => t,
+                    UserPart::InputAudio { format, .. } => format!("[audio: {format}]"),
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+            reasoning: String::new(),
+            tool_calls: Vec::new(),
+        },
+    }
 }
 
 /// What the permission prompt shows: the server, the model, the limit, the
@@ -535,15 +556,8 @@ fn clip(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}… ({} characters in all)",
-        &text[..end],
-        text.chars().count()
-    )
+    let head = crate::utf8::head(text, max);
+    format!("{head}… ({} characters in all)", text.chars().count())
 }
 
 /// MCP's stop reason for the endpoint's `finish_reason`. Chat-completions

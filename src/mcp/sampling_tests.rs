@@ -167,69 +167,55 @@ fn the_prompt_shows_the_request_cut_to_size() {
     assert!(text.contains("none is given to servers"));
 }
 
+/// A lent turn whose model must never be called.
+fn no_model(read_only: bool, cancel: CancellationToken) -> Arc<dyn TurnModel> {
+    Arc::new(NoModel { read_only, cancel })
+}
+
+/// A call of `srv` running in the session, as the sampling request's origin.
+fn running_call(calls: &Progress, editor: Editor) -> crate::mcp::client::ProgressGuard<'_> {
+    calls.register(
+        ProgressToken(NumberOrString::Number(1)),
+        editor,
+        "call_1".into(),
+    )
+}
+
+/// Asks for a sample of `text` and returns why it was refused.
+async fn refused(s: &Sampler, text: &str) -> ErrorData {
+    s.create_message(text_request(text), CancellationToken::new())
+        .await
+        .unwrap_err()
+}
+
 #[tokio::test]
 async fn outside_a_turn_or_a_call_of_the_server_it_is_refused() {
     let (hub, calls, s, editor) = sampler();
-    let e = s
-        .create_message(text_request("hi"), CancellationToken::new())
-        .await
-        .unwrap_err();
+    let e = refused(&s, "hi").await;
     assert!(e.message.contains("only available while"), "{}", e.message);
     // A turn, but no call of this server running.
-    let _lent = hub.lend(Arc::new(NoModel {
-        read_only: false,
-        cancel: CancellationToken::new(),
-    }));
-    let e = s
-        .create_message(text_request("hi"), CancellationToken::new())
-        .await
-        .unwrap_err();
+    let _lent = hub.lend(no_model(false, CancellationToken::new()));
+    let e = refused(&s, "hi").await;
     assert!(e.message.contains("(srv)"), "{}", e.message);
     // A cancelled turn lends nothing.
     let cancel = CancellationToken::new();
     cancel.cancel();
-    let _lent = hub.lend(Arc::new(NoModel {
-        read_only: false,
-        cancel,
-    }));
-    let _running = calls.register(
-        ProgressToken(NumberOrString::Number(1)),
-        editor,
-        "call_1".into(),
-    );
-    let e = s
-        .create_message(text_request("hi"), CancellationToken::new())
-        .await
-        .unwrap_err();
+    let _lent = hub.lend(no_model(false, cancel));
+    let _running = running_call(&calls, editor);
+    let e = refused(&s, "hi").await;
     assert!(e.message.contains("only available while"), "{}", e.message);
 }
 
 #[tokio::test]
 async fn read_only_refuses_without_asking_and_size_is_bounded() {
     let (hub, calls, s, editor) = sampler();
-    let lent = hub.lend(Arc::new(NoModel {
-        read_only: true,
-        cancel: CancellationToken::new(),
-    }));
-    let _running = calls.register(
-        ProgressToken(NumberOrString::Number(1)),
-        editor,
-        "call_1".into(),
-    );
-    let e = s
-        .create_message(text_request("hi"), CancellationToken::new())
-        .await
-        .unwrap_err();
+    let lent = hub.lend(no_model(true, CancellationToken::new()));
+    let _running = running_call(&calls, editor);
+    let e = refused(&s, "hi").await;
     assert!(e.message.contains("read-only"), "{}", e.message);
     // Checked first, whatever the turn: 10 MB are refused naming the limit.
     drop(lent);
-    let e = s
-        .create_message(
-            text_request(&"x".repeat(10 << 20)),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
+    let e = refused(&s, &"x".repeat(10 << 20)).await;
     assert!(e.message.contains("1048576 bytes (1 MB)"), "{}", e.message);
     assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
 }
@@ -237,12 +223,7 @@ async fn read_only_refuses_without_asking_and_size_is_bounded() {
 #[test]
 fn a_later_turn_is_not_cleared_by_an_earlier_guard() {
     let hub = Arc::new(Hub::default());
-    let turn = || {
-        Arc::new(NoModel {
-            read_only: false,
-            cancel: CancellationToken::new(),
-        }) as Arc<dyn TurnModel>
-    };
+    let turn = || no_model(false, CancellationToken::new());
     let first = hub.lend(turn());
     let _second = hub.lend(turn());
     drop(first);

@@ -102,91 +102,13 @@ impl SseTransport {
         bearer: Bearer,
     ) -> Result<SseTransport, McpError> {
         let sse_url = Url::parse(url).map_err(|e| McpError::Config(format!("url {url:?}: {e}")))?;
-        let mut get = client
-            .get(sse_url.clone())
-            .headers(headers.clone())
-            .header(ACCEPT, "text/event-stream");
-        if let Some(auth) = bearer.header().await {
-            get = get.header(reqwest::header::AUTHORIZATION, auth);
-        }
-        let resp = get
-            .send()
-            .await
-            .map_err(|e| McpError::Connect(format!("GET {sse_url}: {e}")))?;
-        let status = resp.status();
-        if status == reqwest::StatusCode::UNAUTHORIZED
-            && let Some(challenge) = resp.headers().get(reqwest::header::WWW_AUTHENTICATE)
-        {
-            return Err(McpError::SignIn(
-                challenge.to_str().unwrap_or_default().to_owned(),
-            ));
-        }
-        if !status.is_success() {
-            let body = resp.text().await.unwrap_or_default();
-            return Err(McpError::Connect(format!(
-                "GET {sse_url} answered HTTP {}: {}",
-                status.as_u16(),
-                body.chars().take(300).collect::<String>()
-            )));
-        }
+        let resp = open_stream(&client, &sse_url, &headers, &bearer).await?;
         let mut stream = events(resp);
-        let (tx, rx) = mpsc::channel(64);
-        // Wait for `endpoint`; messages before it are kept for the reader.
-        let mut early = Vec::new();
-        let endpoint = tokio::time::timeout(ENDPOINT_WAIT, async {
-            loop {
-                let Some(ev) = stream.next().await else {
-                    return Err("the event stream ended before the endpoint event".to_owned());
-                };
-                let ev = ev.map_err(|e| format!("reading the event stream: {e}"))?;
-                if name(&ev) == "endpoint" {
-                    return Ok(ev.data.unwrap_or_default());
-                }
-                early.push(ev);
-            }
-        })
-        .await
-        .map_err(|_| {
-            McpError::Connect(format!(
-                "GET {sse_url}: no endpoint event within {} s (is this a legacy SSE server? \
-                 streamable HTTP servers take \"type\": \"http\")",
-                ENDPOINT_WAIT.as_secs()
-            ))
-        })?
-        .map_err(|e| McpError::Connect(format!("GET {sse_url}: {e}")))?;
-        let post_url = sse_url.join(endpoint.trim()).map_err(|e| {
-            McpError::Connect(format!("the endpoint event {endpoint:?} is not a URL: {e}"))
-        })?;
-        if !same_origin(&post_url, &sse_url) {
-            return Err(McpError::Connect(format!(
-                "the endpoint {post_url} is not on the origin of {sse_url}; refusing to send messages (and headers) there"
-            )));
-        }
+        let (endpoint, early) = wait_for_endpoint(&mut stream, &sse_url).await?;
+        let post_url = post_url(&sse_url, &endpoint)?;
         tracing::debug!(%sse_url, %post_url, "SSE endpoint");
-        let reader = tokio::spawn(async move {
-            for ev in early {
-                if !forward(&tx, ev).await {
-                    return;
-                }
-            }
-            loop {
-                let ev = match stream.next().await {
-                    Some(Ok(ev)) => ev,
-                    Some(Err(e)) => {
-                        tracing::warn!(%sse_url, error = %e, "SSE stream failed");
-                        break;
-                    }
-                    None => {
-                        tracing::info!(%sse_url, "SSE stream ended");
-                        break;
-                    }
-                };
-                if !forward(&tx, ev).await {
-                    return;
-                }
-            }
-            // Dropping `tx` ends `receive`: the service sees the server gone.
-        });
+        let (tx, rx) = mpsc::channel(64);
+        let reader = tokio::spawn(read_events(stream, early, tx, sse_url));
         Ok(SseTransport {
             client,
             post_url,
@@ -195,6 +117,121 @@ impl SseTransport {
             rx,
             reader,
         })
+    }
+}
+
+/// The `GET` of the event stream, checked: a 401 with a challenge asks for
+/// sign-in, any other failure names the status and the start of the body.
+async fn open_stream(
+    client: &Client,
+    sse_url: &Url,
+    headers: &HeaderMap,
+    bearer: &Bearer,
+) -> Result<reqwest::Response, McpError> {
+    let mut get = client
+        .get(sse_url.clone())
+        .headers(headers.clone())
+        .header(ACCEPT, "text/event-stream");
+    if let Some(auth) = bearer.header().await {
+        get = get.header(reqwest::header::AUTHORIZATION, auth);
+    }
+    let resp = get
+        .send()
+        .await
+        .map_err(|e| McpError::Connect(format!("GET {sse_url}: {e}")))?;
+    let status = resp.status();
+    if status == reqwest::StatusCode::UNAUTHORIZED
+        && let Some(challenge) = resp.headers().get(reqwest::header::WWW_AUTHENTICATE)
+    {
+        return Err(McpError::SignIn(
+            challenge.to_str().unwrap_or_default().to_owned(),
+        ));
+    }
+    if !status.is_success() {
+        let body = resp.text().await.unwrap_or_default();
+        return Err(McpError::Connect(format!(
+            "GET {sse_url} answered HTTP {}: {}",
+            status.as_u16(),
+            body.chars().take(300).collect::<String>()
+        )));
+    }
+    Ok(resp)
+}
+
+/// Waits up to [`ENDPOINT_WAIT`] for the `endpoint` event: its data, and
+/// the messages that came before it (kept for the reader).
+async fn wait_for_endpoint(
+    stream: &mut Events,
+    sse_url: &Url,
+) -> Result<(String, Vec<Sse>), McpError> {
+    let mut early = Vec::new();
+    let endpoint = tokio::time::timeout(ENDPOINT_WAIT, async {
+        loop {
+            let Some(ev) = stream.next().await else {
+                return Err("the event stream ended before the endpoint event".to_owned());
+            };
+            let ev = ev.map_err(|e| format!("reading the event stream: {e}"))?;
+            if name(&ev) == "endpoint" {
+                return Ok(ev.data.unwrap_or_default());
+            }
+            early.push(ev);
+        }
+    })
+    .await
+    .map_err(|_| {
+        McpError::Connect(format!(
+            "GET {sse_url}: no endpoint event within {} s (is this a legacy SSE server? \
+             streamable HTTP servers take \"type\": \"http\")",
+            ENDPOINT_WAIT.as_secs()
+        ))
+    })?
+    .map_err(|e| McpError::Connect(format!("GET {sse_url}: {e}")))?;
+    Ok((endpoint, early))
+}
+
+/// The URL the endpoint event names, resolved against the stream's; only on
+/// the stream's origin (messages and their headers go nowhere else).
+fn post_url(sse_url: &Url, endpoint: &str) -> Result<Url, McpError> {
+    let post_url = sse_url.join(endpoint.trim()).map_err(|e| {
+        McpError::Connect(format!("the endpoint event {endpoint:?} is not a URL: {e}"))
+    })?;
+    if !same_origin(&post_url, sse_url) {
+        return Err(McpError::Connect(format!(
+            "the endpoint {post_url} is not on the origin of {sse_url}; refusing to send messages (and headers) there"
+        )));
+    }
+    Ok(post_url)
+}
+
+/// Forwards the early messages, then the stream's, until it ends or nobody
+/// listens. Dropping `tx` at the end ends `receive`: the service sees the
+/// server gone.
+async fn read_events(
+    mut stream: Events,
+    early: Vec<Sse>,
+    tx: mpsc::Sender<ServerJsonRpcMessage>,
+    sse_url: Url,
+) {
+    for ev in early {
+        if !forward(&tx, ev).await {
+            return;
+        }
+    }
+    loop {
+        let ev = match stream.next().await {
+            Some(Ok(ev)) => ev,
+            Some(Err(e)) => {
+                tracing::warn!(%sse_url, error = %e, "SSE stream failed");
+                break;
+            }
+            None => {
+                tracing::info!(%sse_url, "SSE stream ended");
+                break;
+            }
+        };
+        if !forward(&tx, ev).await {
+            return;
+        }
     }
 }
 

@@ -34,7 +34,7 @@ pub struct StdioChild {
     child: tokio::sync::Mutex<Option<Child>>,
     /// Set once the group was killed and unregistered.
     reaped: Mutex<Option<String>>,
-    stderr_tail: std::sync::Arc<Mutex<VecDeque<String>>>,
+    stderr_tail: StderrTail,
     /// True once stderr reached EOF (every line is in `stderr_tail`).
     stderr_done: tokio::sync::watch::Receiver<bool>,
 }
@@ -48,19 +48,50 @@ pub fn spawn(
     cwd: &Path,
     secret_env: &[String],
 ) -> Result<(StdioChild, ChildStdout, ChildStdin), McpError> {
-    // Through the agent's launcher (unconfined, `--no-sandbox`) when there
-    // is one: it kills the server's group if the agent dies, even by SIGKILL.
-    let mut cmd = match launched(command, args, env, cwd) {
-        Some(Ok((exe, argv))) => {
+    let spawn_error = |source| McpError::Spawn {
+        command: command.to_owned(),
+        source,
+    };
+    let mut child = server_command(command, args, env, cwd, secret_env)
+        .map_err(spawn_error)?
+        .spawn()
+        .map_err(spawn_error)?;
+    let pid = child.id().map_or(0, |p| p as i32);
+    register_group(pid);
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stdin = child.stdin.take().expect("piped stdin");
+    let (stderr_tail, stderr_done) = log_stderr(name, child.stderr.take().expect("piped stderr"));
+    tracing::info!(server = name, pid, command, "MCP server process started");
+    Ok((
+        StdioChild {
+            name: name.to_owned(),
+            pid,
+            child: tokio::sync::Mutex::new(Some(child)),
+            reaped: Mutex::new(None),
+            stderr_tail,
+            stderr_done,
+        },
+        stdout,
+        stdin,
+    ))
+}
+
+/// The server's command: through the agent's launcher (unconfined,
+/// `--no-sandbox`) when there is one, which kills the server's group if the
+/// agent dies, even by SIGKILL; piped, in its own group, without the
+/// agent's secrets, with the configured `env`.
+fn server_command(
+    command: &str,
+    args: &[String],
+    env: &[(String, String)],
+    cwd: &Path,
+    secret_env: &[String],
+) -> std::io::Result<Command> {
+    let mut cmd = match launched(command, args, env, cwd).transpose()? {
+        Some((exe, argv)) => {
             let mut c = Command::new(exe);
             c.args(argv);
             c
-        }
-        Some(Err(e)) => {
-            return Err(McpError::Spawn {
-                command: command.to_owned(),
-                source: e,
-            });
         }
         None => {
             let mut c = Command::new(command);
@@ -80,16 +111,19 @@ pub fn spawn(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().map_err(|e| McpError::Spawn {
-        command: command.to_owned(),
-        source: e,
-    })?;
-    let pid = child.id().map_or(0, |p| p as i32);
-    register_group(pid);
-    let stdout = child.stdout.take().expect("piped stdout");
-    let stdin = child.stdin.take().expect("piped stdin");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let tail = std::sync::Arc::new(Mutex::new(VecDeque::new()));
+    Ok(cmd)
+}
+
+type StderrTail = std::sync::Arc<Mutex<VecDeque<String>>>;
+
+/// Reads the server's stderr line by line into our log (long lines cut),
+/// keeping the last [`STDERR_TAIL`] lines for error reports; the receiver
+/// turns true at EOF.
+fn log_stderr(
+    name: &str,
+    stderr: tokio::process::ChildStderr,
+) -> (StderrTail, tokio::sync::watch::Receiver<bool>) {
+    let tail = StderrTail::default();
     let server = name.to_owned();
     let tail_w = tail.clone();
     let (done_tx, stderr_done) = tokio::sync::watch::channel(false);
@@ -109,19 +143,7 @@ pub fn spawn(
         }
         let _ = done_tx.send(true);
     });
-    tracing::info!(server = name, pid, command, "MCP server process started");
-    Ok((
-        StdioChild {
-            name: name.to_owned(),
-            pid,
-            child: tokio::sync::Mutex::new(Some(child)),
-            reaped: Mutex::new(None),
-            stderr_tail: tail,
-            stderr_done,
-        },
-        stdout,
-        stdin,
-    ))
+    (tail, stderr_done)
 }
 
 /// The launcher's command line for `command args`, after checking that

@@ -298,81 +298,26 @@ fn call_error(server: &str, tool: &str, e: &ServiceError) -> String {
 pub fn convert(result: &Value) -> ToolOutput {
     let mut model = Vec::<String>::new();
     let mut content = Vec::new();
-    let mut texts = Vec::new();
     for raw in result["content"].as_array().into_iter().flatten() {
         let block: ContentBlock =
             serde_json::from_value(raw.clone()).unwrap_or(ContentBlock::Unknown);
-        match &block {
-            ContentBlock::Text(t) => {
-                model.push(t.text.clone());
-                texts.push(t.text.clone());
-            }
-            ContentBlock::Image(i) => model.push(format!(
-                "[image: {}, {} bytes; shown to the user]",
-                i.mime_type,
-                i.data.len() / 4 * 3
-            )),
-            ContentBlock::Audio(a) => model.push(format!(
-                "[audio: {}, {} bytes{}]",
-                a.mime_type,
-                a.data.len() / 4 * 3,
-                if super::rich::audio_format(&a.mime_type).is_some() {
-                    ""
-                } else {
-                    "; a format models do not take (only WAV and MP3 audio is sent)"
-                }
-            )),
-            ContentBlock::ResourceLink(l) => {
-                let mut s = format!("[resource link: {} <{}>", l.name, l.uri);
-                if let Some(m) = &l.mime_type {
-                    s.push_str(&format!(" ({m})"));
-                }
-                if let Some(d) = &l.description {
-                    s.push_str(&format!(" — {d}"));
-                }
-                s.push(']');
-                model.push(s);
-            }
-            ContentBlock::Resource(r) => match &r.resource {
-                ResourceContents::Text { uri, text, .. } => model.push(format!(
-                    "<resource uri=\"{uri}\">\n{}\n</resource>",
-                    text.trim_end_matches('\n')
-                )),
-                ResourceContents::Blob {
-                    uri,
-                    blob,
-                    mime_type,
-                } => model.push(format!(
-                    "[embedded binary resource {uri} ({}, {} bytes)]",
-                    mime_type.as_deref().unwrap_or("unknown type"),
-                    blob.len() / 4 * 3
-                )),
-            },
-            ContentBlock::Unknown => {
-                model.push(format!(
-                    "[content of type {} not shown]",
-                    raw["type"].as_str().unwrap_or("?")
-                ));
-                continue;
-            }
+        model.push(block_for_model(&block, raw));
+        if !matches!(block, ContentBlock::Unknown) {
+            content.push(ToolCallContent::Content { content: block });
         }
-        content.push(ToolCallContent::Content { content: block });
     }
     let structured = result
         .get("structuredContent")
         .filter(|v| !v.is_null())
         .cloned();
-    if let Some(s) = &structured {
-        let already = texts
-            .iter()
-            .any(|t| serde_json::from_str::<Value>(t).ok().as_ref() == Some(s));
-        if !already {
-            let json = serde_json::to_string(s).unwrap_or_default();
-            model.push(format!("structuredContent: {json}"));
-            content.push(ToolCallContent::text(
-                serde_json::to_string_pretty(s).unwrap_or(json),
-            ));
-        }
+    if let Some(s) = &structured
+        && !carried_as_text(&content, s)
+    {
+        let json = serde_json::to_string(s).unwrap_or_default();
+        model.push(format!("structuredContent: {json}"));
+        content.push(ToolCallContent::text(
+            serde_json::to_string_pretty(s).unwrap_or(json),
+        ));
     }
     let for_model = if model.is_empty() {
         "(the tool returned no content)".to_owned()
@@ -385,6 +330,67 @@ pub fn convert(result: &Value) -> ToolOutput {
         locations: None,
         raw_output: structured,
     }
+}
+
+/// What the model reads for one content block (`raw` names an unknown type).
+fn block_for_model(block: &ContentBlock, raw: &Value) -> String {
+    match block {
+        ContentBlock::Text(t) => t.text.clone(),
+        ContentBlock::Image(i) => format!(
+            "[image: {}, {} bytes; shown to the user]",
+            i.mime_type,
+            i.data.len() / 4 * 3
+        ),
+        ContentBlock::Audio(a) => format!(
+            "[audio: {}, {} bytes{}]",
+            a.mime_type,
+            a.data.len() / 4 * 3,
+            if super::rich::audio_format(&a.mime_type).is_some() {
+                ""
+            } else {
+                "; a format models do not take (only WAV and MP3 audio is sent)"
+            }
+        ),
+        ContentBlock::ResourceLink(l) => {
+            let mut s = format!("[resource link: {} <{}>", l.name, l.uri);
+            if let Some(m) = &l.mime_type {
+                s.push_str(&format!(" ({m})"));
+            }
+            if let Some(d) = &l.description {
+                s.push_str(&format!(" — {d}"));
+            }
+            s.push(']');
+            s
+        }
+        ContentBlock::Resource(r) => match &r.resource {
+            ResourceContents::Text { uri, text, .. } => format!(
+                "<resource uri=\"{uri}\">\n{}\n</resource>",
+                text.trim_end_matches('\n')
+            ),
+            ResourceContents::Blob {
+                uri,
+                blob,
+                mime_type,
+            } => format!(
+                "[embedded binary resource {uri} ({}, {} bytes)]",
+                mime_type.as_deref().unwrap_or("unknown type"),
+                blob.len() / 4 * 3
+            ),
+        },
+        ContentBlock::Unknown => format!(
+            "[content of type {} not shown]",
+            raw["type"].as_str().unwrap_or("?")
+        ),
+    }
+}
+
+/// Whether a text block already carries `structured` as JSON (servers often
+/// send both, MCP 2025-11-25 "Structured Content").
+fn carried_as_text(content: &[ToolCallContent], structured: &Value) -> bool {
+    content.iter().any(|c| {
+        matches!(c, ToolCallContent::Content { content: ContentBlock::Text(t) }
+            if serde_json::from_str::<Value>(&t.text).ok().as_ref() == Some(structured))
+    })
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 
 use super::*;
+use crate::rpc::OUTGOING_LIMIT;
 
 /// Answers `ping` at once; counts notifications.
 #[derive(Default)]

@@ -107,12 +107,49 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::
     Box::<RawValue>::deserialize(d).map(Some)
 }
 
+/// A frame's failure: the error to send and the id to send it with.
+type Refusal = (Id, RpcError);
+
 impl Incoming {
     /// Classifies one frame. On failure returns the error to send and the id to
     /// send it with (null when the id could not be read).
     // The error path is cold (one per bad frame); boxing would only add noise.
     #[allow(clippy::result_large_err)]
-    pub fn parse(line: &[u8]) -> Result<Incoming, (Id, RpcError)> {
+    pub fn parse(line: &[u8]) -> Result<Incoming, Refusal> {
+        let env = Envelope::read(line)?;
+        let id = env.id.as_deref().map(Id::from_raw);
+        let reply_id = id.clone().unwrap_or_else(Id::null);
+        // A frame without a method that has an id, a result or an error is a
+        // response (JSON-RPC 2.0 §5; `"id": null` is how a peer reports an
+        // error it could not tie to a request). Responses are never answered,
+        // whatever is wrong with them: the connection logs and drops them.
+        if env.method.is_none() && (id.is_some() || env.result.is_some() || env.error.is_some()) {
+            return Ok(env.response(reply_id));
+        }
+        match &env.jsonrpc {
+            None => {}
+            Some(Value::String(v)) if v == "2.0" => {}
+            Some(other) => {
+                return Err((
+                    reply_id,
+                    RpcError::invalid_request(format!("jsonrpc must be \"2.0\", got {other}")),
+                ));
+            }
+        }
+        if matches!(&id, Some(Id::Other(raw)) if raw.0 != "null") && env.method.is_some() {
+            return Err((
+                Id::null(),
+                RpcError::invalid_request("id must be a string, an integer or null"),
+            ));
+        }
+        env.call(id, reply_id)
+    }
+}
+
+impl Envelope {
+    /// The frame as one JSON object; anything else is refused with a null id.
+    #[allow(clippy::result_large_err)]
+    fn read(line: &[u8]) -> Result<Envelope, Refusal> {
         let text = std::str::from_utf8(line).map_err(|e| {
             (
                 Id::null(),
@@ -134,53 +171,31 @@ impl Incoming {
             };
             return Err((Id::null(), RpcError::invalid_request(what)));
         }
-        let env: Envelope = serde_json::from_str(value.get())
-            .map_err(|e| (Id::null(), RpcError::invalid_request(e)))?;
-        let id = env.id.as_deref().map(Id::from_raw);
-        let reply_id = id.clone().unwrap_or_else(Id::null);
-        // A frame without a method that has an id, a result or an error is a
-        // response (JSON-RPC 2.0 §5; `"id": null` is how a peer reports an
-        // error it could not tie to a request). Responses are never answered,
-        // whatever is wrong with them: the connection logs and drops them.
-        if env.method.is_none() && (id.is_some() || env.result.is_some() || env.error.is_some()) {
-            let result = match env.error {
-                Some(err) => Err(
-                    serde_json::from_value::<RpcError>(err.clone()).unwrap_or_else(|_| {
-                        RpcError::internal(format!("malformed error object {err}"))
-                    }),
-                ),
-                None => Ok(env.result),
-            };
-            return Ok(Incoming::Response {
-                id: reply_id,
-                result,
-            });
-        }
-        match &env.jsonrpc {
-            None => {}
-            Some(Value::String(v)) if v == "2.0" => {}
-            Some(other) => {
-                return Err((
-                    reply_id,
-                    RpcError::invalid_request(format!("jsonrpc must be \"2.0\", got {other}")),
-                ));
-            }
-        }
-        if matches!(&id, Some(Id::Other(raw)) if raw.0 != "null") && env.method.is_some() {
-            return Err((
-                Id::null(),
-                RpcError::invalid_request("id must be a string, an integer or null"),
-            ));
-        }
-        match (env.method, id) {
+        serde_json::from_str(value.get()).map_err(|e| (Id::null(), RpcError::invalid_request(e)))
+    }
+
+    /// A response: its result, or its error (a malformed one said as such).
+    fn response(self, id: Id) -> Incoming {
+        let result = match self.error {
+            Some(err) => Err(serde_json::from_value::<RpcError>(err.clone())
+                .unwrap_or_else(|_| RpcError::internal(format!("malformed error object {err}")))),
+            None => Ok(self.result),
+        };
+        Incoming::Response { id, result }
+    }
+
+    /// A request (with an id) or a notification; the method must be a string.
+    #[allow(clippy::result_large_err)]
+    fn call(self, id: Option<Id>, reply_id: Id) -> Result<Incoming, Refusal> {
+        match (self.method, id) {
             (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request {
                 id,
                 method,
-                params: env.params,
+                params: self.params,
             }),
             (Some(Value::String(method)), None) => Ok(Incoming::Notification {
                 method,
-                params: env.params,
+                params: self.params,
             }),
             (Some(_), _) => Err((
                 reply_id,

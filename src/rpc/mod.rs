@@ -11,14 +11,14 @@ mod eof;
 mod error;
 mod framing;
 mod message;
+mod peer;
 pub mod stdio;
 mod writer;
 
-pub use connection::{
-    Connection, Direction, Handler, OUTGOING_LIMIT, Peer, Reply, ServeOptions, Tracer, serve,
-};
+pub use connection::{Connection, Handler, Reply, ServeOptions, serve};
 pub use eof::{EofOn, eof_on, terminated};
 pub use error::{RpcError, codes};
 pub use framing::{Frame, LineReader};
 pub use message::{Id, Incoming, decode_params};
+pub use peer::{Direction, OUTGOING_LIMIT, Peer, Tracer};
 pub use writer::WriterDone;

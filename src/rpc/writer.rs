@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-use super::connection::Backlog;
+use super::peer::Backlog;
 
 /// Resolves once the writer has flushed everything and every `Peer` is gone.
 pub struct WriterDone(oneshot::Receiver<()>);

@@ -7,7 +7,9 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, parse_args};
+use super::{
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, parse_args,
+};
 use crate::acp::ToolKind;
 use crate::editor::Answer;
 
@@ -56,9 +58,8 @@ impl Tool for AskUser {
          cancelled."
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
+        args_schema(
+            json!({
                 "question": {"type": "string", "description": "The question, in one or two sentences."},
                 "options": {
                     "type": "array",
@@ -75,10 +76,9 @@ impl Tool for AskUser {
                 },
                 "multi_select": {"type": "boolean", "description": "Let the user pick several options."},
                 "allow_free_text": {"type": "boolean", "description": "Offer a free-text answer as well."}
-            },
-            "required": ["question"],
-            "additionalProperties": false
-        })
+            }),
+            &["question"],
+        )
     }
     fn kind(&self) -> ToolKind {
         ToolKind::Think

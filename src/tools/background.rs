@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::process::background::{self, Chunk, JobError};
 use super::{
-    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, parse_args,
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, parse_args,
     sanitize_title,
 };
 use crate::acp::{ToolCallContent, ToolKind};
@@ -46,15 +46,13 @@ impl Tool for CommandOutput {
         "Read a background command started with run_command(background: true): what it printed since the last read (the last 64 KB at most; a note says when earlier output was dropped), whether it is still running, and its exit code once it ended. Handles stay valid across turns until the command is killed or the session closes. wait_ms (default 0, at most 120000) waits for the command to end first, returning early when it does; use it to wait for a build instead of polling."
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
+        args_schema(
+            json!({
                 "handle": handle_property(),
                 "wait_ms": {"type": "integer", "minimum": 0, "maximum": background::MAX_WAIT.as_millis() as u64, "description": "Wait up to this long for the command to end. Default 0."}
-            },
-            "required": ["handle"],
-            "additionalProperties": false
-        })
+            }),
+            &["handle"],
+        )
     }
     fn kind(&self) -> ToolKind {
         ToolKind::Execute
@@ -115,12 +113,7 @@ impl Tool for CommandKill {
         "Stop a background command started with run_command(background: true), with every process it started (its whole process group), and return its last output. The handle is gone afterwards."
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {"handle": handle_property()},
-            "required": ["handle"],
-            "additionalProperties": false
-        })
+        args_schema(json!({"handle": handle_property()}), &["handle"])
     }
     fn kind(&self) -> ToolKind {
         ToolKind::Execute

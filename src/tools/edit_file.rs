@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 use super::paths::display;
 use super::text::{line_of, nearest_lines, numbered, uses_crlf, with_line_endings};
 use super::{
-    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, parse_args, resolve_arg,
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, parse_args,
+    resolve_arg,
 };
 use crate::acp::{ToolCallContent, ToolCallLocation, ToolKind};
 use crate::editor::FileError;
@@ -39,17 +40,15 @@ impl Tool for EditFile {
          enough surrounding lines. Set replace_all to change every occurrence. Use write_file to create files."
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
+        args_schema(
+            json!({
                 "path": {"type": "string", "description": "File path, absolute or relative to the working directory."},
                 "old_string": {"type": "string", "description": "Exact text to replace."},
                 "new_string": {"type": "string", "description": "Replacement text (must differ from old_string)."},
                 "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."}
-            },
-            "required": ["path", "old_string", "new_string"],
-            "additionalProperties": false
-        })
+            }),
+            &["path", "old_string", "new_string"],
+        )
     }
     fn kind(&self) -> ToolKind {
         ToolKind::Edit

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use super::paths::display;
 use super::search::{self, GlobOptions, GrepOptions, SearchError, SearchLimits, SearchOutput};
 use super::{
-    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, parse_args, resolve_arg,
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, parse_args,
+    resolve_arg,
 };
 use crate::acp::{ToolCallContent, ToolCallLocation, ToolKind};
 
@@ -160,18 +161,16 @@ impl Tool for Grep {
          and binary files. Narrow with path and glob (e.g. \"*.rs\", \"src/**/*.ts\")."
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
+        args_schema(
+            json!({
                 "pattern": {"type": "string", "description": "Regular expression to search for."},
                 "path": {"type": "string", "description": "File or directory to search. Default: the working directory."},
                 "glob": {"type": "string", "description": "Only search files whose path matches this glob."},
                 "case_insensitive": {"type": "boolean", "description": "Ignore case. Default false."},
                 "context": {"type": "integer", "minimum": 0, "maximum": 10, "description": "Lines of context around each match. Default 0."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
+            }),
+            &["pattern"],
+        )
     }
     fn kind(&self) -> ToolKind {
         ToolKind::Search
@@ -220,15 +219,13 @@ impl Tool for Glob {
          directory. Respects .gitignore and skips hidden files."
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
+        args_schema(
+            json!({
                 "pattern": {"type": "string", "description": "Glob pattern."},
                 "path": {"type": "string", "description": "Directory to search. Default: the working directory."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
+            }),
+            &["pattern"],
+        )
     }
     fn kind(&self) -> ToolKind {
         ToolKind::Search
@@ -269,13 +266,12 @@ impl Tool for ListDirectory {
          .gitignored entries are skipped (and counted)."
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
+        args_schema(
+            json!({
                 "path": {"type": "string", "description": "Directory to list. Default: the working directory."}
-            },
-            "additionalProperties": false
-        })
+            }),
+            &[],
+        )
     }
     fn kind(&self) -> ToolKind {
         ToolKind::Search

@@ -16,7 +16,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, ToolSource, parse_args,
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, ToolSource, args_schema,
+    parse_args,
 };
 use crate::acp::{ToolCallLocation, ToolKind};
 use crate::skills::Shelf;
@@ -41,12 +42,10 @@ impl Tool for LoadSkill {
         "Load a skill listed under Skills in the system prompt: returns its instructions and the absolute paths of its files."
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {"name": {"type": "string", "description": "The skill's name."}},
-            "required": ["name"],
-            "additionalProperties": false
-        })
+        args_schema(
+            json!({"name": {"type": "string", "description": "The skill's name."}}),
+            &["name"],
+        )
     }
     fn kind(&self) -> ToolKind {
         ToolKind::Read

@@ -163,6 +163,18 @@ pub fn parse_args<T: serde::de::DeserializeOwned>(args: Value) -> Result<T, Tool
     })
 }
 
+/// The JSON Schema of a tool's arguments: an object of `properties` with
+/// the `required` ones, and nothing else (a misspelt argument is refused
+/// rather than ignored; OpenAI's strict mode asks the same).
+pub fn args_schema(properties: Value, required: &[&str]) -> Value {
+    let mut schema = serde_json::json!({"type": "object", "properties": properties});
+    if !required.is_empty() {
+        schema["required"] = serde_json::json!(required);
+    }
+    schema["additionalProperties"] = Value::Bool(false);
+    schema
+}
+
 /// Resolves a model-given path against the session (relative to cwd, `~`,
 /// `..` and symlinks resolved).
 pub fn resolve_arg(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
@@ -225,10 +237,7 @@ pub fn sanitize_title(text: &str, max: usize) -> String {
         }
         out.push(c);
     }
-    if out.chars().count() > max {
-        out = out.chars().take(max.saturating_sub(1)).collect::<String>() + "…";
-    }
-    out
+    crate::utf8::ellipsize(&out, max)
 }
 
 /// Tools that come and go while a session runs (the tools of its MCP

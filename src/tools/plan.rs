@@ -2,7 +2,9 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, parse_args};
+use super::{
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, parse_args,
+};
 use crate::acp::{Plan, PlanEntry, PlanPriority, PlanStatus, SessionUpdate, ToolKind};
 
 pub struct UpdatePlan;
@@ -33,9 +35,8 @@ impl Tool for UpdatePlan {
          mark entries completed as soon as they are done. Skip this for trivial one-step tasks."
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
+        args_schema(
+            json!({
                 "entries": {
                     "type": "array",
                     "description": "The complete plan, in order.",
@@ -50,10 +51,9 @@ impl Tool for UpdatePlan {
                         "additionalProperties": false
                     }
                 }
-            },
-            "required": ["entries"],
-            "additionalProperties": false
-        })
+            }),
+            &["entries"],
+        )
     }
     fn kind(&self) -> ToolKind {
         ToolKind::Think

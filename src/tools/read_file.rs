@@ -4,7 +4,8 @@ use serde_json::{Value, json};
 
 use super::paths::display;
 use super::{
-    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, parse_args, resolve_arg,
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, parse_args,
+    resolve_arg,
 };
 use crate::acp::{ToolCallLocation, ToolKind};
 
@@ -35,16 +36,14 @@ impl Tool for ReadFile {
          Shows the editor's current buffer, including unsaved changes."
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
+        args_schema(
+            json!({
                 "path": {"type": "string", "description": "File path, absolute or relative to the working directory."},
                 "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based). Default 1."},
                 "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to read. Default 2000."}
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        })
+            }),
+            &["path"],
+        )
     }
     fn kind(&self) -> ToolKind {
         ToolKind::Read

@@ -13,8 +13,8 @@ use super::paths::display;
 use super::process::{CommandSpec, run_local};
 use super::sandbox;
 use super::{
-    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, parse_args, resolve_arg,
-    sanitize_title,
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, parse_args,
+    resolve_arg, sanitize_title,
 };
 use crate::acp::{
     PermissionOption, PermissionOptionKind, PermissionOutcome, SessionUpdate, ToolCallContent,
@@ -60,17 +60,15 @@ impl Tool for RunCommand {
          closes; at most a few run at once per session."
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
+        args_schema(
+            json!({
                 "command": {"type": "string", "description": "The shell command line."},
                 "cwd": {"type": "string", "description": "Directory to run in. Default: the working directory."},
                 "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Kill the command after this many milliseconds. Default 120000. Ignored with background."},
                 "background": {"type": "boolean", "description": "Start the command in the background and return a handle at once (servers, watchers, long builds). Default false."}
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
+            }),
+            &["command"],
+        )
     }
     fn kind(&self) -> ToolKind {
         ToolKind::Execute

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 use super::paths::display;
 use super::text::{uses_crlf, with_line_endings};
 use super::{
-    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, parse_args, resolve_arg,
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, parse_args,
+    resolve_arg,
 };
 use crate::acp::{ToolCallContent, ToolCallLocation, ToolKind};
 use crate::editor::FileError;
@@ -31,15 +32,13 @@ impl Tool for WriteFile {
          overwriting it."
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
+        args_schema(
+            json!({
                 "path": {"type": "string", "description": "File path, absolute or relative to the working directory."},
                 "content": {"type": "string", "description": "The complete new content of the file."}
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        })
+            }),
+            &["path", "content"],
+        )
     }
     fn kind(&self) -> ToolKind {
         ToolKind::Edit

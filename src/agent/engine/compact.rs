@@ -10,12 +10,7 @@ use crate::agent::engine::model_call::{self, Outcome, TurnEnv, status};
 use crate::agent::session::{History, Session};
 use crate::agent::store::{Record, StoredMessage};
 
-const INSTRUCTIONS: &str = include_str!("../../../prompts/compact.md");
-/// Compact when the next request would use this share of the window.
-const THRESHOLD: f64 = 0.8;
-/// Each tool output is cut to this many characters in the transcript to summarize.
-const TOOL_OUTPUT_IN_TRANSCRIPT: usize = 2000;
-
+/// What started a compaction, which decides how much is summarized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Why {
     /// The window is filling up: keep the current turn, summarize the rest.
@@ -23,6 +18,12 @@ pub enum Why {
     /// `/compact`: summarize everything.
     Manual,
 }
+
+const INSTRUCTIONS: &str = include_str!("../../../prompts/compact.md");
+/// Compact when the next request would use this share of the window.
+const THRESHOLD: f64 = 0.8;
+/// Each tool output is cut to this many characters in the transcript to summarize.
+const TOOL_OUTPUT_IN_TRANSCRIPT: usize = 2000;
 
 fn chars(m: &ChatMessage) -> usize {
     match m {

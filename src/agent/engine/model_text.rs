@@ -2,7 +2,7 @@
 //! `AGENTS.md` files) and the user's prompt blocks turned into a chat message.
 use std::path::{Path, PathBuf};
 
-use crate::acp::{ContentBlock, ResourceContents, file_uri_to_path};
+use crate::acp::{ContentBlock, ResourceContents, ResourceLink, file_uri_to_path};
 use crate::editor::Editor;
 use crate::llm::{ChatMessage, UserPart};
 
@@ -84,93 +84,104 @@ pub async fn user_message(
     editor: &Editor,
     sources: &crate::tools::Registry,
 ) -> ChatMessage {
-    let mut parts: Vec<UserPart> = Vec::new();
-    let mut text = String::new();
-    let push_text = |text: &mut String, t: &str| {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(t);
-    };
+    let mut parts = Parts::default();
     for block in blocks {
         match block {
-            ContentBlock::Text(t) => push_text(&mut text, &t.text),
-            ContentBlock::Resource(r) => match &r.resource {
-                ResourceContents::Text {
-                    uri, text: body, ..
-                } => {
-                    push_text(&mut text, &context_block(uri, body));
-                }
-                ResourceContents::Blob { uri, mime_type, .. } => push_text(
-                    &mut text,
-                    &format!(
-                        "[Attached binary resource {uri} ({}) — its contents cannot be shown]",
-                        mime_type.as_deref().unwrap_or("unknown type")
-                    ),
-                ),
-            },
-            ContentBlock::ResourceLink(link) => {
-                match sources.read_link(&link.uri).await {
-                    Some(Ok(out)) => {
-                        push_text(&mut text, &out.for_model);
-                        for part in crate::mcp::rich::media_of(&out.content) {
-                            if !text.is_empty() {
-                                parts.push(UserPart::Text(std::mem::take(&mut text)));
-                            }
-                            parts.push(part);
-                        }
-                        continue;
-                    }
-                    Some(Err(e)) => {
-                        push_text(
-                            &mut text,
-                            &format!("[Referenced: {} ({}) — {e}]", link.name, link.uri),
-                        );
-                        continue;
-                    }
-                    None => {}
-                }
-                let body = match file_uri_to_path(&link.uri) {
-                    Some(path) => match editor.read_text_file(&path).await {
-                        Ok(body) if body.len() <= 256 * 1024 => Some(body),
-                        Ok(_) => None,
-                        Err(e) => {
-                            tracing::debug!(uri = %link.uri, error = %e, "resource link not inlined");
-                            None
-                        }
-                    },
-                    None => None,
-                };
-                match body {
-                    Some(body) => push_text(&mut text, &context_block(&link.uri, &body)),
-                    None => push_text(
-                        &mut text,
-                        &format!(
-                            "[Referenced: {} ({}) — read it with a tool if needed]",
-                            link.name, link.uri
-                        ),
-                    ),
-                }
-            }
-            ContentBlock::Image(img) => {
-                if !text.is_empty() {
-                    parts.push(UserPart::Text(std::mem::take(&mut text)));
-                }
-                parts.push(UserPart::ImageUrl(format!(
-                    "data:{};base64,{}",
-                    img.mime_type, img.data
-                )));
-            }
-            ContentBlock::Audio(_) => {
-                push_text(&mut text, "[Audio attachment omitted: not supported]")
-            }
+            ContentBlock::Text(t) => parts.text(&t.text),
+            ContentBlock::Resource(r) => parts.text(&resource_text(&r.resource)),
+            ContentBlock::ResourceLink(link) => link_parts(&mut parts, link, editor, sources).await,
+            ContentBlock::Image(img) => parts.part(UserPart::ImageUrl(format!(
+                "data:{};base64,{}",
+                img.mime_type, img.data
+            ))),
+            ContentBlock::Audio(_) => parts.text("[Audio attachment omitted: not supported]"),
             ContentBlock::Unknown => {}
         }
     }
-    if !text.is_empty() || parts.is_empty() {
-        parts.push(UserPart::Text(text));
+    parts.finish()
+}
+
+/// A user message being built: consecutive text joined by newlines into one
+/// text part, other parts (images, audio) in order between them.
+#[derive(Default)]
+struct Parts {
+    parts: Vec<UserPart>,
+    text: String,
+}
+
+impl Parts {
+    fn text(&mut self, t: &str) {
+        if !self.text.is_empty() && !self.text.ends_with('\n') {
+            self.text.push('\n');
+        }
+        self.text.push_str(t);
     }
-    ChatMessage::User(parts)
+
+    fn part(&mut self, part: UserPart) {
+        if !self.text.is_empty() {
+            self.parts
+                .push(UserPart::Text(std::mem::take(&mut self.text)));
+        }
+        self.parts.push(part);
+    }
+
+    /// The message; never without a part (an empty prompt is one empty text).
+    fn finish(mut self) -> ChatMessage {
+        if !self.text.is_empty() || self.parts.is_empty() {
+            self.parts.push(UserPart::Text(self.text));
+        }
+        ChatMessage::User(self.parts)
+    }
+}
+
+/// An embedded resource: text as a context block, binary named only.
+fn resource_text(resource: &ResourceContents) -> String {
+    match resource {
+        ResourceContents::Text { uri, text, .. } => context_block(uri, text),
+        ResourceContents::Blob { uri, mime_type, .. } => format!(
+            "[Attached binary resource {uri} ({}) — its contents cannot be shown]",
+            mime_type.as_deref().unwrap_or("unknown type")
+        ),
+    }
+}
+
+/// A `resource_link`: read through the MCP server that claims it (text and
+/// media), else a file's text through the editor, else a note naming it.
+async fn link_parts(
+    parts: &mut Parts,
+    link: &ResourceLink,
+    editor: &Editor,
+    sources: &crate::tools::Registry,
+) {
+    match sources.read_link(&link.uri).await {
+        Some(Ok(out)) => {
+            parts.text(&out.for_model);
+            for part in crate::mcp::rich::media_of(&out.content) {
+                parts.part(part);
+            }
+        }
+        Some(Err(e)) => parts.text(&format!("[Referenced: {} ({}) — {e}]", link.name, link.uri)),
+        None => match linked_file(link, editor).await {
+            Some(body) => parts.text(&context_block(&link.uri, &body)),
+            None => parts.text(&format!(
+                "[Referenced: {} ({}) — read it with a tool if needed]",
+                link.name, link.uri
+            )),
+        },
+    }
+}
+
+/// The text of a `file://` link through the editor, if it is at most 256 KB.
+async fn linked_file(link: &ResourceLink, editor: &Editor) -> Option<String> {
+    let path = file_uri_to_path(&link.uri)?;
+    match editor.read_text_file(&path).await {
+        Ok(body) if body.len() <= 256 * 1024 => Some(body),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::debug!(uri = %link.uri, error = %e, "resource link not inlined");
+            None
+        }
+    }
 }
 
 fn context_block(uri: &str, body: &str) -> String {
@@ -195,11 +206,7 @@ pub fn summary(blocks: &[ContentBlock], max: usize) -> String {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("")
         .trim();
-    if line.chars().count() > max {
-        line.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
-    } else {
-        line.to_owned()
-    }
+    crate::utf8::ellipsize(line, max)
 }
 
 #[cfg(test)]

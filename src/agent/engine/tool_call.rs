@@ -69,6 +69,34 @@ impl Call<'_> {
         secret_env: &[String],
         sandbox_network: bool,
     ) -> Step<CallResult> {
+        let (tool, args, first_title) = self.start(req)?;
+        let mut ctx = self.context(secret_env);
+        let invocation = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return Err(self.cancelled()),
+            r = contained(tool.prepare(args.clone(), &ctx)) => r,
+        }
+        .map_err(|e| self.fail(e.to_string()))?;
+        let details = self.details(&*tool, &first_title, &invocation);
+        let Invocation { access, action, .. } = invocation;
+        // Issue 14: a command that runs without the user allowing it (the mode, a
+        // remembered grant) is confined; one the user just allowed runs as allowed.
+        let unasked = self
+            .authorize(tool.name(), &access, &details, &args)
+            .await?;
+        if let (true, crate::tools::Access::Execute { cwd, .. }) = (unasked, &access) {
+            ctx.sandbox = Some(crate::tools::sandbox::policy_for(
+                &self.session.roots(),
+                cwd,
+                sandbox_network,
+            ));
+        }
+        Ok(self.execute(tool.name(), &access, action, &ctx).await)
+    }
+
+    /// Finds the tool and reports the call (its first title, from the raw
+    /// arguments); the arguments must be a JSON object.
+    fn start(&self, req: &ToolCallRequest) -> Step<(Arc<dyn crate::tools::Tool>, Value, String)> {
         let args: Value = match serde_json::from_str(&req.arguments) {
             Ok(v) => v,
             Err(e) => Value::String(format!("{e}")),
@@ -92,7 +120,13 @@ impl Call<'_> {
                 crate::utf8::shorten(&req.arguments, 200)
             )));
         }
-        let mut ctx = ToolContext {
+        Ok((tool, args, first_title))
+    }
+
+    /// What the tool sees of the session (confined later if the call runs
+    /// unasked).
+    fn context(&self, secret_env: &[String]) -> ToolContext {
+        ToolContext {
             session_id: self.session.id.clone(),
             cwd: self.session.cwd.clone(),
             roots: self.session.roots(),
@@ -101,50 +135,35 @@ impl Call<'_> {
             tool_call_id: self.id.clone(),
             secret_env: secret_env.to_vec(),
             sandbox: None,
-        };
-        let invocation = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => return Err(self.cancelled()),
-            r = contained(tool.prepare(args.clone(), &ctx)) => r,
-        };
-        let Invocation {
-            title,
-            kind,
-            locations,
-            content,
-            access,
-            action,
-        } = invocation.map_err(|e| self.fail(e.to_string()))?;
-        let title = sanitize_title(&title, TITLE_CHARS);
+        }
+    }
+
+    /// The call as prepared (title, kind, content such as a diff, locations),
+    /// shown to the editor when it adds to the first report.
+    fn details(
+        &self,
+        tool: &dyn crate::tools::Tool,
+        first_title: &str,
+        inv: &Invocation,
+    ) -> ToolCallUpdate {
+        let title = sanitize_title(&inv.title, TITLE_CHARS);
         let details = ToolCallUpdate {
             title: Some(title.clone()),
-            kind: Some(kind),
-            content: Some(content.clone()),
-            locations: Some(locations.clone()),
+            kind: Some(inv.kind),
+            content: Some(inv.content.clone()),
+            locations: Some(inv.locations.clone()),
             ..ToolCallUpdate::new(&self.id)
         };
         if title != first_title
-            || kind != tool.kind()
-            || !content.is_empty()
-            || !locations.is_empty()
+            || inv.kind != tool.kind()
+            || !inv.content.is_empty()
+            || !inv.locations.is_empty()
         {
             self.session
                 .editor
                 .update(&SessionUpdate::ToolCallUpdate(details.clone()));
         }
-        // Issue 14: a command that runs without the user allowing it (the mode, a
-        // remembered grant) is confined; one the user just allowed runs as allowed.
-        let unasked = self
-            .authorize(tool.name(), &access, &details, &args)
-            .await?;
-        if let (true, crate::tools::Access::Execute { cwd, .. }) = (unasked, &access) {
-            ctx.sandbox = Some(crate::tools::sandbox::policy_for(
-                &self.session.roots(),
-                cwd,
-                sandbox_network,
-            ));
-        }
-        Ok(self.execute(tool.name(), &access, action, &ctx).await)
+        details
     }
 
     /// The tool the model named, or the call fails naming the tools there are.

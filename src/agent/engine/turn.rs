@@ -12,6 +12,7 @@ use crate::rpc::RpcError;
 use crate::secrets::redact_string;
 
 use crate::agent::engine::model_call::{self, TurnEnv};
+use crate::agent::engine::sampling::Lender;
 use crate::agent::engine::{compact, tool_call};
 use crate::agent::session::{History, Session};
 
@@ -26,79 +27,93 @@ pub async fn run(
 ) -> Result<StopReason, RpcError> {
     // The model is lent to the session's MCP servers while the turn runs
     // (issue 18 item 2); their sampling usage is counted after each call.
-    let lender = crate::agent::engine::sampling::Lender::new(env, session, cancel);
+    let lender = Lender::new(env, session, cancel);
     let _lent = session.sampling.lend(lender.clone());
-    let mut history = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
-        h = session.history.lock() => h,
+    let Some(mut history) = begin(session, prompt, cancel).await else {
+        return Ok(StopReason::Cancelled);
     };
-    let user = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
-        m = crate::agent::engine::model_text::user_message(prompt, &session.editor, &session.registry) => m,
-    };
-    let user = redacted_user(user);
-    session.record_user(prompt, &user);
-    history.messages.push(user);
-    let mut requests = 0u32;
-    loop {
-        if requests >= env.settings.max_turn_requests {
-            return Ok(StopReason::MaxTurnRequests);
-        }
-        requests += 1;
+    for _ in 0..env.settings.max_turn_requests {
         if compact::needed(env, session, &history)
             && !compact_or_go_on(env, session, &mut history, cancel).await
         {
             return Ok(StopReason::Cancelled);
         }
-        let request = model_call::turn_request(env, session, &history);
-        let completion = match model_call::call_model(env, session, &request, cancel, true).await {
-            Err(e) => return Err(e),
-            Ok(model_call::Outcome::Cancelled { partial }) => {
-                if !partial.is_empty() {
-                    remember(
-                        session,
-                        &mut history,
-                        assistant(redact_string(partial), String::new(), Vec::new()),
-                    );
-                }
-                return Ok(StopReason::Cancelled);
-            }
-            Ok(model_call::Outcome::Done(c)) => c,
-        };
-        account(env, session, &mut history, completion.usage);
-        // What the model said goes into history and the log as the editor saw
-        // it: a secret it repeated is redacted (SECURITY.md §3). Tool calls
-        // run as remembered: a known secret in their arguments is replaced
-        // before they run, so no route (an editor write, a local write, a
-        // command line) lets the model use or send one on.
-        let calls: Vec<ToolCallRequest> = completion
-            .tool_calls
-            .into_iter()
-            .map(|c| ToolCallRequest {
-                arguments: redact_string(c.arguments),
-                ..c
-            })
-            .collect();
-        let text = redact_string(completion.text);
-        let reasoning = redact_string(completion.reasoning);
-        remember(
-            session,
-            &mut history,
-            assistant(text, reasoning, calls.clone()),
-        );
-        if calls.is_empty() {
-            return Ok(match completion.finish_reason {
-                Some(FinishReason::Length) => StopReason::MaxTokens,
-                Some(FinishReason::ContentFilter) => StopReason::Refusal,
-                _ => StopReason::EndTurn,
-            });
-        }
-        if run_calls(env, session, &mut history, &calls, cancel, &lender).await {
-            return Ok(StopReason::Cancelled);
+        if let Some(stop) = request(env, session, &mut history, cancel, &lender).await? {
+            return Ok(stop);
         }
     }
+    Ok(StopReason::MaxTurnRequests)
+}
+
+/// Takes the session's history for the turn and adds the prompt to it (and
+/// to the log); `None` when the turn was cancelled first.
+async fn begin<'a>(
+    session: &'a Session,
+    prompt: &[ContentBlock],
+    cancel: &CancellationToken,
+) -> Option<tokio::sync::MutexGuard<'a, History>> {
+    let mut history = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return None,
+        h = session.history.lock() => h,
+    };
+    let user = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return None,
+        m = crate::agent::engine::model_text::user_message(prompt, &session.editor, &session.registry) => m,
+    };
+    let user = redacted_user(user);
+    session.record_user(prompt, &user);
+    history.messages.push(user);
+    Some(history)
+}
+
+/// One request to the model and what follows from its reply: the tool calls
+/// it asks for are run, or the turn ends with the returned stop reason.
+async fn request(
+    env: &TurnEnv,
+    session: &Arc<Session>,
+    history: &mut History,
+    cancel: &CancellationToken,
+    lender: &Lender,
+) -> Result<Option<StopReason>, RpcError> {
+    let request = model_call::turn_request(env, session, history);
+    let completion = match model_call::call_model(env, session, &request, cancel, true).await? {
+        model_call::Outcome::Cancelled { partial } => {
+            if !partial.is_empty() {
+                let text = redact_string(partial);
+                remember(session, history, assistant(text, String::new(), Vec::new()));
+            }
+            return Ok(Some(StopReason::Cancelled));
+        }
+        model_call::Outcome::Done(c) => c,
+    };
+    account(env, session, history, completion.usage);
+    // What the model said goes into history and the log as the editor saw
+    // it: a secret it repeated is redacted (SECURITY.md §3). Tool calls
+    // run as remembered: a known secret in their arguments is replaced
+    // before they run, so no route (an editor write, a local write, a
+    // command line) lets the model use or send one on.
+    let calls: Vec<ToolCallRequest> = completion
+        .tool_calls
+        .into_iter()
+        .map(|c| ToolCallRequest {
+            arguments: redact_string(c.arguments),
+            ..c
+        })
+        .collect();
+    let text = redact_string(completion.text);
+    let reasoning = redact_string(completion.reasoning);
+    remember(session, history, assistant(text, reasoning, calls.clone()));
+    if calls.is_empty() {
+        return Ok(Some(match completion.finish_reason {
+            Some(FinishReason::Length) => StopReason::MaxTokens,
+            Some(FinishReason::ContentFilter) => StopReason::Refusal,
+            _ => StopReason::EndTurn,
+        }));
+    }
+    let cancelled = run_calls(env, session, history, &calls, cancel, lender).await;
+    Ok(cancelled.then_some(StopReason::Cancelled))
 }
 
 /// The prompt as the model and the log get it: a secret the user pasted is
@@ -161,7 +176,7 @@ async fn run_calls(
     history: &mut History,
     calls: &[ToolCallRequest],
     cancel: &CancellationToken,
-    lender: &crate::agent::engine::sampling::Lender,
+    lender: &Lender,
 ) -> bool {
     let mut was_cancelled = false;
     let mut media = Vec::new();

@@ -41,25 +41,7 @@ pub(super) async fn run_server(inner: Arc<Inner>, idx: usize) {
         settle.done();
         inner.notify(text);
     };
-    let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
-    let (prompts_tx, mut prompts_rx) = mpsc::unbounded_channel::<()>();
-    let handler = Handler {
-        prompts_changed: prompts_tx,
-        changed: changed_tx.clone(),
-        server: name.clone(),
-        roots: inner.roots.clone(),
-        progress: inner.slots[idx].progress.clone(),
-        elicit: Arc::new(super::super::elicit::Relay::new(
-            inner.editor.clone(),
-            &name,
-        )),
-        sampling: Arc::new(super::super::sampling::Sampler::new(
-            inner.options.sampling.clone(),
-            inner.editor.clone(),
-            &name,
-            inner.slots[idx].progress.clone(),
-        )),
-    };
+    let (handler, changes) = client_handler(&inner, idx);
     let began = Instant::now();
     let settle_now = || settle.done();
     let present = super::super::oauth_flow::Present {
@@ -89,18 +71,67 @@ pub(super) async fn run_server(inner: Arc<Inner>, idx: usize) {
             if count == 1 { "" } else { "s" }
         ));
     }
-    let listener = subscribe(&peer, &name, &changed_tx);
+    serve(&inner, idx, service, child, changes).await;
+}
+
+/// The signals of a server's list changes, which the serving loop follows.
+struct Changes {
+    tools_tx: mpsc::UnboundedSender<()>,
+    tools: mpsc::UnboundedReceiver<()>,
+    prompts: mpsc::UnboundedReceiver<()>,
+}
+
+/// The client side of server `idx`'s connection (roots, progress,
+/// elicitation, sampling, list changes), and the change signals it sends.
+fn client_handler(inner: &Inner, idx: usize) -> (Handler, Changes) {
+    let name = &inner.slots[idx].spec.name;
+    let (tools_tx, tools) = mpsc::unbounded_channel::<()>();
+    let (prompts_tx, prompts) = mpsc::unbounded_channel::<()>();
+    let handler = Handler {
+        prompts_changed: prompts_tx,
+        changed: tools_tx.clone(),
+        server: name.clone(),
+        roots: inner.roots.clone(),
+        progress: inner.slots[idx].progress.clone(),
+        elicit: Arc::new(super::super::elicit::Relay::new(inner.editor.clone(), name)),
+        sampling: Arc::new(super::super::sampling::Sampler::new(
+            inner.options.sampling.clone(),
+            inner.editor.clone(),
+            name,
+            inner.slots[idx].progress.clone(),
+        )),
+    };
+    let changes = Changes {
+        tools_tx,
+        tools,
+        prompts,
+    };
+    (handler, changes)
+}
+
+/// Serves a ready server: follows its list changes until it quits (then
+/// reported gone) or the session stops (then it is stopped).
+async fn serve(
+    inner: &Inner,
+    idx: usize,
+    service: Service,
+    child: Option<StdioChild>,
+    mut changes: Changes,
+) {
+    let name = &inner.slots[idx].spec.name;
+    let peer = service.peer().clone();
+    let listener = subscribe(&peer, name, &changes.tools_tx);
     let waiting = service.waiting();
     tokio::pin!(waiting);
     let ended = loop {
         tokio::select! {
             quit = &mut waiting => break Some(quit),
-            Some(()) = changed_rx.recv() => {
-                while changed_rx.try_recv().is_ok() {}
-                refresh(&inner, idx, &peer).await;
+            Some(()) = changes.tools.recv() => {
+                while changes.tools.try_recv().is_ok() {}
+                refresh(inner, idx, &peer).await;
             }
-            Some(()) = prompts_rx.recv() => {
-                while prompts_rx.try_recv().is_ok() {}
+            Some(()) = changes.prompts.recv() => {
+                while changes.prompts.try_recv().is_ok() {}
                 inner.load_prompts(idx, &peer).await;
             }
             _ = inner.stop.cancelled() => break None,
@@ -119,7 +150,7 @@ pub(super) async fn run_server(inner: Arc<Inner>, idx: usize) {
             inner.set(idx, State::Stopped);
             tracing::info!(server = %name, "MCP server stopped");
         }
-        Some(quit) => gone(&inner, idx, child.as_ref(), &format!("{quit:?}")).await,
+        Some(quit) => gone(inner, idx, child.as_ref(), &format!("{quit:?}")).await,
     }
 }
 

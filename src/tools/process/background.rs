@@ -491,7 +491,7 @@ impl Job {
         };
         let (new, unknown) = since(&out.output, out.truncated, &seen);
         seen.consumed = out.output.len();
-        seen.tail = tail_of(&out.output, 256).to_owned();
+        seen.tail = crate::utf8::tail(&out.output, 256).to_owned();
         if let Some(status) = &out.exit_status {
             seen.exit = Some((status.exit_code, status.signal.clone()));
         }
@@ -503,14 +503,7 @@ impl Job {
             signal: seen.exit.as_ref().and_then(|e| e.1.clone()),
             ..Chunk::default()
         };
-        if chunk.output.len() > PENDING_LIMIT {
-            let mut cut = chunk.output.len() - PENDING_LIMIT;
-            while !chunk.output.is_char_boundary(cut) {
-                cut += 1;
-            }
-            chunk.output.drain(..cut);
-            chunk.dropped += cut as u64;
-        }
+        chunk.dropped += keep_last(&mut chunk.output, PENDING_LIMIT);
         chunk
     }
 }
@@ -549,27 +542,17 @@ fn since(output: &str, truncated: bool, seen: &Seen) -> (String, bool) {
 /// Shortest overlap with the last text returned that counts as a match.
 const MIN_OVERLAP: usize = 4;
 
-fn tail_of(s: &str, n: usize) -> &str {
-    if s.len() <= n {
-        return s;
-    }
-    let mut cut = s.len() - n;
-    while !s.is_char_boundary(cut) {
-        cut += 1;
-    }
-    &s[cut..]
-}
-
 fn push_bounded(st: &mut LocalState, chunk: &str) {
     st.pending.push_str(chunk);
-    if st.pending.len() > PENDING_LIMIT {
-        let mut cut = st.pending.len() - PENDING_LIMIT;
-        while !st.pending.is_char_boundary(cut) {
-            cut += 1;
-        }
-        st.pending.drain(..cut);
-        st.dropped += cut as u64;
-    }
+    st.dropped += keep_last(&mut st.pending, PENDING_LIMIT);
+}
+
+/// Drops the start of `s` so at most its last `limit` bytes remain (whole
+/// characters); returns how many bytes were dropped.
+fn keep_last(s: &mut String, limit: usize) -> u64 {
+    let cut = s.len() - crate::utf8::tail(s, limit).len();
+    s.drain(..cut);
+    cut as u64
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
