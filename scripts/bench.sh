@@ -207,6 +207,26 @@ How each figure is taken (see `benches/agent.rs` for the code):
   fallback (a parallel walk of paths, sizes, mtimes, inodes before and
   after); in a 5 000-file project and a large one
   (`BENCH_CHECKPOINT_FILES`, default 100 000), caches warm.
+- **A2A** (`benches/agent/a2a.rs`): start → agent card: `acp-coder a2a`
+  spawned until `GET /.well-known/agent-card.json` first succeeds (polled
+  every 0.2 ms), against spawn → `initialize` answered over stdio. Per
+  task: one ACP agent (stdio) and one A2A server (HTTP/1.1, one kept-alive
+  reqwest connection) run side by side on the same fake model, each with
+  an existing conversation (the ACP session from `session/new`; the A2A
+  context an untimed first task made) and the same turn ("say ok",
+  answered "ok" in one streamed chunk); 20 warm-up pairs, then
+  `10 × BENCH_RUNS` (≥ 50) timed pairs, interleaved ACP, A2A, A2A, ACP, …
+  (which side goes first alternates), so drift and load hit both sides
+  alike. Both clocks start after the request bytes are built and stop
+  when the whole response has been read (parsing it is not timed). The
+  ACP side is the `session/prompt` line written to stdin, the turn, its
+  `session/update` lines and the response line; the A2A side is a
+  blocking `SendMessage` (`POST /` with the bearer token), the JSON-RPC
+  envelope, the task (state, history, answer artifact, diff check), the
+  same turn over the in-process ACP connection, and the task's snapshot
+  as the JSON reply. The figure is the ratio of the two medians; the
+  median of per-pair ratios is printed next to it, and so is each agent
+  process's CPU time per turn (`/proc/PID/task/*/schedstat`).
 - **search**: `scripts/bench-search.sh` (our in-process `grep`/`glob` against
   `rg PATTERN` / `rg --files`, both with the page cache warm).
 EOF
