@@ -162,7 +162,11 @@ How each figure is taken (see `benches/agent.rs` for the code):
   read from `/proc/PID/status` after `session/new` has been answered. The
   command sandbox's probe (a run of the agent's own launcher) starts with the
   first session, not at start-up, where it competed with `initialize` for
-  the CPU (issue 15).
+  the CPU (issue 15). The executable is linked at a fixed address (not PIE,
+  `build.rs`): as a PIE its ~36,000 relative relocations were applied at
+  every start, ~150 copy-on-write page faults, which were the largest part
+  of start-up and 1 MB of its memory (and of every sandboxed command's
+  launcher). `ACP_CODER_PIE=1` builds a PIE.
 - **streaming**: the fake OpenAI server writes each SSE chunk as one HTTP chunk
   (TCP_NODELAY), stamping its text with the send time; the editor's reader
   thread stamps each `session/update` line it reads. The target is the
@@ -172,7 +176,13 @@ How each figure is taken (see `benches/agent.rs` for the code):
   are printed for reference only: the old target "rate ≥ 0.95 of reqwest"
   measured a loopback burst of ~2 M chunks/s, about a thousand times what any
   model server sends, and was retired with the home-made HTTP stack it had
-  called for (issue 15). Since then the model client is async-openai over
+  called for (issue 15). The baseline column is the floor of the libraries
+  the issue prescribes, measured on the same stream in the same round, on
+  one thread of the bench process (`benches/agent/floor.rs`): reqwest
+  reading the body and nothing else, and async-openai's own
+  `create_stream_byot` decoding each chunk into a `serde_json::Value` with
+  no agent work at all (no assembly, no ACP frame, no write to stdout).
+  Since then the model client is async-openai over
   reqwest for `http://` and `https://` alike. A chat reply's body is decoded
   by eventsource-stream (async-openai's own SSE decoder) on the turn's task:
   async-openai's stream decodes on a task it spawns and hands each event
