@@ -248,7 +248,7 @@ impl Bridge {
             (self.hub.limits.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
         loop {
             tokio::time::sleep(every).await;
-            let (stale, unused) = self.hub.expire(std::time::Instant::now());
+            let (stale, unused) = self.hub.expire(tokio::time::Instant::now());
             for task in stale {
                 tracing::info!(task = %task.id, "canceling a task idle in input-required");
                 let _ = self.cancel(&task.id).await;

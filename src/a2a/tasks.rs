@@ -9,7 +9,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock (the same as std's outside tests) so that idle expiry runs
+// on a paused clock in tests.
+use tokio::time::Instant;
 
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -563,3 +567,7 @@ mod tests {
         assert_eq!(snap["status"]["state"], state::CANCELED);
     }
 }
+
+#[cfg(test)]
+#[path = "tasks_timer_tests.rs"]
+mod timer_tests;

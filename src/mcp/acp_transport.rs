@@ -367,3 +367,7 @@ mod tests {
         assert!(matches!(m, JsonRpcMessage::Error(_)), "{m:?}");
     }
 }
+
+#[cfg(test)]
+#[path = "acp_transport_timer_tests.rs"]
+mod timer_tests;

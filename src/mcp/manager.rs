@@ -464,3 +464,7 @@ impl Inner {
         self.commands.send_modify(|n| *n += 1);
     }
 }
+
+#[cfg(test)]
+#[path = "manager_timer_tests.rs"]
+mod timer_tests;

@@ -156,14 +156,25 @@ pub async fn call_model(
                         policy.max_retries + 1
                     ),
                 );
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => return Ok(Outcome::Cancelled { partial: String::new() }),
-                    _ = tokio::time::sleep(delay) => {}
+                if !retry_wait(delay, cancel).await {
+                    return Ok(Outcome::Cancelled {
+                        partial: String::new(),
+                    });
                 }
             }
             None => return Err(to_rpc_error(env, &err, attempt)),
         }
+    }
+}
+
+/// The wait before a retry: `delay` (from [`RetryPolicy::delay`]) unless the
+/// turn is cancelled first (ACP §6 `session/cancel` ends the wait at once).
+/// Returns `false` when cancelled.
+async fn retry_wait(delay: Duration, cancel: &CancellationToken) -> bool {
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => false,
+        _ = tokio::time::sleep(delay) => true,
     }
 }
 
@@ -234,3 +245,7 @@ pub fn to_rpc_error(env: &TurnEnv, err: &LlmError, attempts: u32) -> RpcError {
         other => RpcError::internal(format!("the model request failed: {other}")).with_data(data),
     }
 }
+
+#[cfg(test)]
+#[path = "model_call_timer_tests.rs"]
+mod timer_tests;

@@ -562,3 +562,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 #[path = "background_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "background_timer_tests.rs"]
+mod timer_tests;
