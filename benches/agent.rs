@@ -1340,6 +1340,17 @@ fn http_client() -> reqwest::Client {
     reqwest::Client::builder().build().expect("reqwest client")
 }
 
+/// The streaming chat request the fake model answers, sent with reqwest.
+async fn post_stream_request(client: &reqwest::Client, url: &str) -> reqwest::Response {
+    client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(r#"{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"stream"}]}"#)
+        .send()
+        .await
+        .expect("reqwest send")
+}
+
 fn reqwest_stream(
     rt: &tokio::runtime::Runtime,
     client: &reqwest::Client,
@@ -1354,13 +1365,7 @@ fn reqwest_stream(
     // Read on a task, as the agent does (block_on's own future would run
     // on this thread, outside a multi-thread runtime's workers).
     let read = async move {
-        let resp = client
-            .post(&url)
-            .header("content-type", "application/json")
-            .body(r#"{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"stream"}]}"#)
-            .send()
-            .await
-            .expect("reqwest send");
+        let resp = post_stream_request(&client, &url).await;
         let mut body = resp.bytes_stream();
         let mut buf: Vec<u8> = Vec::with_capacity(chunks * 256);
         let mut marks: Vec<(usize, u64)> = Vec::new();

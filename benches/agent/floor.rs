@@ -20,6 +20,22 @@ pub fn thread_cpu_ns() -> u64 {
         .unwrap_or(0)
 }
 
+/// This thread's CPU ns per chunk while `read` streams `chunks` chunks
+/// from the fake model and counts them.
+fn cpu_per_chunk<F: std::future::Future<Output = usize>>(
+    rt: &tokio::runtime::Runtime,
+    model: &FakeModel,
+    chunks: usize,
+    read: impl FnOnce(String) -> F,
+) -> f64 {
+    model.push(Script::Stream { chunks, pace: None });
+    let before = thread_cpu_ns();
+    let got = rt.block_on(read(model.base_url()));
+    let spent = thread_cpu_ns() - before;
+    assert_eq!(got, chunks, "every chunk was read");
+    spent as f64 / chunks as f64
+}
+
 /// CPU ns per chunk of reqwest reading the raw body.
 pub fn reqwest_cpu_per_chunk(
     rt: &tokio::runtime::Runtime,
@@ -28,27 +44,17 @@ pub fn reqwest_cpu_per_chunk(
     chunks: usize,
 ) -> f64 {
     use futures::StreamExt;
-    model.push(Script::Stream { chunks, pace: None });
-    let url = format!("{}/chat/completions", model.base_url());
-    let before = thread_cpu_ns();
-    let bytes = rt.block_on(async {
-        let resp = client
-            .post(&url)
-            .header("content-type", "application/json")
-            .body(r#"{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"stream"}]}"#)
-            .send()
-            .await
-            .expect("reqwest send");
+    cpu_per_chunk(rt, model, chunks, |base| async move {
+        let resp = post_stream_request(client, &format!("{base}/chat/completions")).await;
         let mut body = resp.bytes_stream();
-        let mut n = 0;
+        let mut bytes = 0;
         while let Some(part) = body.next().await {
-            n += part.expect("reqwest body").len();
+            bytes += part.expect("reqwest body").len();
         }
-        n
-    });
-    let spent = thread_cpu_ns() - before;
-    assert!(bytes > chunks * 100, "reqwest read the stream");
-    spent as f64 / chunks as f64
+        // Nothing is decoded: the body's size stands for its chunks.
+        assert!(bytes > chunks * 100, "reqwest read the whole stream");
+        chunks
+    })
 }
 
 /// CPU ns per chunk of async-openai streaming the chat completion, each
@@ -60,13 +66,11 @@ pub fn async_openai_cpu_per_chunk(
     chunks: usize,
 ) -> f64 {
     use futures::StreamExt;
-    model.push(Script::Stream { chunks, pace: None });
-    let config = async_openai::config::OpenAIConfig::new()
-        .with_api_base(model.base_url())
-        .with_api_key("bench-key");
-    let api = async_openai::Client::build(client.clone(), config);
-    let before = thread_cpu_ns();
-    let got = rt.block_on(async {
+    cpu_per_chunk(rt, model, chunks, |base| async move {
+        let config = async_openai::config::OpenAIConfig::new()
+            .with_api_base(base)
+            .with_api_key("bench-key");
+        let api = async_openai::Client::build(client.clone(), config);
         let mut stream = api
             .chat()
             .create_stream_byot::<Value, Value>(json!({
@@ -87,8 +91,5 @@ pub fn async_openai_cpu_per_chunk(
             }
         }
         n
-    });
-    let spent = thread_cpu_ns() - before;
-    assert_eq!(got, chunks, "async-openai got every chunk");
-    spent as f64 / chunks as f64
+    })
 }
