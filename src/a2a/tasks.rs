@@ -379,11 +379,10 @@ impl Hub {
                 ),
             ));
         }
-        let live = s
-            .tasks
-            .values()
-            .filter(|t| !state::is_terminal(t.state()))
-            .count();
+        // A task is live from here until its turn ends (`end`), whatever
+        // state it shows meanwhile: one entry per context, so no scan of
+        // every stored task under the lock.
+        let live = s.active.len();
         if live >= self.limits.max_live {
             return Err(A2aError::new(
                 wire::code::UNSUPPORTED,
