@@ -235,13 +235,7 @@ async fn audio_reaches_only_models_that_accept_it() {
             crate::support::FAKE_MODEL_ID
         );
         let (editor, _log) = agent(&model, home.path(), &config).await;
-        let sid = session(
-            &editor,
-            ws.path(),
-            &[],
-            json!([python_server("py", "mcp_py_server.py")]),
-        )
-        .await;
+        let sid = py_session(&editor, ws.path()).await;
         model.push(Reply::tool_call("a1", "mcp__py__beep", json!({})));
         model.push(Reply::text("heard"));
         editor.prompt(&sid, "play").await;
@@ -281,13 +275,7 @@ async fn odd_server_requests_get_clear_errors_and_the_session_goes_on() {
     caps["elicitation"] = json!({"form": {}});
     let config = "default_mode = \"full-auto\"\nmcp_startup_timeout_secs = 60\n";
     let (editor, log) = agent_with_caps(&model, home.path(), config, caps).await;
-    let sid = session(
-        &editor,
-        ws.path(),
-        &[],
-        json!([python_server("py", "mcp_py_server.py")]),
-    )
-    .await;
+    let sid = py_session(&editor, ws.path()).await;
     let odd_calls = Reply::tool_calls([
         ("o1", "mcp__py__odd_form", json!({})),
         ("s1", "mcp__py__stray_progress", json!({})),
@@ -315,4 +303,15 @@ async fn odd_server_requests_get_clear_errors_and_the_session_goes_on() {
         text.contains("nobody-asked"),
         "the stray token is named in the log"
     );
+}
+
+/// A session with the Python SDK test server (`mcp_py_server.py`) as `py`.
+async fn py_session(editor: &FakeEditor, cwd: &std::path::Path) -> String {
+    session(
+        editor,
+        cwd,
+        &[],
+        json!([python_server("py", "mcp_py_server.py")]),
+    )
+    .await
 }
