@@ -19,13 +19,35 @@ pub mod codes {
 /// A JSON-RPC error object, both the one we send and the one we receive.
 ///
 /// `message` is always one sentence a user can act on (which field, which variable).
+/// One read off the wire (an editor's or a server's error) goes through the
+/// same one-line rule as one we build, since it may be shown or relayed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[serde(from = "WireError")]
 #[error("{message} (code {code})")]
 pub struct RpcError {
     pub code: i64,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+}
+
+/// An error object as it arrives, before [`RpcError::new`] normalises it.
+#[derive(Deserialize)]
+struct WireError {
+    code: i64,
+    message: String,
+    #[serde(default)]
+    data: Option<Value>,
+}
+
+impl From<WireError> for RpcError {
+    fn from(w: WireError) -> Self {
+        let e = RpcError::new(w.code, w.message);
+        match w.data {
+            Some(data) => e.with_data(data),
+            None => e,
+        }
+    }
 }
 
 impl RpcError {

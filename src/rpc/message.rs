@@ -273,6 +273,21 @@ mod tests {
     }
 
     #[test]
+    fn an_editors_multi_line_error_message_is_read_as_one_line() {
+        // Found by the fuzzer: a CR inside the editor's message survived
+        // decoding, so the error could be relayed or logged over two lines.
+        let r = Incoming::parse(
+            br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32002,"message":"a\rb\nc","data":{"p":1}}}"#,
+        )
+        .unwrap();
+        let Incoming::Response { result: Err(e), .. } = r else {
+            panic!("not an error response: {r:?}");
+        };
+        assert_eq!((e.code, e.message.as_str()), (-32002, "a b c"));
+        assert_eq!(e.data, Some(serde_json::json!({"p": 1})));
+    }
+
+    #[test]
     fn rejects_garbage_with_the_right_codes() {
         assert_eq!(Incoming::parse(b"not json").unwrap_err().1.code, -32700);
         assert_eq!(Incoming::parse(&[0xff, 0xfe]).unwrap_err().1.code, -32700);
