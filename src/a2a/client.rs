@@ -4,6 +4,7 @@
 //! `session/request_permission` into the task's `input-required` state, and
 //! streams `session/update`s into the running task (text as the `answer`
 //! artifact, tool calls as status messages).
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::acp::method;
 use crate::editor::local::{self, LocalEditor, WriteParams};
-use crate::rpc::{Handler, Reply, RpcError, decode_params};
+use crate::rpc::{Handler, Reply, RpcError};
 
 use super::tasks::Hub;
 use super::wire;
@@ -160,27 +161,30 @@ impl Handler for A2aClient {
         if method != method::SESSION_UPDATE {
             return;
         }
-        let Ok(v) = decode_params::<Value>(params) else {
+        // Typed and borrowed: most updates are read for two strings, and
+        // the rest of each (tool inputs, diffs, plans) is skipped unbuilt.
+        let Some(Ok(n)) = params.map(|p| serde_json::from_str::<UpdateParams>(p.get())) else {
             return;
         };
-        let Some(task) = v["sessionId"].as_str().and_then(|s| self.hub.active(s)) else {
+        let Some(task) = self.hub.active(&n.session_id) else {
             return;
         };
-        let update = &v["update"];
-        match update["sessionUpdate"].as_str() {
-            Some("agent_message_chunk") => {
-                if let Some(t) = update["content"]["text"].as_str() {
-                    task.push_text(t);
+        let u = n.update;
+        let title = || u.title.as_deref().unwrap_or("tool call");
+        match &*u.session_update {
+            "agent_message_chunk" => {
+                let text = u
+                    .content
+                    .and_then(|c| serde_json::from_str::<UpdateContent>(c.get()).ok())
+                    .and_then(|c| c.text);
+                if let Some(t) = text {
+                    task.push_text(&t);
                 }
             }
-            Some("tool_call") => {
-                let title = update["title"].as_str().unwrap_or("tool call");
-                task.note(&format!("Tool: {title}"));
-            }
-            Some("tool_call_update") => {
-                if let Some(status @ ("completed" | "failed")) = update["status"].as_str() {
-                    let title = update["title"].as_str().unwrap_or("tool call");
-                    task.note(&format!("Tool {status}: {title}"));
+            "tool_call" => task.note(&format!("Tool: {}", title())),
+            "tool_call_update" => {
+                if let Some(status @ ("completed" | "failed")) = u.status.as_deref() {
+                    task.note(&format!("Tool {status}: {}", title()));
                 }
             }
             _ => {}
@@ -188,9 +192,61 @@ impl Handler for A2aClient {
     }
 }
 
+/// The part of a `session/update` notification the task uses (ACP
+/// "Agent Reports Output").
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UpdateParams<'a> {
+    #[serde(borrow)]
+    session_id: Cow<'a, str>,
+    #[serde(borrow)]
+    update: Update<'a>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Update<'a> {
+    #[serde(borrow)]
+    session_update: Cow<'a, str>,
+    /// A content block for message chunks, a list for tool calls: read
+    /// only where it is a message's text.
+    #[serde(default, borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    title: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    status: Option<Cow<'a, str>>,
+}
+
+/// A content block's text; other kinds of block have none.
+#[derive(serde::Deserialize)]
+struct UpdateContent<'a> {
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn updates_decode_whatever_their_content() {
+        let chunk: UpdateParams = serde_json::from_str(
+            r#"{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a\nb"}}}"#,
+        )
+        .unwrap();
+        let text = serde_json::from_str::<UpdateContent>(chunk.update.content.unwrap().get())
+            .unwrap()
+            .text;
+        assert_eq!(text.as_deref(), Some("a\nb"));
+        let call: UpdateParams = serde_json::from_str(
+            r#"{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"1","title":"Run ls","kind":"execute","status":"pending","rawInput":{"command":"ls"},"content":[{"type":"content","content":{"type":"text","text":"x"}}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(&*call.session_id, "s");
+        assert_eq!(call.update.title.as_deref(), Some("Run ls"));
+        assert_eq!(call.update.status.as_deref(), Some("pending"));
+    }
 
     #[test]
     fn unified_diffs() {
