@@ -3,14 +3,9 @@
 //! session this server has not seen yet), a task is a `session/prompt`, an
 //! answer to `input-required` answers the pending permission request, and
 //! `CancelTask` is `session/cancel`.
-use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
-
-use futures::future::BoxFuture;
 
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -33,49 +28,11 @@ pub struct Bridge {
 }
 
 /// A task just started or continued, with its events from that moment
-/// when they are streamed, and its turn when it is a new one.
+/// when they are streamed.
 pub struct Started {
     pub task: Arc<Task>,
     pub snapshot: Value,
     pub events: Option<mpsc::UnboundedReceiver<Value>>,
-    /// The new task's turn, for the caller to run (or drop, which detaches it).
-    pub turn: Option<Turn>,
-}
-
-/// A task's turn (`session/prompt` through to the task's end state). A
-/// blocking `SendMessage` runs it in its own HTTP task, sparing a hop to
-/// another task and back on every request; dropped unfinished (the answer
-/// was sent at `input-required`, or the HTTP client went away) the rest
-/// runs on as a task of its own, so a turn always ends its task.
-pub struct Turn(Option<BoxFuture<'static, ()>>);
-
-impl Turn {
-    /// Lets the turn run on without the caller.
-    pub fn detach(self) {
-        drop(self);
-    }
-}
-
-impl Future for Turn {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let Some(turn) = self.0.as_mut() else {
-            return Poll::Ready(());
-        };
-        std::task::ready!(turn.as_mut().poll(cx));
-        self.0 = None;
-        Poll::Ready(())
-    }
-}
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        if let Some(turn) = self.0.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(turn);
-        }
-    }
 }
 
 /// Starts the turn's stream (or not), atomically with its snapshot.
@@ -90,7 +47,6 @@ fn started(task: Arc<Task>, stream: bool) -> Started {
         task,
         snapshot,
         events,
-        turn: None,
     }
 }
 
@@ -115,11 +71,9 @@ impl Bridge {
         let task = Task::new(&context_id, cwd, message);
         self.hub.start(task.clone())?;
         task.set_state(state::WORKING, None);
-        let mut started = started(task.clone(), stream);
+        let started = started(task.clone(), stream);
         let this = self.clone();
-        started.turn = Some(Turn(Some(Box::pin(async move {
-            this.run_turn(task, blocks).await;
-        }))));
+        tokio::spawn(async move { this.run_turn(task, blocks).await });
         Ok(started)
     }
 

@@ -282,15 +282,8 @@ async fn rpc(server: &Server, body: &[u8], unsupported_version: Option<&str>) ->
             Ok(Started {
                 snapshot,
                 events: Some(events),
-                turn,
                 ..
-            }) => {
-                // The stream follows the turn, which runs as a task of its own.
-                if let Some(turn) = turn {
-                    turn.detach();
-                }
-                return sse(id, snapshot, events, v03);
-            }
+            }) => return sse(id, snapshot, events, v03),
             Ok(_) => Err(A2aError::new(
                 code::INTERNAL,
                 "the task's stream did not open",
@@ -347,17 +340,9 @@ async fn send(bridge: &Arc<Bridge>, params: Value) -> Result<Value, A2aError> {
         .as_bool()
         .unwrap_or(false);
     let history = wire::history_length(params["configuration"]["historyLength"].as_i64())?;
-    let Started { task, turn, .. } = bridge.send(params, false).await?;
-    match turn {
-        _ if immediately => {}
-        // The turn runs here until the task settles: it ends, or waits
-        // for input (its rest then runs on alone).
-        Some(mut turn) => tokio::select! {
-            biased;
-            () = &mut turn => {}
-            () = task.settled() => turn.detach(),
-        },
-        None => task.settled().await,
+    let Started { task, .. } = bridge.send(params, false).await?;
+    if !immediately {
+        task.settled().await;
     }
     Ok(json!({"task": task.snapshot(history)}))
 }

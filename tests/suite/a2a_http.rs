@@ -383,6 +383,46 @@ async fn cancel_stops_a_running_command() {
     assert_eq!(b["result"]["status"]["state"], "TASK_STATE_CANCELED", "{b}");
 }
 
+/// A client that goes away in the middle of a blocking `SendMessage` does
+/// not take the turn with it: the turn still ends its task (here on
+/// `CancelTask`, with the turn's own "Canceled.", not the cancel's give-up
+/// after 10 s).
+#[tokio::test]
+async fn a_blocking_send_whose_client_goes_away_still_ends_its_task() {
+    use tokio::io::AsyncWriteExt;
+    let model =
+        FakeModel::with_replies([Reply::text("an answer that never ends").hang_after(2)]).await;
+    let ws = Workspace::new();
+    let s = serve(&model, ws.path(), &[], &[]).await;
+    let addr = s.url.trim_start_matches("http://").trim_end_matches('/');
+    let body = rpc("SendMessage", user_message("take forever"));
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        s.token,
+        body.len()
+    );
+    conn.write_all(request.as_bytes()).await.unwrap();
+    assert!(
+        model
+            .wait_for_chat_requests(1, Duration::from_secs(30))
+            .await,
+        "the turn reached the model"
+    );
+    drop(conn);
+    let t = Some(s.token.as_str());
+    let (_, b) = post(&s, t, rpc("ListTasks", json!({}))).await;
+    let task = b["result"]["tasks"][0].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_WORKING", "{b}");
+    let (_, b) = post(&s, t, rpc("CancelTask", json!({"id": task["id"]}))).await;
+    assert_eq!(b["result"]["status"]["state"], "TASK_STATE_CANCELED", "{b}");
+    assert_eq!(
+        text_of(&b["result"]["status"]["message"]),
+        "Canceled.",
+        "the turn itself ended the task: {b}"
+    );
+}
+
 #[tokio::test]
 async fn at_most_sixteen_tasks_wait_at_once() {
     let model =
