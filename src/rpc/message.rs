@@ -273,6 +273,20 @@ mod tests {
     }
 
     #[test]
+    fn an_id_beyond_f64_is_kept_as_sent() {
+        // Found by the fuzzer: valid JSON that no f64 holds, in a response
+        // (a request with such an id is refused with a null id).
+        let Ok(Incoming::Response { id, .. }) =
+            Incoming::parse(br#"{"jsonrpc":"2.0","id":1e400,"result":{}}"#)
+        else {
+            panic!("not a response");
+        };
+        assert_eq!(serde_json::to_string(&id).unwrap(), "1e400");
+        let (id, e) = Incoming::parse(br#"{"jsonrpc":"2.0","id":1e400,"method":"x"}"#).unwrap_err();
+        assert_eq!((id, e.code), (Id::null(), -32600));
+    }
+
+    #[test]
     fn an_editors_multi_line_error_message_is_read_as_one_line() {
         // Found by the fuzzer: a CR inside the editor's message survived
         // decoding, so the error could be relayed or logged over two lines.
