@@ -53,9 +53,12 @@ fn started(task: Arc<Task>, stream: bool) -> Started {
 impl Bridge {
     /// `SendMessage` / `SendStreamingMessage` (`stream`): a new task, or the
     /// answer to the question of an `input-required` one (`message.taskId`).
-    pub async fn send(self: &Arc<Self>, raw: Value, stream: bool) -> Result<Started, A2aError> {
-        let mut message = raw.get("message").cloned().unwrap_or(Value::Null);
-        let params: SendParams = wire::decode(raw)?;
+    pub async fn send(self: &Arc<Self>, mut raw: Value, stream: bool) -> Result<Started, A2aError> {
+        let params: SendParams = wire::decode_ref(&raw)?;
+        let mut message = raw
+            .as_object_mut()
+            .and_then(|p| p.remove("message"))
+            .unwrap_or(Value::Null);
         let msg = params.message;
         if !msg.task_id.is_empty() {
             return self.answer(&msg.task_id, &msg.context_id, &msg.parts, message, stream);
@@ -183,26 +186,45 @@ impl Bridge {
     }
 
     async fn run_turn(&self, task: Arc<Task>, blocks: Vec<Value>) {
-        let result: Result<Value, RpcError> = self
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct PromptParams<'a> {
+            session_id: &'a str,
+            prompt: &'a [Value],
+        }
+        /// The part of a `PromptResponse` the task uses.
+        #[derive(serde::Deserialize)]
+        struct PromptResult {
+            #[serde(rename = "stopReason", default)]
+            stop_reason: String,
+        }
+        let result: Result<PromptResult, RpcError> = self
             .peer
             .request(
                 method::SESSION_PROMPT,
-                &json!({"sessionId": task.context_id, "prompt": blocks}),
+                &PromptParams {
+                    session_id: &task.context_id,
+                    prompt: &blocks,
+                },
             )
             .await;
         let answer = task.answer();
         if !answer.is_empty() {
-            let artifact = json!({"artifactId": "answer", "name": "answer", "parts": [wire::text_part(&answer)]});
+            let artifact = wire::object([
+                ("artifactId", "answer".into()),
+                ("name", "answer".into()),
+                ("parts", Value::Array(vec![wire::text_part(&answer)])),
+            ]);
             task.add_artifact(artifact, true);
         }
         if let Some(diff) = diff_artifact(&task) {
             task.add_artifact(diff, false);
         }
         let (final_state, text) = match &result {
-            Ok(v) => match v.get("stopReason").and_then(Value::as_str) {
-                Some("cancelled") => (state::CANCELED, "Canceled.".to_owned()),
-                Some("refusal") => (state::FAILED, "The model refused the task.".to_owned()),
-                Some(reason @ ("max_tokens" | "max_turn_requests")) => (
+            Ok(r) => match r.stop_reason.as_str() {
+                "cancelled" => (state::CANCELED, "Canceled.".to_owned()),
+                "refusal" => (state::FAILED, "The model refused the task.".to_owned()),
+                reason @ ("max_tokens" | "max_turn_requests") => (
                     state::COMPLETED,
                     format!("Stopped early ({reason}). {answer}"),
                 ),

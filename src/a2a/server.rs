@@ -11,12 +11,14 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::bridge::{Bridge, Started};
 use super::compat;
-use super::wire::{self, A2aError, code, method, state};
+use super::tasks::Task;
+use super::wire::{self, A2aError, code, method, object, state};
 
 pub type Body = BoxBody<Bytes, Infallible>;
 
@@ -47,7 +49,12 @@ fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Respo
 }
 
 fn rpc_json(status: StatusCode, body: &Value) -> Response<Body> {
-    full(status, "application/json", body.to_string())
+    // A `Value` always serialises.
+    full(
+        status,
+        "application/json",
+        serde_json::to_vec(body).unwrap_or_default(),
+    )
 }
 
 fn rpc_error(status: StatusCode, id: &Value, e: &A2aError) -> Response<Body> {
@@ -217,7 +224,7 @@ fn envelope(
             A2aError::new(code::PARSE, format!("the body is not JSON: {e}")),
         )
     })?;
-    let Some(obj) = request.as_object() else {
+    let Value::Object(mut obj) = request else {
         return Err((
             Value::Null,
             A2aError::new(
@@ -254,11 +261,12 @@ fn envelope(
             ),
         ));
     }
-    let params = obj.get("params").cloned().unwrap_or(json!({}));
+    let method_name = method_name.to_owned();
+    let params = obj.remove("params").unwrap_or_else(|| json!({}));
     if !params.is_object() {
         return Err((id, A2aError::params("params must be an object")));
     }
-    Ok((id, method_name.to_owned(), params))
+    Ok((id, method_name, params))
 }
 
 /// One JSON-RPC request body.
@@ -277,7 +285,15 @@ async fn rpc(server: &Server, body: &[u8], unsupported_version: Option<&str>) ->
     };
     let bridge = &server.bridge;
     let result = match method_name {
-        method::SEND | method::V03_SEND => send(bridge, params).await,
+        method::SEND => {
+            return match send(bridge, params).await {
+                Ok((task, history)) => task_reply(&id, &task.snapshot_json(history), true),
+                Err(e) => rpc_error(ok, &id, &e),
+            };
+        }
+        method::V03_SEND => send(bridge, params)
+            .await
+            .map(|(task, history)| object([("task", task.snapshot(history))])),
         method::STREAM | method::V03_STREAM => match bridge.send(params, true).await {
             Ok(Started {
                 snapshot,
@@ -290,12 +306,19 @@ async fn rpc(server: &Server, body: &[u8], unsupported_version: Option<&str>) ->
             )),
             Err(e) => Err(e),
         },
-        method::GET | method::V03_GET => wire::decode::<wire::TaskIdParams>(params)
-            .and_then(|p| {
+        method::GET | method::V03_GET => {
+            let found = wire::decode::<wire::TaskIdParams>(params).and_then(|p| {
                 let history = wire::history_length(p.history_length)?;
-                Ok(bridge.hub.get(&p.id)?.snapshot(history))
-            })
-            .map(|t| json!(t)),
+                Ok((bridge.hub.get(&p.id)?, history))
+            });
+            match found {
+                Ok((task, history)) if !v03 => {
+                    return task_reply(&id, &task.snapshot_json(history), false);
+                }
+                Ok((task, history)) => Ok(task.snapshot(history)),
+                Err(e) => Err(e),
+            }
+        }
         method::CANCEL | method::V03_CANCEL => match wire::decode::<wire::TaskIdParams>(params) {
             Ok(p) => bridge.cancel(&p.id).await,
             Err(e) => Err(e),
@@ -327,15 +350,19 @@ async fn rpc(server: &Server, body: &[u8], unsupported_version: Option<&str>) ->
             if v03 {
                 r = compat::result_to_v03(method_name, r);
             }
-            rpc_json(ok, &json!({"jsonrpc": "2.0", "id": id, "result": r}))
+            rpc_json(
+                ok,
+                &object([("jsonrpc", "2.0".into()), ("id", id), ("result", r)]),
+            )
         }
         Err(e) => rpc_error(ok, &id, &e),
     }
 }
 
 /// `SendMessage`: the task once it settles (finished or waiting for input),
-/// or at once with `configuration.returnImmediately`.
-async fn send(bridge: &Arc<Bridge>, params: Value) -> Result<Value, A2aError> {
+/// or at once with `configuration.returnImmediately`; with the number of
+/// history messages to show.
+async fn send(bridge: &Arc<Bridge>, params: Value) -> Result<(Arc<Task>, Option<i64>), A2aError> {
     let immediately = params["configuration"]["returnImmediately"]
         .as_bool()
         .unwrap_or(false);
@@ -344,7 +371,36 @@ async fn send(bridge: &Arc<Bridge>, params: Value) -> Result<Value, A2aError> {
     if !immediately {
         task.settled().await;
     }
-    Ok(json!({"task": task.snapshot(history)}))
+    Ok((task, history))
+}
+
+/// The reply whose result is a task, written from the task's JSON text
+/// (`SendMessage` wraps it as `{"task": …}`, `GetTask` does not).
+fn task_reply(id: &Value, task: &RawValue, wrapped: bool) -> Response<Body> {
+    #[derive(serde::Serialize)]
+    struct Reply<'a, R> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        result: R,
+    }
+    #[derive(serde::Serialize)]
+    struct Wrapped<'a> {
+        task: &'a RawValue,
+    }
+    let body = if wrapped {
+        serde_json::to_vec(&Reply {
+            jsonrpc: "2.0",
+            id,
+            result: Wrapped { task },
+        })
+    } else {
+        serde_json::to_vec(&Reply {
+            jsonrpc: "2.0",
+            id,
+            result: task,
+        })
+    };
+    full(StatusCode::OK, "application/json", body.unwrap_or_default())
 }
 
 fn subscribe(
@@ -387,13 +443,17 @@ fn sse(
         } else {
             result
         };
-        let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        let body = object([
+            ("jsonrpc", "2.0".into()),
+            ("id", id.clone()),
+            ("result", result),
+        ]);
         Ok(Frame::data(Bytes::from(format!("data: {body}\n\n"))))
     };
     let done = first["status"]["state"]
         .as_str()
         .is_some_and(state::is_terminal);
-    let head = futures::stream::once(std::future::ready(frame(json!({"task": first}))));
+    let head = futures::stream::once(std::future::ready(frame(object([("task", first)]))));
     let rest = futures::stream::unfold((events, done), |(mut rx, done)| async move {
         if done {
             return None;

@@ -15,11 +15,13 @@ use std::time::Duration;
 // on a paused clock in tests.
 use tokio::time::Instant;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
 use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::wire::{self, A2aError, state};
+use super::wire::{self, A2aError, object, state};
 
 /// A permission question waiting for the client's next message.
 pub struct Pending {
@@ -112,6 +114,16 @@ impl Task {
         snapshot_of(self, &self.lock(), history_length)
     }
 
+    /// [`Task::snapshot`] as JSON text, written straight from the task's
+    /// state: the reply to a blocking `SendMessage` or a `GetTask` does not
+    /// copy the history and artifacts into a `Value` first.
+    pub fn snapshot_json(&self, history_length: Option<i64>) -> Box<RawValue> {
+        let inner = self.lock();
+        let view = view_of(self, &inner, history_length);
+        // Borrowed strings and `Value`s: serialising cannot fail.
+        serde_json::value::to_raw_value(&view).unwrap_or_else(|_| RawValue::NULL.to_owned())
+    }
+
     /// The task now and every event after it, atomically; the events end
     /// when the task finishes.
     pub fn subscribe(&self) -> (Value, mpsc::UnboundedReceiver<Value>) {
@@ -137,14 +149,17 @@ impl Task {
                 inner.history.push(m.clone());
             }
             inner.status_message = message;
-            let status = status_of(&inner);
-            inner.emit(|| {
-                json!({"statusUpdate": {
-                    "taskId": self.id,
-                    "contextId": self.context_id,
-                    "status": status,
-                }})
-            });
+            if !inner.subscribers.is_empty() {
+                let status = status_of(&inner);
+                inner.emit(|| {
+                    let update = object([
+                        ("taskId", self.id.as_str().into()),
+                        ("contextId", self.context_id.as_str().into()),
+                        ("status", status),
+                    ]);
+                    object([("statusUpdate", update)])
+                });
+            }
             if state::is_terminal(new_state) {
                 // The streams end after this last event.
                 inner.subscribers.clear();
@@ -169,13 +184,12 @@ impl Task {
         inner.last_activity = Instant::now();
         let append = std::mem::replace(&mut inner.answer_streamed, true);
         inner.emit(|| {
-            json!({"artifactUpdate": {
-                "taskId": self.id,
-                "contextId": self.context_id,
-                "artifact": {"artifactId": "answer", "name": "answer", "parts": [wire::text_part(text)]},
-                "append": append,
-                "lastChunk": false,
-            }})
+            let artifact = object([
+                ("artifactId", "answer".into()),
+                ("name", "answer".into()),
+                ("parts", Value::Array(vec![wire::text_part(text)])),
+            ]);
+            self.artifact_update(artifact, append, false)
         });
     }
 
@@ -186,21 +200,29 @@ impl Task {
         let streamed = closes_stream && inner.answer_streamed;
         inner.emit(|| {
             let (artifact, append) = if streamed {
-                let empty =
-                    json!({"artifactId": artifact["artifactId"], "parts": [wire::text_part("")]});
+                let empty = object([
+                    ("artifactId", artifact["artifactId"].clone()),
+                    ("parts", Value::Array(vec![wire::text_part("")])),
+                ]);
                 (empty, true)
             } else {
                 (artifact.clone(), false)
             };
-            json!({"artifactUpdate": {
-                "taskId": self.id,
-                "contextId": self.context_id,
-                "artifact": artifact,
-                "append": append,
-                "lastChunk": true,
-            }})
+            self.artifact_update(artifact, append, true)
         });
         inner.artifacts.push(artifact);
+    }
+
+    /// A `TaskArtifactUpdateEvent` of this task.
+    fn artifact_update(&self, artifact: Value, append: bool, last_chunk: bool) -> Value {
+        let update = object([
+            ("taskId", self.id.as_str().into()),
+            ("contextId", self.context_id.as_str().into()),
+            ("artifact", artifact),
+            ("append", append.into()),
+            ("lastChunk", last_chunk.into()),
+        ]);
+        object([("artifactUpdate", update)])
     }
 
     pub fn answer(&self) -> String {
@@ -264,15 +286,37 @@ impl Task {
     }
 }
 
-fn status_of(inner: &Inner) -> Value {
-    let mut status = json!({"state": inner.state, "timestamp": wire::timestamp(inner.timestamp)});
-    if let Some(m) = &inner.status_message {
-        status["message"] = m.clone();
-    }
-    status
+/// A task's `TaskStatus`, borrowed.
+#[derive(Serialize)]
+struct StatusView<'a> {
+    state: &'static str,
+    timestamp: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a Value>,
 }
 
-fn snapshot_of(task: &Task, inner: &Inner, history_length: Option<i64>) -> Value {
+/// A `Task` object, borrowed from the task's state: the one description of
+/// its wire form, serialised as text ([`Task::snapshot_json`]) or as a
+/// `Value` ([`snapshot_of`]).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskView<'a> {
+    id: &'a str,
+    context_id: &'a str,
+    status: StatusView<'a>,
+    artifacts: &'a [Value],
+    history: &'a [Value],
+}
+
+fn status_view(inner: &Inner) -> StatusView<'_> {
+    StatusView {
+        state: inner.state,
+        timestamp: wire::timestamp(inner.timestamp),
+        message: inner.status_message.as_ref(),
+    }
+}
+
+fn view_of<'a>(task: &'a Task, inner: &'a Inner, history_length: Option<i64>) -> TaskView<'a> {
     let history: &[Value] = match history_length {
         Some(n) if n >= 0 => {
             let n = (n as usize).min(inner.history.len());
@@ -280,13 +324,21 @@ fn snapshot_of(task: &Task, inner: &Inner, history_length: Option<i64>) -> Value
         }
         _ => &inner.history,
     };
-    json!({
-        "id": task.id,
-        "contextId": task.context_id,
-        "status": status_of(inner),
-        "artifacts": inner.artifacts,
-        "history": history,
-    })
+    TaskView {
+        id: &task.id,
+        context_id: &task.context_id,
+        status: status_view(inner),
+        artifacts: &inner.artifacts,
+        history,
+    }
+}
+
+fn status_of(inner: &Inner) -> Value {
+    serde_json::to_value(status_view(inner)).unwrap_or_default()
+}
+
+fn snapshot_of(task: &Task, inner: &Inner, history_length: Option<i64>) -> Value {
+    serde_json::to_value(view_of(task, inner, history_length)).unwrap_or_default()
 }
 
 /// The bounds of one server.
@@ -479,6 +531,7 @@ impl Hub {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn task(ctx: &str) -> Arc<Task> {
         Task::new(ctx, PathBuf::from("/w"), json!({"role": "ROLE_USER"}))

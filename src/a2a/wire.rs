@@ -193,24 +193,40 @@ pub fn history_length(n: Option<i64>) -> Result<Option<i64>, A2aError> {
 
 /// Decodes params, naming the field that is wrong.
 pub fn decode<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, A2aError> {
-    serde_path_to_error::deserialize(params)
-        .map_err(|e| A2aError::params(format!("params.{}: {}", e.path(), e.inner())))
+    decode_ref(&params)
+}
+
+/// [`decode`] from a borrowed value. Valid params decode directly; only a
+/// failure is decoded again with the path tracker, which copies every key
+/// it passes, to name the field.
+pub fn decode_ref<T: serde::de::DeserializeOwned>(params: &Value) -> Result<T, A2aError> {
+    T::deserialize(params).or_else(|_| {
+        serde_path_to_error::deserialize(params)
+            .map_err(|e| A2aError::params(format!("params.{}: {}", e.path(), e.inner())))
+    })
+}
+
+/// A JSON object of these fields, each moved in. `json!` copies every
+/// `Value` it is given (it serialises it again), so the objects that carry
+/// messages, parts and tasks are built with this instead.
+pub fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    Value::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 /// A text part.
 pub fn text_part(text: &str) -> Value {
-    json!({"text": text})
+    object([("text", text.into())])
 }
 
 /// An agent message with these parts.
 pub fn agent_message(context_id: &str, task_id: &str, parts: Vec<Value>) -> Value {
-    json!({
-        "messageId": new_id(),
-        "contextId": context_id,
-        "taskId": task_id,
-        "role": "ROLE_AGENT",
-        "parts": parts,
-    })
+    object([
+        ("messageId", new_id().into()),
+        ("contextId", context_id.into()),
+        ("taskId", task_id.into()),
+        ("role", "ROLE_AGENT".into()),
+        ("parts", Value::Array(parts)),
+    ])
 }
 
 /// The text of a message's text parts, joined by newlines.
