@@ -1,14 +1,20 @@
 //! The request side of the chat-completions wire format.
 use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Value, json};
 
 use super::ToolCallRequest;
 
+/// A request borrows its conversation: a turn sends the whole history on
+/// every model call, and copying it each time cost most of a long
+/// session's per-turn CPU and doubled its memory while the call ran.
 #[derive(Debug, Clone)]
-pub struct ChatRequest {
+pub struct ChatRequest<'a> {
     pub model: String,
-    pub messages: Vec<ChatMessage>,
+    /// Sent before `messages` (a turn's system prompt, which the history
+    /// does not hold).
+    pub system: Option<String>,
+    pub messages: &'a [ChatMessage],
     pub tools: Vec<ToolSpec>,
     pub stream_usage: bool,
     /// Send assistant reasoning back as `reasoning_content`.
@@ -162,7 +168,7 @@ impl Serialize for WireToolCalls<'_> {
 /// model call (massif), which glibc's allocator kept as RSS that grew with
 /// the length of the conversation. `tools` is omitted when empty (OpenAI
 /// rejects `[]`).
-impl Serialize for ChatRequest {
+impl Serialize for ChatRequest<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
         struct Tool<'a> {
@@ -174,7 +180,8 @@ impl Serialize for ChatRequest {
         m.serialize_entry(
             "messages",
             &Messages {
-                messages: &self.messages,
+                system: self.system.as_deref(),
+                messages: self.messages,
                 send_reasoning: self.send_reasoning,
             },
         )?;
@@ -210,20 +217,38 @@ impl Serialize for ChatRequest {
 }
 
 struct Messages<'a> {
+    system: Option<&'a str>,
     messages: &'a [ChatMessage],
     send_reasoning: bool,
 }
 
 impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.messages.iter().map(|message| WireMessage {
-            message,
-            send_reasoning: self.send_reasoning,
-        }))
+        #[derive(Serialize)]
+        struct System<'a> {
+            role: &'static str,
+            content: &'a str,
+        }
+        let mut seq = s.serialize_seq(Some(
+            self.messages.len() + usize::from(self.system.is_some()),
+        ))?;
+        if let Some(content) = self.system {
+            seq.serialize_element(&System {
+                role: "system",
+                content,
+            })?;
+        }
+        for message in self.messages {
+            seq.serialize_element(&WireMessage {
+                message,
+                send_reasoning: self.send_reasoning,
+            })?;
+        }
+        seq.end()
     }
 }
 
-impl ChatRequest {
+impl ChatRequest<'_> {
     /// The JSON body as text.
     pub fn to_body(&self) -> Vec<u8> {
         // Our own types with string keys: serialising cannot fail.
@@ -244,7 +269,8 @@ mod tests {
     fn body_shape() {
         let req = ChatRequest {
             model: "m".into(),
-            messages: vec![
+            system: None,
+            messages: &[
                 ChatMessage::System("sys".into()),
                 ChatMessage::user_text("hi"),
                 ChatMessage::Assistant {
@@ -287,10 +313,32 @@ mod tests {
     }
 
     #[test]
+    fn the_system_prompt_goes_before_the_borrowed_history() {
+        let history = [ChatMessage::user_text("hi")];
+        let req = ChatRequest {
+            model: "m".into(),
+            system: Some("sys".into()),
+            messages: &history,
+            tools: vec![],
+            stream_usage: false,
+            send_reasoning: false,
+            reasoning_effort: None,
+            max_tokens: None,
+            temperature: None,
+            stop: Vec::new(),
+        };
+        assert_eq!(
+            req.to_json()["messages"],
+            json!([{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}])
+        );
+    }
+
+    #[test]
     fn every_field_on_the_wire() {
         let req = ChatRequest {
             model: "m".into(),
-            messages: vec![
+            system: None,
+            messages: &[
                 ChatMessage::User(vec![
                     UserPart::Text("look".into()),
                     UserPart::ImageUrl("data:image/png;base64,AA".into()),

@@ -192,6 +192,6 @@ impl LlmError {
 /// before that are returned directly); dropping the stream aborts the request.
 #[async_trait::async_trait]
 pub trait Model: Send + Sync {
-    async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError>;
+    async fn stream(&self, request: &ChatRequest<'_>) -> Result<EventStream, LlmError>;
     async fn list_models(&self) -> Result<Vec<String>, LlmError>;
 }

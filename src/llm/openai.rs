@@ -164,14 +164,14 @@ impl OpenAiModel {
 
 #[async_trait::async_trait]
 impl Model for OpenAiModel {
-    async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
+    async fn stream(&self, request: &ChatRequest<'_>) -> Result<EventStream, LlmError> {
         let url = self.url("/chat/completions");
         let state = Arc::new(ReplyState::default());
         let api = self.api(state.clone());
         // `stream: true` is in the body: with `byot`, async-openai does not
         // set it (NOTES).
         let chat = api.chat();
-        let opened = chat.create_stream_byot::<&ChatRequest, Box<RawValue>>(request);
+        let opened = chat.create_stream_byot::<&ChatRequest<'_>, Box<RawValue>>(request);
         match tokio::time::timeout(self.idle_timeout, opened).await {
             Err(_) => {
                 return Err(LlmError::Timeout {

@@ -109,7 +109,7 @@ pub async fn run(
         ChatMessage::System(INSTRUCTIONS.into()),
         ChatMessage::user_text(ask),
     ];
-    let request = model_call::request(env, messages, Vec::new(), false);
+    let request = model_call::request(env, &messages, Vec::new(), false);
     let summary = match model_call::call_model(env, session, &request, cancel, false).await? {
         Outcome::Cancelled { .. } => return Ok(false),
         Outcome::Done(c) if c.text.trim().is_empty() => {

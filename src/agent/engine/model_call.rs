@@ -47,28 +47,29 @@ pub fn message_id() -> String {
 
 /// The request for the next call of a turn: system prompt, history, and the
 /// session's tools.
-pub fn turn_request(env: &TurnEnv, session: &Session, history: &History) -> ChatRequest {
-    let mut messages = Vec::with_capacity(history.messages.len() + 1);
-    messages.push(ChatMessage::System(session.system_prompt()));
-    messages.extend(history.messages.iter().cloned());
+pub fn turn_request<'a>(env: &TurnEnv, session: &Session, history: &'a History) -> ChatRequest<'a> {
     let tools = session
         .registry
         .specs()
         .into_iter()
         .map(tool_spec)
         .collect();
-    request(env, messages, tools, env.settings.send_reasoning)
+    let mut request = request(env, &history.messages, tools, env.settings.send_reasoning);
+    request.system = Some(session.system_prompt());
+    request
 }
 
-/// The one place a model request is put together (turns and compaction).
-pub fn request(
+/// The one place a model request is put together (turns, compaction and
+/// sampling); it borrows the messages.
+pub fn request<'a>(
     env: &TurnEnv,
-    messages: Vec<ChatMessage>,
+    messages: &'a [ChatMessage],
     tools: Vec<ToolSpec>,
     send_reasoning: bool,
-) -> ChatRequest {
+) -> ChatRequest<'a> {
     ChatRequest {
         model: env.model_id.clone(),
+        system: None,
         messages,
         tools,
         stream_usage: env.settings.stream_usage,
@@ -103,7 +104,7 @@ pub enum Outcome {
 pub async fn call_model(
     env: &TurnEnv,
     session: &Session,
-    request: &ChatRequest,
+    request: &ChatRequest<'_>,
     cancel: &CancellationToken,
     visible: bool,
 ) -> Result<Outcome, RpcError> {
@@ -182,7 +183,7 @@ async fn retry_wait(delay: Duration, cancel: &CancellationToken) -> bool {
 /// is set; `partial` collects the text so far.
 async fn stream_once(
     env: &TurnEnv,
-    request: &ChatRequest,
+    request: &ChatRequest<'_>,
     relay: Option<&Relay>,
     partial: &mut String,
 ) -> Result<Completion, LlmError> {

@@ -111,7 +111,7 @@ impl TurnModel for Lender {
                 crate::agent::policy::options::effective_effort(&env.settings, model, None);
             env.model_id = model.to_owned();
         }
-        let mut request = model_call::request(&env, sample.messages, Vec::new(), false);
+        let mut request = model_call::request(&env, &sample.messages, Vec::new(), false);
         request.max_tokens = Some(sample.max_tokens);
         request.temperature = sample.temperature;
         request.stop = sample.stop;
