@@ -144,14 +144,7 @@ async fn always_allow_covers_the_tool_not_other_tools() {
         write_call("w1", "a.txt", "w\n"),
     ])
     .await;
-    for id in ["e1", "e2", "e3"] {
-        assert_eq!(
-            h.final_status(id),
-            "completed",
-            "{id}: {}",
-            h.tool_result(id)
-        );
-    }
+    h.assert_completed(&["e1", "e2", "e3"]);
     assert_eq!(
         h.editor.asked_ids(),
         ["e1", "w1"],

@@ -193,6 +193,20 @@ impl Harness {
             .unwrap_or_else(|| self.editor.fail(&format!("call {id} has no status")))
     }
 
+    /// Every call in `ids` ended `completed` (the failing one's result is
+    /// shown).
+    #[track_caller]
+    pub fn assert_completed(&self, ids: &[&str]) {
+        for id in ids {
+            assert_eq!(
+                self.final_status(id),
+                "completed",
+                "{id}: {}",
+                self.tool_result(id)
+            );
+        }
+    }
+
     /// The last update of call `id` carrying a status.
     #[track_caller]
     pub fn final_update(&self, id: &str) -> Value {

@@ -236,14 +236,7 @@ async fn line_endings_and_final_newline_are_kept(via: Via) {
         edit_call("c4", "nonl.txt", "y = 2", "y = 3"),
     ])
     .await;
-    for id in ["c1", "c2", "c3", "c4"] {
-        assert_eq!(
-            h.final_status(id),
-            "completed",
-            "{id}: {}",
-            h.tool_result(id)
-        );
-    }
+    h.assert_completed(&["c1", "c2", "c3", "c4"]);
     assert_eq!(h.ws.read("dos.txt"), "alpha\r\nBETA\r\nbeta2\r\ngamma\r\n");
     assert_eq!(h.ws.read("dos2.txt"), "three\r\nfour\r\n");
     assert_eq!(h.ws.read("nl.txt"), "x = 1\ny = 3\n");
@@ -453,14 +446,7 @@ async fn local_files_never_touch_the_editor() {
         write_call("l3", "b.txt", "b\n"),
     ])
     .await;
-    for id in ["l1", "l2", "l3"] {
-        assert_eq!(
-            h.final_status(id),
-            "completed",
-            "{id}: {}",
-            h.tool_result(id)
-        );
-    }
+    h.assert_completed(&["l1", "l2", "l3"]);
     assert_eq!(h.ws.read("a.txt"), "bye\n");
     assert_eq!(h.ws.read("b.txt"), "b\n");
     assert!(h.editor.reverse_requests().is_empty());
