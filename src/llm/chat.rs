@@ -265,28 +265,12 @@ impl ChatRequest<'_> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn body_shape() {
-        let req = ChatRequest {
+    /// A request of `messages` with every option off.
+    fn plain(messages: &[ChatMessage]) -> ChatRequest<'_> {
+        ChatRequest {
             model: "m".into(),
             system: None,
-            messages: &[
-                ChatMessage::System("sys".into()),
-                ChatMessage::user_text("hi"),
-                ChatMessage::Assistant {
-                    text: String::new(),
-                    reasoning: "thought".into(),
-                    tool_calls: vec![ToolCallRequest {
-                        id: "c1".into(),
-                        name: "echo".into(),
-                        arguments: "{}".into(),
-                    }],
-                },
-                ChatMessage::Tool {
-                    tool_call_id: "c1".into(),
-                    content: "ok".into(),
-                },
-            ],
+            messages,
             tools: vec![],
             stream_usage: false,
             send_reasoning: false,
@@ -294,7 +278,29 @@ mod tests {
             max_tokens: None,
             temperature: None,
             stop: Vec::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn body_shape() {
+        let messages = [
+            ChatMessage::System("sys".into()),
+            ChatMessage::user_text("hi"),
+            ChatMessage::Assistant {
+                text: String::new(),
+                reasoning: "thought".into(),
+                tool_calls: vec![ToolCallRequest {
+                    id: "c1".into(),
+                    name: "echo".into(),
+                    arguments: "{}".into(),
+                }],
+            },
+            ChatMessage::Tool {
+                tool_call_id: "c1".into(),
+                content: "ok".into(),
+            },
+        ];
+        let req = plain(&messages);
         let body = req.to_json();
         assert!(body.get("tools").is_none());
         assert!(body.get("stream_options").is_none());
@@ -315,18 +321,8 @@ mod tests {
     #[test]
     fn the_system_prompt_goes_before_the_borrowed_history() {
         let history = [ChatMessage::user_text("hi")];
-        let req = ChatRequest {
-            model: "m".into(),
-            system: Some("sys".into()),
-            messages: &history,
-            tools: vec![],
-            stream_usage: false,
-            send_reasoning: false,
-            reasoning_effort: None,
-            max_tokens: None,
-            temperature: None,
-            stop: Vec::new(),
-        };
+        let mut req = plain(&history);
+        req.system = Some("sys".into());
         assert_eq!(
             req.to_json()["messages"],
             json!([{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}])
