@@ -14,6 +14,7 @@ pub mod exec;
 pub mod llm;
 pub mod login;
 pub mod mcp;
+pub mod net;
 pub mod rpc;
 pub mod secrets;
 pub mod skills;

@@ -26,8 +26,8 @@ use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use serde_json::Value;
 
 use super::LlmError;
-use super::redact::redact_all;
 use super::retry::parse_retry_after;
+use crate::secrets::redact_endpoint_text;
 
 /// What one request's layer learnt about its reply, read by the stream
 /// reader ([`super::stream`]).
@@ -95,7 +95,7 @@ impl tower::Service<HttpRequestFactory> for Layer {
             let resp = layer.client.execute(request).await.map_err(|e| {
                 boxed(LlmError::Connect {
                     url: url.clone(),
-                    reason: redact_all(&error_chain(&e), &layer.secrets),
+                    reason: redact_endpoint_text(&error_chain(&e), &layer.secrets),
                 })
             })?;
             if !resp.status().is_success() {
@@ -155,7 +155,7 @@ impl Layer {
         let body = if is_chat {
             let value: Value = serde_json::from_slice(&body).map_err(|e| LlmError::Decode {
                 url: url.to_owned(),
-                reason: redact_all(&e.to_string(), &self.secrets),
+                reason: redact_endpoint_text(&e.to_string(), &self.secrets),
             })?;
             // Compact JSON has no raw newline, so it is one `data:` line.
             self.state.saw_done.store(true, Ordering::Relaxed);
@@ -232,7 +232,7 @@ pub(super) async fn status_error(
     LlmError::Status {
         status,
         url: url.to_owned(),
-        message: redact_all(&error_message(&body), secrets),
+        message: redact_endpoint_text(&error_message(&body), secrets),
         retry_after,
     }
 }
@@ -563,7 +563,7 @@ mod tests {
                 .await
         }
         // (`Client::with_config` builds a reqwest client: it needs the provider.)
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::net::install_crypto();
         assert_eq!(events(false).await, 1, "the library alone drops event 2");
         assert_eq!(events(true).await, 2);
     }

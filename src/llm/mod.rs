@@ -15,15 +15,12 @@ mod assemble;
 mod chat;
 mod layer;
 mod openai;
-mod redact;
 mod retry;
 mod stream;
-mod tls;
 
 pub use assemble::{Assembler, ToolCallRequest};
 pub use chat::{ChatMessage, ChatRequest, ToolSpec, UserPart};
 pub use openai::OpenAiModel;
-pub use redact::redact_all;
 pub use retry::RetryPolicy;
 
 use std::time::Duration;
@@ -172,6 +169,24 @@ impl LlmError {
             LlmError::Status { retry_after, .. } => *retry_after,
             _ => None,
         }
+    }
+
+    /// The error with its server-supplied text through the one redactor
+    /// ([`crate::secrets::redact_endpoint_text`]: every known secret, this
+    /// client's key and header values, and `sk-…`-shaped strings, which
+    /// servers echo back partially in 401 messages).
+    pub(super) fn redacted(mut self, secrets: &[String]) -> LlmError {
+        match &mut self {
+            LlmError::Status { message: text, .. }
+            | LlmError::Api { message: text, .. }
+            | LlmError::Connect { reason: text, .. }
+            | LlmError::Interrupted { reason: text, .. }
+            | LlmError::Decode { reason: text, .. } => {
+                *text = crate::secrets::redact_endpoint_text(text, secrets)
+            }
+            LlmError::Timeout { .. } | LlmError::Limit { .. } => {}
+        }
+        self
     }
 
     /// A short reason for a status line ("HTTP 429", "connection dropped").

@@ -55,15 +55,6 @@ pub struct OpenAiModel {
     limits: StreamLimits,
 }
 
-/// Installs the process-wide TLS crypto provider once (reqwest is built
-/// without one to keep the build small; ring is enough for HTTPS clients).
-fn install_crypto() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 const USER_AGENT: &str = concat!("acp-coder/", env!("CARGO_PKG_VERSION"));
 
 impl OpenAiModel {
@@ -74,7 +65,6 @@ impl OpenAiModel {
         connect_timeout: Duration,
         idle_timeout: Duration,
     ) -> Result<Self, LlmError> {
-        install_crypto();
         let mut headers = HeaderMap::new();
         for (name, value) in extra_headers {
             let bad = |what: &str| LlmError::Connect {
@@ -86,14 +76,13 @@ impl OpenAiModel {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        let tls = super::tls::client_config().map_err(|e| LlmError::Connect {
-            url: base_url.to_owned(),
-            reason: format!("cannot set up TLS: {e}"),
-        })?;
         // reqwest's defaults stand: proxies from the environment (with
         // `NO_PROXY`), up to 10 redirects, for http:// and https:// alike.
-        let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
+        let client = crate::net::client_builder()
+            .map_err(|e| LlmError::Connect {
+                url: base_url.to_owned(),
+                reason: format!("cannot set up TLS: {e}"),
+            })?
             .connect_timeout(connect_timeout)
             .default_headers(headers)
             .user_agent(USER_AGENT)
@@ -157,7 +146,7 @@ impl OpenAiModel {
     fn open_error(&self, e: OpenAIError, url: &str) -> LlmError {
         unbox(e).unwrap_or_else(|e| LlmError::Connect {
             url: url.to_owned(),
-            reason: super::redact_all(&e.to_string(), &self.secrets),
+            reason: crate::secrets::redact_endpoint_text(&e.to_string(), &self.secrets),
         })
     }
 }

@@ -31,7 +31,6 @@ use serde_json::Value;
 
 use super::assemble::{Assembler, parse_chunk};
 use super::layer::{ReplyState, SseBody};
-use super::redact::redact_error;
 use super::{Event, LlmError, StreamLimits};
 
 /// At most this many payloads are taken in one poll before the turn gets
@@ -169,7 +168,7 @@ impl Reply {
 
     fn fail(&mut self, err: LlmError) {
         if self.assembler.take().is_some() {
-            self.out.push_back(Err(redact_error(err, &self.secrets)));
+            self.out.push_back(Err(err.redacted(&self.secrets)));
         }
     }
 

@@ -39,8 +39,8 @@ fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, McpError> {
 /// A client that follows only same-origin redirects, so the user's headers
 /// (often credentials) never go to another host.
 fn client() -> Result<reqwest::Client, McpError> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    crate::net::client_builder()
+        .map_err(|e| McpError::Config(format!("cannot set up TLS: {e}")))?
         .connect_timeout(CONNECT_TIMEOUT)
         .pool_max_idle_per_host(0)
         .redirect(reqwest::redirect::Policy::custom(|attempt| {

@@ -122,7 +122,7 @@ pub async fn manager(
     url: &str,
     store: Arc<TokenStore>,
 ) -> Result<AuthorizationManager, OAuthError> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::net::install_crypto();
     let mut m = AuthorizationManager::new(url).await?;
     let stored = store.exists();
     m.set_credential_store(SharedStore(store.clone()));
@@ -158,7 +158,7 @@ pub async fn sign_in(
     present: &Present<'_>,
     wait: Duration,
 ) -> Result<AuthorizationManager, OAuthError> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::net::install_crypto();
     let mut m = AuthorizationManager::new(url).await?;
     m.set_credential_store(SharedStore(store.clone()));
     let found = m.resolve_metadata_from_challenge(Some(challenge)).await?;
@@ -391,7 +391,7 @@ mod tests {
     use super::*;
 
     async fn get(url: &str) -> (u16, String) {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::net::install_crypto();
         let resp = reqwest::get(url).await.unwrap();
         (resp.status().as_u16(), resp.text().await.unwrap())
     }

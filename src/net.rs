@@ -1,5 +1,7 @@
-//! TLS for the model endpoint: the platform's certificate verifier, built at
-//! the first handshake instead of with the HTTP client.
+//! HTTPS for every HTTP client the agent builds (the model endpoint, HTTP
+//! MCP servers, MCP sign-in): one crypto provider (ring; reqwest is built
+//! without one to keep the build small), and the platform's certificate
+//! verifier built at the first handshake instead of with the client.
 //!
 //! rustls-platform-verifier reads and parses every system root certificate
 //! when it is constructed, and reqwest constructs it in `Client::build`: perf
@@ -14,6 +16,23 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, Error, SignatureScheme};
+
+/// Installs the process-wide crypto provider, once. rmcp's OAuth client
+/// builds its own reqwest client, which needs it installed.
+pub fn install_crypto() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// A reqwest client builder with [`client_config`]'s TLS and reqwest's
+/// defaults otherwise (proxies from the environment with `NO_PROXY`,
+/// redirects), for `http://` and `https://` alike.
+pub fn client_builder() -> Result<reqwest::ClientBuilder, Error> {
+    install_crypto();
+    Ok(reqwest::Client::builder().tls_backend_preconfigured(client_config()?))
+}
 
 /// The rustls configuration reqwest would build (TLS 1.2 and 1.3, HTTP/1.1
 /// by ALPN), with the platform verifier made lazy.
@@ -94,7 +113,7 @@ mod tests {
 
     #[test]
     fn roots_are_loaded_on_first_use_only() {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        install_crypto();
         let provider = CryptoProvider::get_default().unwrap().clone();
         let lazy = LazyVerifier {
             provider: provider.clone(),
