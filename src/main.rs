@@ -256,17 +256,42 @@ fn overrides(g: &GlobalArgs) -> Overrides {
     }
 }
 
-/// The async runtime: one worker per core, at most 4, unless
-/// `TOKIO_WORKER_THREADS` (tokio's own variable) says otherwise.
+/// The async runtime: one worker thread, or as many as
+/// `TOKIO_WORKER_THREADS` (tokio's own variable) asks for.
+///
+/// One, because the agent's async work waits on I/O (stdin and stdout, the
+/// model's stream, MCP servers, the editor's callbacks), and everything
+/// that computes for long (search, file walks, snapshots, skills, the
+/// session store, commands) runs on blocking threads. With a worker per
+/// core, each streamed chunk crossed between the two workers (the
+/// connection's task, the turn, the stdout writer), and waking the parked
+/// one (eventfd, futex, context switches) was about 40% of the agent's CPU
+/// per chunk (perf, issue 15; BENCHMARKS.md). A value tokio cannot use is
+/// ignored with a warning: tokio itself panics on it.
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
-        builder.worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(4)));
-    }
+    builder.worker_threads(worker_threads(
+        std::env::var("TOKIO_WORKER_THREADS").ok().as_deref(),
+    ));
     builder
         .enable_all()
         .build()
         .context("cannot start the async runtime")
+}
+
+/// The worker count for `TOKIO_WORKER_THREADS`'s value (1 when unset or not a positive number).
+fn worker_threads(value: Option<&str>) -> usize {
+    match value.map(|v| v.trim().parse::<usize>()) {
+        None => 1,
+        Some(Ok(n)) if (1..=256).contains(&n) => n,
+        Some(_) => {
+            tracing::warn!(
+                value = value.unwrap_or_default(),
+                "TOKIO_WORKER_THREADS is not a number from 1 to 256; using 1 worker"
+            );
+            1
+        }
+    }
 }
 
 /// Values that must never reach a trace file: every configured header

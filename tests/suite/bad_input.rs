@@ -314,3 +314,14 @@ async fn responses_with_null_or_odd_ids_are_not_answered() {
         );
     }
 }
+
+/// `TOKIO_WORKER_THREADS` is tokio's own variable, and tokio panics on a
+/// value it cannot use: the agent reads it first and ignores a bad one.
+#[tokio::test]
+async fn a_bad_worker_count_in_the_environment_is_ignored() {
+    let model = FakeModel::start().await;
+    for value in ["abc", "0", "-1", "99999999999999999999", "3"] {
+        let editor = spawn(&model, &[("TOKIO_WORKER_THREADS", value)]);
+        still_answers(&editor).await;
+    }
+}
