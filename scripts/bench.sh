@@ -187,7 +187,17 @@ How each figure is taken (see `benches/agent.rs` for the code):
   by eventsource-stream (async-openai's own SSE decoder) on the turn's task:
   async-openai's stream decodes on a task it spawns and hands each event
   over a channel as a `RawValue` copy, a wake-up, a JSON validation and
-  a copy per chunk (`src/llm/layer.rs`, `hand_over`). Latency is measured on a paced
+  a copy per chunk (`src/llm/layer.rs`, `hand_over`). The agent's runtime has
+  one worker thread (`src/main.rs`, `runtime`): with one per core, each chunk
+  crossed between the two (the connection's task, the turn, the stdout
+  writer) and waking the parked one was ~40% of the CPU per chunk (perf:
+  eventfd writes, futex, context switches). What is left (perf, profiling
+  build, one worker): 29% in serde_json and eventsource-stream (the library
+  decoders the issue prescribes), 15% in hyper's body channel, `bytes` and
+  their wakers, 8% in tokio, 8% in the allocator, 13% in the kernel (socket
+  reads, the frame writes), 7% in the agent's own code. 3 µs
+  would take a decoder of our own, which the issue rules out: the target
+  is reported, not built around. Latency is measured on a paced
   stream (one chunk per millisecond) so that it shows the relay's delay, not
   a queue: server send → editor receipt, p99 ≤ 1 ms (`BENCH_PACED_WORST=1`
   prints the slowest chunks and what this sandbox's PID 1 ran meanwhile).
@@ -239,6 +249,11 @@ How each figure is taken (see `benches/agent.rs` for the code):
   process's CPU time per turn (`/proc/PID/task/*/schedstat`).
 - **search**: `scripts/bench-search.sh` (our in-process `grep`/`glob` against
   `rg PATTERN` / `rg --files`, both with the page cache warm).
+- **clean build**: `cargo build --release --locked -j 2 --bin acp-coder` in an
+  empty target directory, dependencies already downloaded. On 2 cores both
+  are busy from start to end, so the CPU time is what decides it; the
+  release profile in `Cargo.toml` says which settings were tried and what
+  each cost (thin LTO re-optimised every crate in a last 95 s step).
 EOF
     echo
     echo "<details><summary>Raw output</summary>"
