@@ -22,6 +22,7 @@
 //! | `BENCH_STREAM_CHUNKS` (per throughput run) | 100000 | 2000 |
 //! | `BENCH_STREAM_ROUNDS` | 11 | 3 |
 //! | `BENCH_PACED_CHUNKS` (latency run, 1 chunk/ms) | 3000 | 300 |
+//! | `BENCH_PACED_ROUNDS` (latency runs, median reported) | 5 | 1 |
 //! | `BENCH_TURNS` (soak) | 1000 | 100 |
 //! | `BENCH_LOAD_MESSAGES` | 2000 | 2000 |
 //! | `BENCH_MCP_DELAY_MS` | 500 | 500 |
@@ -157,6 +158,7 @@ struct Opts {
     stream_chunks: usize,
     stream_rounds: usize,
     paced_chunks: usize,
+    paced_rounds: usize,
     turns: usize,
     load_messages: usize,
     mcp_delay_ms: u64,
@@ -211,6 +213,7 @@ fn main() {
         stream_chunks: env_usize("BENCH_STREAM_CHUNKS", 100_000, 2_000, quick).max(10),
         stream_rounds: env_usize("BENCH_STREAM_ROUNDS", 11, 3, quick).max(1),
         paced_chunks: env_usize("BENCH_PACED_CHUNKS", 3_000, 300, quick).max(10),
+        paced_rounds: env_usize("BENCH_PACED_ROUNDS", 5, 1, quick).max(1),
         turns: env_usize("BENCH_TURNS", 1_000, 100, quick).max(30),
         load_messages: env_usize("BENCH_LOAD_MESSAGES", 2_000, 2_000, quick).max(4),
         mcp_delay_ms: env_usize("BENCH_MCP_DELAY_MS", 500, 500, quick) as u64,
@@ -1459,41 +1462,60 @@ fn bench_stream(o: &Opts, model: &FakeModel) -> Vec<Row> {
 
     let pace = Some(Duration::from_millis(1));
     let worst = std::env::var_os("BENCH_PACED_WORST").is_some();
-    let pid1 = worst.then(PidOneSampler::start);
-    let a = agent_stream(&mut agent, &env, model, o.paced_chunks, pace);
-    let pid1 = pid1.map(PidOneSampler::stop).unwrap_or_default();
-    let b = reqwest_stream(&rt, &client, model, o.paced_chunks, pace);
-    let (a50, a99, amax) = (
-        median(&a.lat),
-        quantile(&a.lat, 0.99),
-        quantile(&a.lat, 1.0),
-    );
-    let (b50, b99) = (median(&b.lat), quantile(&b.lat, 0.99));
-    if worst {
-        // Which chunks were late (the first ones: turn start-up), and how
-        // much CPU the sandbox's PID 1 took meanwhile (it runs at nice -10).
-        let mut order: Vec<(usize, u64)> = a.lat.iter().copied().enumerate().collect();
-        order.sort_by_key(|&(_, l)| std::cmp::Reverse(l));
-        let list: Vec<String> = order
-            .iter()
-            .take(5)
-            .map(|&(i, l)| {
-                let from = a.sent[i];
-                let cpu = pid_one_cpu_between(&pid1, from, from + l);
-                format!("#{i} {:.3} ms (PID 1 ran {:.1} ms)", ms(l), ms(cpu))
-            })
-            .collect();
-        println!("    slowest paced chunks: {}", list.join(", "));
+    // Rounds, agent and reqwest alternating, each judged by its own
+    // quantiles; the figure is the median round: one stall of the shared
+    // host (tens of ms, every chunk queued behind it) is 1% of a round's
+    // chunks, so it decided a single round's p99 by itself.
+    let (mut a50s, mut a99s, mut amaxs, mut b50s, mut b99s) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..o.paced_rounds {
+        let pid1 = (worst && round == 0).then(PidOneSampler::start);
+        let agent_first = round % 2 == 0;
+        let b_early =
+            (!agent_first).then(|| reqwest_stream(&rt, &client, model, o.paced_chunks, pace));
+        let a = agent_stream(&mut agent, &env, model, o.paced_chunks, pace);
+        let pid1 = pid1.map(PidOneSampler::stop);
+        let b =
+            b_early.unwrap_or_else(|| reqwest_stream(&rt, &client, model, o.paced_chunks, pace));
+        let (a50, a99, amax) = (
+            median(&a.lat),
+            quantile(&a.lat, 0.99),
+            quantile(&a.lat, 1.0),
+        );
+        let (b50, b99) = (median(&b.lat), quantile(&b.lat, 0.99));
+        if let Some(pid1) = pid1 {
+            // Which chunks were late (the first ones: turn start-up), and how
+            // much CPU the sandbox's PID 1 took meanwhile (it runs at nice -10).
+            let mut order: Vec<(usize, u64)> = a.lat.iter().copied().enumerate().collect();
+            order.sort_by_key(|&(_, l)| std::cmp::Reverse(l));
+            let list: Vec<String> = order
+                .iter()
+                .take(5)
+                .map(|&(i, l)| {
+                    let from = a.sent[i];
+                    let cpu = pid_one_cpu_between(&pid1, from, from + l);
+                    format!("#{i} {:.3} ms (PID 1 ran {:.1} ms)", ms(l), ms(cpu))
+                })
+                .collect();
+            println!("    slowest paced chunks: {}", list.join(", "));
+        }
+        println!(
+            "  paced ({} chunks, 1/ms): agent p50 {:.3} p99 {:.3} max {:.3} ms; reqwest p50 {:.3} p99 {:.3} ms",
+            a.n,
+            ms(a50),
+            ms(a99),
+            ms(amax),
+            ms(b50),
+            ms(b99)
+        );
+        a50s.push(a50);
+        a99s.push(a99);
+        amaxs.push(amax);
+        b50s.push(b50);
+        b99s.push(b99);
     }
-    println!(
-        "  paced ({} chunks, 1/ms): agent p50 {:.3} p99 {:.3} max {:.3} ms; reqwest p50 {:.3} p99 {:.3} ms",
-        a.n,
-        ms(a50),
-        ms(a99),
-        ms(amax),
-        ms(b50),
-        ms(b99)
-    );
+    let (a50, a99, b50, b99) = (median(&a50s), median(&a99s), median(&b50s), median(&b99s));
+    let rounds = o.paced_rounds;
     agent.p.close();
     vec![
         // Issue 15: what a streamed chunk costs the machine, not how many
@@ -1518,9 +1540,16 @@ fn bench_stream(o: &Opts, model: &FakeModel) -> Vec<Row> {
         )
         .pass(cpu_ns <= 3_000),
         Row::new(
-            "streaming: server → editor latency per chunk (paced 1/ms)",
+            "streaming: server → editor latency per chunk (paced 1/ms; median of rounds)",
             format!("p50 {:.3} ms, p99 {:.3} ms", ms(a50), ms(a99)),
-            format!("reqwest p50 {:.3} ms, p99 {:.3} ms", ms(b50), ms(b99)),
+            format!(
+                "reqwest p50 {:.3} ms, p99 {:.3} ms ({rounds} rounds of {} chunks; worst round's p99 {:.3} ms, slowest chunk {:.3} ms)",
+                ms(b50),
+                ms(b99),
+                o.paced_chunks,
+                ms(a99s.iter().copied().max().unwrap_or(0)),
+                ms(amaxs.iter().copied().max().unwrap_or(0))
+            ),
             format!("+{:.3} ms at p99", ms(a99.saturating_sub(b99))),
             "p99 ≤ 1 ms",
         )
