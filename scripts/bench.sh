@@ -70,6 +70,12 @@ fi
 bench_exe="$(grep -o '"executable":"[^"]*/deps/agent-[^"]*"' "$tmp/build.json" | cut -d'"' -f4 | tail -1)"
 [ -x "$bench_exe" ] || { echo "could not find the agent bench binary" >&2; exit 1; }
 
+# The builds just wrote hundreds of MB: flush them and let the machine
+# settle, or the writeback stalls the first start-up timings (the `cat`
+# baseline itself took twice its usual time).
+sync
+sleep 5
+
 echo
 echo "== agent benchmarks"
 "$bench_exe" --agent "$agent_bin" --work "$target/bench-work" --report "$tmp/agent-rows.md" \

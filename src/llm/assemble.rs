@@ -406,6 +406,38 @@ impl From<strict::Chunk> for Chunk {
 mod tests {
     use super::*;
 
+    /// Why the chunks are our own types (`byot`): async-openai's typed
+    /// chunk rejects what real OpenAI-compatible servers send, so each of
+    /// these would end the reply with a decode error (issue 15 asks for
+    /// a failing test against the library for every workaround).
+    #[test]
+    fn async_openai_types_reject_what_servers_send() {
+        use async_openai::types::chat::CreateChatCompletionStreamResponse as Theirs;
+        let head = r#""id":"x","object":"chat.completion.chunk","created":1,"model":"m""#;
+        for (what, choices) in [
+            (
+                "a tool-call delta without `index` (several local servers)",
+                r#"[{"index":0,"delta":{"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]}}]"#,
+            ),
+            (
+                "a `finish_reason` outside OpenAI's list",
+                r#"[{"index":0,"delta":{},"finish_reason":"eos"}]"#,
+            ),
+            (
+                "`content` as a list of parts",
+                r#"[{"index":0,"delta":{"content":[{"type":"text","text":"a"}]}}]"#,
+            ),
+        ] {
+            let data = format!(r#"{{{head},"choices":{choices}}}"#);
+            assert!(serde_json::from_str::<Theirs>(&data).is_err(), "{what}");
+            assert!(parse_chunk(&data).is_ok(), "{what}");
+        }
+        // An `{"error": …}` data line is no chunk of theirs at all.
+        assert!(serde_json::from_str::<Theirs>(r#"{"error":{"message":"overloaded"}}"#).is_err());
+        let ours = parse_chunk(r#"{"error":{"message":"overloaded"}}"#).unwrap();
+        assert!(ours.error.is_some());
+    }
+
     #[test]
     fn strict_and_lenient_decoding_agree() {
         for data in [
