@@ -33,7 +33,8 @@ use crate::secrets::redact_endpoint_text;
 /// reader ([`super::stream`]).
 #[derive(Default)]
 pub(super) struct ReplyState {
-    /// The body carried `data: [DONE]`.
+    /// The stream reader read `data: [DONE]` (the guard then reads the
+    /// body's tail so that the connection can be reused).
     pub saw_done: AtomicBool,
     /// [`SseGuard`] stopped the body: one event passed the cap.
     pub over_limit: AtomicBool,
@@ -101,41 +102,38 @@ impl tower::Service<HttpRequestFactory> for Layer {
             if !resp.status().is_success() {
                 return Err(boxed(status_error(&url, resp, &layer.secrets).await));
             }
+            let status = resp.status();
             let json = resp
                 .headers()
                 .get(CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|ct| ct.contains("application/json"));
-            let chat = url.ends_with("/chat/completions");
-            match (json, chat) {
-                (true, _) => {
-                    let status = resp.status();
-                    let body = layer.json_as_sse(&url, resp).await.map_err(boxed)?;
-                    if chat {
-                        let once = futures::stream::once(std::future::ready(Ok(body)));
-                        return Ok(layer.hand_over(status, Box::pin(once)));
-                    }
+            let body: SseBody = match (url.ends_with("/chat/completions"), json) {
+                // `GET /models`: the body as it came, under the cap.
+                (false, _) => {
+                    let body = layer.read_body(&url, resp).await.map_err(boxed)?;
                     let mut out = http::Response::new(reqwest::Body::from(body));
                     *out.status_mut() = status;
-                    Ok(reqwest::Response::from(out))
+                    return Ok(reqwest::Response::from(out));
                 }
-                (false, true) => {
-                    let status = resp.status();
-                    Ok(layer.hand_over(status, Box::pin(layer.guard(resp))))
+                (true, true) => {
+                    let event = layer.json_as_sse(&url, resp).await.map_err(boxed)?;
+                    Box::pin(futures::stream::once(std::future::ready(Ok(event))))
                 }
-                (false, false) => Ok(layer.guarded(resp)),
-            }
+                (true, false) => Box::pin(SseGuard::new(
+                    resp.bytes_stream(),
+                    layer.max_event,
+                    layer.state.clone(),
+                )),
+            };
+            Ok(layer.hand_over(status, body))
         })
     }
 }
 
 impl Layer {
-    /// A server that ignored `stream: true` sent one JSON completion: it
-    /// goes on as one SSE event (`message` instead of `delta`, which the
-    /// assembler reads) followed by `[DONE]`. Lists (`GET /models`) go
-    /// through unchanged apart from the size cap.
-    async fn json_as_sse(&self, url: &str, resp: reqwest::Response) -> Result<Bytes, LlmError> {
-        let is_chat = url.ends_with("/chat/completions");
+    /// A whole (not streamed) body, at most `max_event` bytes of it.
+    async fn read_body(&self, url: &str, resp: reqwest::Response) -> Result<Bytes, LlmError> {
         let body =
             read_capped(resp, self.max_event)
                 .await
@@ -144,7 +142,6 @@ impl Layer {
                     reason,
                 })?;
         if body.len() > self.max_event {
-            self.state.over_limit.store(true, Ordering::Relaxed);
             return Err(LlmError::Limit {
                 url: url.to_owned(),
                 what: "bytes in one SSE event",
@@ -152,34 +149,20 @@ impl Layer {
                 key: "max_sse_event_bytes",
             });
         }
-        let body = if is_chat {
-            let value: Value = serde_json::from_slice(&body).map_err(|e| LlmError::Decode {
-                url: url.to_owned(),
-                reason: redact_endpoint_text(&e.to_string(), &self.secrets),
-            })?;
-            // Compact JSON has no raw newline, so it is one `data:` line.
-            self.state.saw_done.store(true, Ordering::Relaxed);
-            Bytes::from(format!("data: {value}\n\ndata: [DONE]\n\n"))
-        } else {
-            body
-        };
         Ok(body)
     }
 
-    /// The response's body read through an [`SseGuard`].
-    fn guard(&self, resp: reqwest::Response) -> SseGuard {
-        SseGuard::new(resp.bytes_stream(), self.max_event, self.state.clone())
-    }
-
-    /// The response with its body read through an [`SseGuard`].
-    fn guarded(&self, resp: reqwest::Response) -> reqwest::Response {
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        let guard = self.guard(resp);
-        let mut out = http::Response::new(reqwest::Body::wrap_stream(guard));
-        *out.status_mut() = status;
-        *out.headers_mut() = headers;
-        reqwest::Response::from(out)
+    /// A server that ignored `stream: true` sent one JSON completion: it
+    /// goes on as one SSE event (`message` instead of `delta`, which the
+    /// assembler reads) followed by `[DONE]`.
+    async fn json_as_sse(&self, url: &str, resp: reqwest::Response) -> Result<Bytes, LlmError> {
+        let body = self.read_body(url, resp).await?;
+        let value: Value = serde_json::from_slice(&body).map_err(|e| LlmError::Decode {
+            url: url.to_owned(),
+            reason: redact_endpoint_text(&e.to_string(), &self.secrets),
+        })?;
+        // Compact JSON has no raw newline, so it is one `data:` line.
+        Ok(Bytes::from(format!("data: {value}\n\ndata: [DONE]\n\n")))
     }
 
     /// A chat reply: its body goes to our stream reader ([`ReplyState`]),
@@ -292,8 +275,7 @@ type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 /// - hands the decoder whole events, one per piece: it re-parses its whole
 ///   buffer whenever bytes arrive and copies what follows each line it takes
 ///   out, so an event arriving in many reads, or a read of many events,
-///   cost time quadratic in its size;
-/// - notes `data: [DONE]`, which async-openai's stream swallows.
+///   cost time quadratic in its size.
 pub(super) struct SseGuard {
     inner: Option<ByteStream>,
     max_event: usize,
@@ -306,9 +288,8 @@ pub(super) struct SseGuard {
     after_cr: bool,
     /// Bytes of the current event so far (its finished lines and the current line).
     event_len: usize,
-    /// Bytes of the current line so far, and its first bytes (for `[DONE]`).
+    /// Bytes of the current line so far.
     line_len: usize,
-    line_head: Vec<u8>,
     ended: bool,
 }
 
@@ -327,7 +308,6 @@ impl SseGuard {
             after_cr: false,
             event_len: 0,
             line_len: 0,
-            line_head: Vec::with_capacity(16),
             ended: false,
         }
     }
@@ -380,12 +360,7 @@ impl SseGuard {
             self.note_line_bytes(&buf[at..at + nl]);
             at += nl + 1;
             let blank = self.line_len == 0;
-            if self.line_head.starts_with(b"data:") && self.line_head[5..].trim_ascii() == b"[DONE]"
-            {
-                self.state.saw_done.store(true, Ordering::Relaxed);
-            }
             self.line_len = 0;
-            self.line_head.clear();
             if blank {
                 self.event_len = 0;
                 complete = true;
@@ -417,9 +392,6 @@ impl SseGuard {
     fn note_line_bytes(&mut self, part: &[u8]) {
         self.line_len += part.len();
         self.event_len += part.len();
-        let room = 16usize.saturating_sub(self.line_head.len());
-        self.line_head
-            .extend_from_slice(&part[..part.len().min(room)]);
     }
 }
 
@@ -461,7 +433,7 @@ impl Stream for SseGuard {
 }
 
 impl Drop for SseGuard {
-    /// After `[DONE]` async-openai drops the body unread; the few bytes
+    /// After `[DONE]` the stream reader drops the body unread; the few bytes
     /// after it (the end of the chunked body) are read on a task of their
     /// own so that reqwest can keep the connection for the next request.
     fn drop(&mut self) {
@@ -516,7 +488,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_lone_cr_ends_lines() {
-        let (g, state) = guard_over(
+        let (g, _) = guard_over(
             &[b"data: a\r\rdata: b\r", b"\n\r\nda", b"ta: [DONE]\r\r"],
             1000,
         );
@@ -527,7 +499,30 @@ mod tests {
             [&b"data: a\n\n"[..], b"data: b\n\n", b"data: [DONE]\n\n"],
             "one whole event per piece"
         );
-        assert!(state.saw_done.load(Ordering::Relaxed));
+    }
+
+    /// Once the reader has seen `[DONE]` and drops the body, the guard reads
+    /// what is left of it (the end of the chunked body) so that reqwest can
+    /// reuse the connection; before `[DONE]` it reads nothing more.
+    #[tokio::test(start_paused = true)]
+    async fn the_tail_after_done_is_read_for_reuse() {
+        for done in [true, false] {
+            let tail_read = Arc::new(AtomicBool::new(false));
+            let flag = tail_read.clone();
+            let parts = futures::stream::iter([Ok(Bytes::from_static(b"data: [DONE]\n\n"))]).chain(
+                futures::stream::once(async move {
+                    flag.store(true, Ordering::Relaxed);
+                    Ok(Bytes::from_static(b"\n"))
+                }),
+            );
+            let state = Arc::new(ReplyState::default());
+            let mut g = SseGuard::new(parts, 1000, state.clone());
+            assert!(g.next().await.unwrap().is_ok());
+            state.saw_done.store(done, Ordering::Relaxed);
+            drop(g);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert_eq!(tail_read.load(Ordering::Relaxed), done);
+        }
     }
 
     /// Why [`SseGuard`] turns line endings into `\n`: async-openai's SSE
@@ -578,10 +573,9 @@ mod tests {
         let (g, _) = guard_over(&[b"data: 01234\ndata: 01234\ndata: 01234\n"], 25);
         assert!(collect(g).await.1);
         // Events under the cap pass however many there are.
-        let (g, state) = guard_over(&[&b"data: 0123456789\n\ndata: 0123456789\n\n"[..]; 50], 25);
+        let (g, _) = guard_over(&[&b"data: 0123456789\n\ndata: 0123456789\n\n"[..]; 50], 25);
         let (pieces, failed) = collect(g).await;
         assert!(!failed && pieces.len() == 100);
-        assert!(!state.saw_done.load(Ordering::Relaxed));
     }
 
     #[test]
