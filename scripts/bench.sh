@@ -56,13 +56,19 @@ rows="$tmp/rows.md"
 : >"$rows"
 
 echo "== building the agent and the benches ($profile)"
+# The bench first, the agent last and on its own: building a bench also
+# builds the package's binary with the dev-dependencies' features unified
+# in (serde_json's preserve_order, from agent-client-protocol), which is not
+# the binary `cargo build --release` gives users; building the binary alone
+# afterwards puts the users' one back at $agent_bin.
 if [ "$profile" = release ]; then
-    cargo build --release --locked --bin acp-coder
     cargo bench --locked --bench agent --no-run --message-format=json >"$tmp/build.json"
+    cargo build --release --locked --bin acp-coder
     agent_bin="$target/release/acp-coder"
 else
-    cargo build --locked --profile "$profile" --bin acp-coder --bench agent \
+    cargo build --locked --profile "$profile" --bench agent \
         --message-format=json >"$tmp/build.json"
+    cargo build --locked --profile "$profile" --bin acp-coder
     dir="$profile"
     [ "$profile" = dev ] && dir=debug
     agent_bin="$target/$dir/acp-coder"
