@@ -248,22 +248,15 @@ impl Serialize for Messages<'_> {
     }
 }
 
-impl ChatRequest<'_> {
-    /// The JSON body as text.
-    pub fn to_body(&self) -> Vec<u8> {
-        // Our own types with string keys: serialising cannot fail.
-        serde_json::to_vec(self).unwrap_or_default()
-    }
-
-    /// The JSON body as a value (tests and tools that inspect it).
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl ChatRequest<'_> {
+        fn to_json(&self) -> Value {
+            serde_json::to_value(self).unwrap()
+        }
+    }
 
     /// A request of `messages` with every option off.
     fn plain(messages: &[ChatMessage]) -> ChatRequest<'_> {
@@ -361,7 +354,7 @@ mod tests {
             temperature: None,
             stop: Vec::new(),
         };
-        let body: Value = serde_json::from_slice(&req.to_body()).unwrap();
+        let body: Value = serde_json::from_slice(&serde_json::to_vec(&req).unwrap()).unwrap();
         assert_eq!(body, req.to_json());
         assert_eq!(
             body,

@@ -66,6 +66,52 @@ async fn a_proxy_in_the_environment_carries_the_stream() {
     assert_eq!(req.header("authorization"), Some("Bearer test-key"));
 }
 
+/// `NO_PROXY` as reqwest reads it: a proxy in the environment is used for
+/// the endpoint (even on loopback) unless `NO_PROXY` names its host.
+#[tokio::test]
+async fn no_proxy_names_hosts_reached_directly() {
+    let proxy = FakeModel::start().await;
+    let endpoint = FakeModel::start().await;
+    let proxy_url = format!("http://{}", proxy.addr());
+    let base = format!("http://{}/v1", endpoint.addr());
+    let prompt = |no_proxy: &'static str| {
+        let (proxy_url, base, endpoint) = (proxy_url.clone(), base.clone(), &endpoint);
+        async move {
+            let env = [
+                ("OPENAI_BASE_URL", base.as_str()),
+                ("HTTP_PROXY", proxy_url.as_str()),
+                ("NO_PROXY", no_proxy),
+            ];
+            let r = ready_with(endpoint, &env, Workspace::new()).await;
+            assert_eq!(
+                r.editor.prompt(&r.sid, "hi").await["stopReason"],
+                "end_turn",
+                "NO_PROXY={no_proxy:?}"
+            );
+        }
+    };
+    proxy.push(Reply::text("via the proxy"));
+    prompt("").await;
+    let via_proxy = proxy.chat_requests();
+    assert_eq!(via_proxy.len(), 1);
+    assert_eq!(
+        via_proxy[0].absolute_target.as_deref(),
+        Some(format!("{base}/chat/completions").as_str())
+    );
+    assert!(endpoint.chat_requests().is_empty());
+
+    endpoint.push(Reply::text("direct"));
+    prompt("example.com,127.0.0.1").await;
+    let direct = endpoint.chat_requests();
+    assert_eq!(direct.len(), 1);
+    assert_eq!(direct[0].absolute_target, None);
+    assert_eq!(
+        proxy.chat_requests().len(),
+        1,
+        "the proxy saw no second request"
+    );
+}
+
 #[tokio::test]
 async fn a_307_redirect_on_plain_http_is_followed_with_the_body() {
     let model = FakeModel::start().await;
