@@ -167,7 +167,7 @@ git diff --quiet HEAD 2>/dev/null || dirty=" (with uncommitted changes)"
     cat "$rows"
     echo
     cat <<'EOF'
-How each figure is taken (see `benches/agent.rs` for the code):
+How each figure is taken (see `benches/agent.rs` and `benches/agent/` for the code):
 
 - **start-up**: time from `spawn()` to the `initialize` response line read by the
   fake editor, against spawning `cat` and reading the same line back. VmRSS is

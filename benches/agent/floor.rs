@@ -10,6 +10,7 @@
 //!   reqwest, eventsource-stream and serde_json, the path the issue prescribes,
 //!   with no agent work (no tool-call assembly, no ACP frame, no stdout).
 
+use super::stream::post_stream_request;
 use super::*;
 
 /// This thread's CPU time so far, in ns.
