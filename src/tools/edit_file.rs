@@ -73,6 +73,30 @@ impl Tool for EditFile {
         }
         let path = resolve_arg(ctx, &args.path)?;
         let shown = display(&path, &ctx.cwd);
+        if !ctx.may_preview(&path) {
+            // Outside the roots: the file is read only once the user allowed
+            // the edit; the request shows the replacement alone.
+            return Ok(Invocation {
+                title: format!("Edit {shown}"),
+                kind: ToolKind::Edit,
+                locations: vec![ToolCallLocation {
+                    path: path.display().to_string(),
+                    line: None,
+                }],
+                content: vec![ToolCallContent::Diff {
+                    path: path.display().to_string(),
+                    old_text: Some(args.old_string.clone()),
+                    new_text: args.new_string.clone(),
+                }],
+                access: Access::Write(vec![path.clone()]),
+                action: Box::new(Edit {
+                    path,
+                    shown,
+                    args,
+                    prepared: None,
+                }),
+            });
+        }
         let old = read_existing(ctx, &path, &shown).await?;
         let edit = apply(&old, &args, &shown)?;
         Ok(Invocation {
@@ -92,8 +116,7 @@ impl Tool for EditFile {
                 path,
                 shown,
                 args,
-                prepared_from: old,
-                edit,
+                prepared: Some((old, edit)),
             }),
         })
     }
@@ -174,8 +197,9 @@ struct Edit {
     path: PathBuf,
     shown: String,
     args: Args,
-    prepared_from: String,
-    edit: Applied,
+    /// The content the edit was prepared from and the edit; `None` when the
+    /// file was not read before the permission step ([`ToolContext::may_preview`]).
+    prepared: Option<(String, Applied)>,
 }
 
 #[async_trait::async_trait]
@@ -183,12 +207,12 @@ impl Action for Edit {
     async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         // The user may have typed in the file while reviewing: re-apply to what is there now.
         let current = read_existing(ctx, &self.path, &self.shown).await?;
-        let edit = if current == self.prepared_from {
-            self.edit
-        } else {
-            apply(&current, &self.args, &self.shown).map_err(|e| {
+        let edit = match self.prepared {
+            Some((from, edit)) if from == current => edit,
+            Some(_) => apply(&current, &self.args, &self.shown).map_err(|e| {
                 ToolError::Failed(format!("{} changed while the edit waited for approval, and the edit no longer applies: {e}", self.shown))
-            })?
+            })?,
+            None => apply(&current, &self.args, &self.shown)?,
         };
         ctx.editor
             .write_text_file(&self.path, &edit.new_text)

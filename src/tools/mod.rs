@@ -61,6 +61,18 @@ pub struct ToolContext {
     pub sandbox: Option<sandbox::Policy>,
 }
 
+impl ToolContext {
+    /// Whether a tool may read `path` while it prepares a call, before the
+    /// permission step: only inside the session roots (DESIGN §3: outside
+    /// them, reads ask in every mode). A file elsewhere is read once the
+    /// user has allowed the call, so none of it reaches the model (in an
+    /// error such as `edit_file`'s "closest lines") or the editor (as an
+    /// `fs/read_text_file` for the preview) unasked.
+    pub fn may_preview(&self, path: &std::path::Path) -> bool {
+        paths::is_inside(path, &self.roots)
+    }
+}
+
 /// What a call touches; the permission policy decides from this.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Access {

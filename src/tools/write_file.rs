@@ -1,5 +1,5 @@
 //! `write_file`: create or overwrite a text file, shown to the user as a diff first.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -52,16 +52,13 @@ impl Tool for WriteFile {
     async fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Invocation, ToolError> {
         let args: Args = parse_args(args)?;
         let path = resolve_arg(ctx, &args.path)?;
-        let old = match ctx.editor.read_text_file(&path).await {
-            Ok(old) => Some(old),
-            Err(FileError::NotFound(_)) => None,
-            Err(FileError::Binary(p)) => {
-                return Err(ToolError::Failed(format!(
-                    "{} is a binary file; refusing to overwrite it with text",
-                    p.display()
-                )));
-            }
-            Err(e) => return Err(e.into()),
+        // Outside the roots the file is looked at only once the user has
+        // allowed the write ([`ToolContext::may_preview`]).
+        let previewed = ctx.may_preview(&path);
+        let old = if previewed {
+            existing(ctx, &path).await?
+        } else {
+            None
         };
         // Keep the file's line-ending convention.
         let content = match &old {
@@ -69,7 +66,7 @@ impl Tool for WriteFile {
             _ => args.content,
         };
         let shown = display(&path, &ctx.cwd);
-        let title = if old.is_some() {
+        let title = if old.is_some() || !previewed {
             format!("Write {shown}")
         } else {
             format!("Create {shown}")
@@ -91,9 +88,23 @@ impl Tool for WriteFile {
                 path,
                 shown,
                 content,
-                existed: old.is_some(),
+                existed: previewed.then_some(old.is_some()),
             }),
         })
+    }
+}
+
+/// The file's current text, `None` when it does not exist; a binary file
+/// is refused.
+async fn existing(ctx: &ToolContext, path: &Path) -> Result<Option<String>, ToolError> {
+    match ctx.editor.read_text_file(path).await {
+        Ok(old) => Ok(Some(old)),
+        Err(FileError::NotFound(_)) => Ok(None),
+        Err(FileError::Binary(p)) => Err(ToolError::Failed(format!(
+            "{} is a binary file; refusing to overwrite it with text",
+            p.display()
+        ))),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -101,20 +112,27 @@ struct Write {
     path: PathBuf,
     shown: String,
     content: String,
-    existed: bool,
+    /// Whether the file existed when the call was prepared; `None` when it
+    /// was not looked at then (outside the roots).
+    existed: Option<bool>,
 }
 
 #[async_trait::async_trait]
 impl Action for Write {
     async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        ctx.editor
-            .write_text_file(&self.path, &self.content)
-            .await?;
-        let lines = self.content.lines().count();
-        let verb = if self.existed { "Wrote" } else { "Created" };
+        let (content, existed) = match self.existed {
+            Some(existed) => (self.content, existed),
+            None => match existing(ctx, &self.path).await? {
+                Some(old) if uses_crlf(&old) => (with_line_endings(&self.content, true), true),
+                old => (self.content, old.is_some()),
+            },
+        };
+        ctx.editor.write_text_file(&self.path, &content).await?;
+        let lines = content.lines().count();
+        let verb = if existed { "Wrote" } else { "Created" };
         Ok(ToolOutput {
             for_model: format!("{verb} {} ({lines} lines).", self.shown),
-            raw_output: Some(json!({"path": self.path, "lines": lines, "created": !self.existed})),
+            raw_output: Some(json!({"path": self.path, "lines": lines, "created": !existed})),
             ..Default::default()
         })
     }

@@ -133,7 +133,7 @@ async fn full_auto_asks_outside(via: Via) {
     assert_nothing_escaped(&h);
     assert!(h.editor.writes().is_empty());
     assert!(h.editor.terminal_calls().is_empty());
-    // Edits read the file to show the diff, but the model learns nothing.
+    // Nothing outside is read before the user allows it: the model learns nothing.
     for id in ["r1", "r3", "e1"] {
         assert!(!h.tool_result(id).contains("secret"), "{id}");
     }
@@ -246,3 +246,111 @@ async fn file_symlinks_ask(via: Via) {
 }
 
 both!(file_symlinks_ask);
+
+/// A hostile model's probe (found by an outside review): `edit_file` on a
+/// file outside the project with an `old_string` that does not match. The
+/// "closest lines" hint quoted the file (an SSH key, `/etc/passwd`) back to
+/// the model before the permission step, in every mode, read-only too. Now
+/// nothing outside the project is read before the user allowed the call:
+/// not for the hint, not for a duplicate-match count, not for `write_file`'s
+/// diff; the editor sees no `fs/read_text_file` for it either.
+async fn failed_edits_outside_show_nothing(via: Via) {
+    for (mode, decision) in [
+        ("read-only", PermissionDecision::AllowOnce),
+        ("ask", PermissionDecision::RejectOnce),
+        ("full-auto", PermissionDecision::RejectOnce),
+    ] {
+        let ws = escape_workspace();
+        std::fs::write(
+            ws.join("outside/secret.txt"),
+            "-----BEGIN KEY-----\nsecret-key-body\nsecret-key-body\n-----END KEY-----\n",
+        )
+        .unwrap();
+        std::fs::write(ws.join("outside/blob.bin"), b"\x00\x01binary\x00").unwrap();
+        let h = Harness::start_with(via.capabilities(), ws, "proj", Vec::new()).await;
+        h.editor.set_default_permission(Some(decision));
+        h.set_mode(mode).await;
+        let abs = h.ws.join("outside/secret.txt");
+        h.run_calls(&[
+            edit_call("e1", "../outside/secret.txt", "-----BEGIN KEY----X", "y"),
+            edit_call("e2", &abs, "secret-key-body", "y"),
+            edit_call("e3", "link/secret.txt", "-----END KEY----X", "y"),
+            write_call("w1", "link/blob.bin", "text\n"),
+        ])
+        .await;
+        for id in ["e1", "e2", "e3", "w1"] {
+            let result = h.tool_result(id);
+            assert_eq!(h.final_status(id), "failed", "{mode} {id}: {result}");
+            for leak in ["KEY", "secret-key-body", "lines 2, 3", "binary", "closest"] {
+                assert!(
+                    !result.contains(leak),
+                    "{mode} {id} leaked {leak:?}: {result}"
+                );
+            }
+        }
+        let outside = h.ws.join("outside");
+        let outside = outside.canonicalize().unwrap();
+        assert!(
+            h.editor
+                .reads()
+                .iter()
+                .all(|r| !r.path.starts_with(&outside)),
+            "{mode}: the editor was asked to read outside: {:?}",
+            h.editor.reads()
+        );
+        assert!(
+            h.ws.read("outside/secret.txt")
+                .starts_with("-----BEGIN KEY-----")
+        );
+        assert!(h.editor.writes().is_empty());
+        if mode == "read-only" {
+            assert!(
+                h.editor.asked_ids().is_empty(),
+                "read-only refuses writes unasked"
+            );
+        } else {
+            assert_eq!(h.editor.asked_ids(), ["e1", "e2", "e3", "w1"], "{mode}");
+        }
+    }
+}
+
+both!(failed_edits_outside_show_nothing);
+
+/// Once the user allowed an edit outside the project, it is applied to the
+/// file as it is then (it was not read before), line endings kept.
+async fn allowed_edits_outside_apply(via: Via) {
+    let ws = escape_workspace();
+    std::fs::write(ws.join("outside/crlf.txt"), "a\r\nb\r\n").unwrap();
+    let h = Harness::start_with(via.capabilities(), ws, "proj", Vec::new()).await;
+    h.editor
+        .set_default_permission(Some(PermissionDecision::AllowOnce));
+    h.run_calls(&[
+        edit_call("e1", "link/secret.txt", "secret", "changed"),
+        write_call("w1", "link/crlf.txt", "x\ny\n"),
+        write_call("w2", "link/fresh.txt", "new\n"),
+    ])
+    .await;
+    assert_eq!(h.editor.asked_ids(), ["e1", "w1", "w2"]);
+    for id in ["e1", "w1", "w2"] {
+        assert_eq!(
+            h.final_status(id),
+            "completed",
+            "{id}: {}",
+            h.tool_result(id)
+        );
+    }
+    assert_eq!(h.ws.read("outside/secret.txt"), "changed\n");
+    assert_eq!(h.ws.read("outside/crlf.txt"), "x\r\ny\r\n");
+    assert!(
+        h.tool_result("w1").starts_with("Wrote"),
+        "{}",
+        h.tool_result("w1")
+    );
+    assert!(
+        h.tool_result("w2").starts_with("Created"),
+        "{}",
+        h.tool_result("w2")
+    );
+}
+
+both!(allowed_edits_outside_apply);
