@@ -258,6 +258,41 @@ async fn protected_paths_ask(via: Via) {
 
 both!(protected_paths_ask);
 
+/// An outside review's attack: the project's `.git` is a file naming a git
+/// directory inside the project (`git init --separate-git-dir gd`), whose
+/// config and hooks no `.git/**` glob covers. Writing them asks in every
+/// mode, as `.git/`'s do; other files next to it do not.
+async fn separate_git_dirs_are_protected(via: Via) {
+    for mode in ["accept-edits", "full-auto"] {
+        let h = start(via, mode).await;
+        let proj = h.ws.join("proj");
+        std::fs::remove_dir_all(proj.join(".git")).unwrap();
+        for d in ["gd/objects", "gd/refs", "gd/hooks"] {
+            std::fs::create_dir_all(proj.join(d)).unwrap();
+        }
+        std::fs::write(proj.join("gd/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(proj.join("gd/config"), "[core]\n").unwrap();
+        std::fs::write(proj.join(".git"), "gitdir: gd\n").unwrap();
+        h.editor
+            .set_default_permission(Some(PermissionDecision::RejectOnce));
+        h.run_calls(&[
+            write_call("w1", "gd/hooks/pre-commit", "#!/bin/sh\ntouch pwned\n"),
+            write_call("w2", "gd/config", "[core]\n\tfsmonitor = \"touch pwned\"\n"),
+            edit_call("e1", "gd/config", "[core]", "[core]\n\thooksPath = x"),
+            write_call("w3", ".git", "gitdir: elsewhere\n"),
+            write_call("w4", "gd-notes.txt", "ok\n"),
+        ])
+        .await;
+        assert_eq!(h.editor.asked_ids(), ["w1", "w2", "e1", "w3"], "{mode}");
+        assert!(!proj.join("gd/hooks/pre-commit").exists(), "{mode}");
+        assert_eq!(h.ws.read("proj/gd/config"), "[core]\n", "{mode}");
+        assert_eq!(h.ws.read("proj/.git"), "gitdir: gd\n", "{mode}");
+        assert_eq!(h.ws.read("proj/gd-notes.txt"), "ok\n", "{mode}");
+    }
+}
+
+both!(separate_git_dirs_are_protected);
+
 /// An "always" on a protected file covers that file and writes only; a
 /// symlink into `.git` is the file it points to.
 #[tokio::test]

@@ -239,6 +239,75 @@ async fn git_protected(via: Via) {
     );
 }
 
+/// An outside review's attack: with `.git` a file naming a git directory in
+/// the project (`git init --separate-git-dir`), the sandbox left that
+/// directory's config and hooks writable, and the user's next `git status`
+/// ran a planted `core.fsmonitor`. They are read-only like `.git/`'s.
+async fn separate_git_dir_protected(via: Via) {
+    if !landlock() {
+        return;
+    }
+    let home = outside();
+    let ws = Workspace::builder().file("a.txt", "a\n").build();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(ws.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", ws.path())
+            .output()
+            .expect("run git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q", "-b", "main", "--separate-git-dir", "gd"]);
+    git(&["config", "user.email", "test@example.invalid"]);
+    git(&["config", "user.name", "Test"]);
+    git(&["add", "a.txt"]);
+    git(&["commit", "-q", "-m", "a"]);
+    let config = std::fs::read_to_string(ws.join("gd/config")).unwrap();
+    let h = full_auto(via, ws, home.path(), "").await;
+    h.editor
+        .set_default_permission(Some(PermissionDecision::RejectOnce));
+    let attacks = [
+        "echo '[core] fsmonitor = evil' >> gd/config",
+        "echo evil > gd/hooks/pre-commit && chmod +x gd/hooks/pre-commit",
+        "git config core.hooksPath evil-hooks",
+        "mv gd gd-aside && mkdir gd",
+        "echo 'gitdir: evil' > .git",
+        "mkdir -p evil-common && echo $PWD/evil-common > gd/commondir; false",
+    ];
+    let ok = "echo b >> a.txt && git add a.txt && git commit -qm b && git log --oneline | wc -l";
+    h.run_commands("g", &attacks, ("ok", ok)).await;
+    assert_eq!(
+        std::fs::read_to_string(h.ws.join("gd/config")).unwrap(),
+        config
+    );
+    assert!(!h.ws.join("gd/hooks/pre-commit").exists());
+    assert!(!h.ws.join("gd-aside").exists());
+    assert!(!h.ws.join("gd/commondir").exists());
+    assert!(
+        std::fs::read_to_string(h.ws.join(".git"))
+            .unwrap()
+            .contains("gd")
+    );
+    for (i, attack) in attacks.iter().enumerate() {
+        let r = h.tool_result(&format!("g{i}"));
+        assert!(!r.starts_with("Exit code: 0"), "{attack}: {r}");
+    }
+    let ok = h.tool_result("ok");
+    assert!(ok.starts_with("Exit code: 0") && ok.contains('2'), "{ok}");
+}
+
+#[tokio::test]
+async fn a_separate_git_dir_is_read_only_local() {
+    separate_git_dir_protected(Via::Local).await;
+}
+
+#[tokio::test]
+async fn a_separate_git_dir_is_read_only_in_editor_terminals() {
+    separate_git_dir_protected(Via::Editor).await;
+}
+
 #[tokio::test]
 async fn git_config_and_hooks_are_read_only_local() {
     git_protected(Via::Local).await;

@@ -22,7 +22,7 @@ use crate::tools::paths::{is_inside, outside_paths_in_command};
 use crate::tools::sanitize_title;
 
 pub use crate::agent::policy::prefix::{command_prefix, matches_prefix};
-use crate::agent::policy::protected::{Protected, linked_elsewhere};
+use crate::agent::policy::protected::{Protected, in_git_dir, linked_elsewhere};
 use crate::config::Mode;
 
 /// What to do with a prepared call.
@@ -154,7 +154,9 @@ impl Bounds<'_> {
     }
 
     fn is_protected(&self, path: &Path) -> bool {
-        self.protected.covers(path, self.roots) || linked_elsewhere(path)
+        self.protected.covers(path, self.roots)
+            || linked_elsewhere(path)
+            || in_git_dir(path, self.roots)
     }
 }
 

@@ -101,6 +101,26 @@ pub fn linked_elsewhere(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.nlink() > 1)
 }
 
+/// Whether `path` lies in a git directory that is not named `.git` (which
+/// the globs cover): one a `.git` file names (`git init --separate-git-dir`,
+/// a worktree's or submodule's), or a bare repository, inside a root. Its
+/// `config` and `hooks/` make git run commands just as `.git/`'s do; an
+/// outside review planted a hook through `write_file gd/hooks/pre-commit`.
+/// A git directory is recognised by git's own test: a `HEAD` file next to
+/// `objects/` (or, for a worktree's, a `commondir` file).
+pub fn in_git_dir(path: &Path, roots: &[PathBuf]) -> bool {
+    let Some(root) = roots.iter().find(|r| path.starts_with(r)) else {
+        return false;
+    };
+    let is_git_dir = |dir: &Path| {
+        dir.join("HEAD").is_file()
+            && (dir.join("objects").is_dir() || dir.join("commondir").is_file())
+    };
+    path.ancestors()
+        .take_while(|a| a.starts_with(root) && a != root)
+        .any(is_git_dir)
+}
+
 /// Checks one glob as the config file gives it (used when loading the config,
 /// so a bad glob is reported with the key's name).
 pub fn compile(glob: &str) -> Result<globset::Glob, globset::Error> {
@@ -155,6 +175,42 @@ mod tests {
         ] {
             assert!(!p.covers(Path::new(path), &roots), "{path}");
         }
+    }
+
+    #[test]
+    fn git_directories_by_any_name_are_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let roots = vec![root.clone()];
+        let gd = root.join("sub/gd");
+        std::fs::create_dir_all(gd.join("objects")).unwrap();
+        std::fs::create_dir_all(gd.join("hooks")).unwrap();
+        std::fs::write(gd.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let wt = root.join("wt");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(wt.join("HEAD"), "x").unwrap();
+        std::fs::write(wt.join("commondir"), "../gd").unwrap();
+        for p in [
+            gd.join("config"),
+            gd.join("hooks/pre-commit"),
+            gd.join("HEAD"),
+            gd.clone(),
+            wt.join("config.worktree"),
+        ] {
+            assert!(in_git_dir(&p, &roots), "{p:?}");
+        }
+        for p in [
+            root.join("sub/other.txt"),
+            root.join("sub"),
+            root.clone(),
+            PathBuf::from("/elsewhere/gd/config"),
+        ] {
+            assert!(!in_git_dir(&p, &roots), "{p:?}");
+        }
+        // The root itself being a git directory does not protect everything.
+        std::fs::create_dir_all(root.join("objects")).unwrap();
+        std::fs::write(root.join("HEAD"), "x").unwrap();
+        assert!(!in_git_dir(&root.join("src/main.rs"), &roots));
     }
 
     #[test]

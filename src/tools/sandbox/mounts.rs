@@ -8,7 +8,12 @@
 //! the same for Codex). Plain syscalls through `libc`, no `bwrap` needed.
 //!
 //! What is protected, for each root `R` (DESIGN §3 "Modes and permissions"):
-//! - `R/.git` when it is a file (a worktree's or submodule's `gitdir:` pointer);
+//! - `R/.git` when it is a file (a worktree's or submodule's `gitdir:` pointer),
+//!   and the git directory it names, as below (a repository made with
+//!   `git init --separate-git-dir` inside the project kept its config and
+//!   hooks writable until an outside review found it); for a worktree's
+//!   directory (it has a `commondir`), its `config.worktree` and `commondir`
+//!   and the common directory they lead to;
 //! - in the git directory `R/.git` and each submodule git directory under
 //!   `.git/modules/`: `config`, `config.worktree`, `commondir` and `hooks/`
 //!   (created empty when missing, as `git init` would); in each
@@ -57,6 +62,11 @@ pub fn enter(roots: &[PathBuf], network_off: bool) -> Result<Vec<PathBuf>, Names
     let (mut pinned, mut readonly) = (Vec::new(), Vec::new());
     for root in roots {
         protected(root, &mut pinned, &mut readonly)?;
+    }
+    // Roots may share a git directory (a worktree and its main checkout).
+    for list in [&mut pinned, &mut readonly] {
+        let mut seen = std::collections::HashSet::new();
+        list.retain(|p| seen.insert(p.clone()));
     }
     let absent: Vec<PathBuf> = pinned
         .iter()
@@ -134,7 +144,20 @@ fn protected(
     let dotgit = root.join(".git");
     match std::fs::symlink_metadata(&dotgit) {
         Ok(m) if m.file_type().is_symlink() => return Err(NamespaceError::Symlink(dotgit)),
-        Ok(m) if m.is_file() => readonly.push(dotgit),
+        Ok(m) if m.is_file() => {
+            let target = pointed_to(&dotgit);
+            readonly.push(dotgit);
+            let mut walk = GitWalk {
+                budget: MAX_GIT_DIRS,
+                pinned,
+                readonly,
+            };
+            match target {
+                Some(dir) if dir.join("commondir").is_file() => walk.linked_dir(&dir)?,
+                Some(dir) => walk.git_dir(&dir, 0)?,
+                None => {}
+            }
+        }
         Ok(m) if m.is_dir() => {
             let mut walk = GitWalk {
                 budget: MAX_GIT_DIRS,
@@ -146,6 +169,17 @@ fn protected(
         _ => {}
     }
     Ok(())
+}
+
+/// The git directory a `.git` file names (`gitdir: PATH`, relative to the
+/// file's directory), if it is a directory; its real path, so that a command
+/// cannot swap a symlink on the way.
+fn pointed_to(dotgit: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(dotgit).ok()?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let base = dotgit.parent()?;
+    let dir = base.join(target).canonicalize().ok()?;
+    dir.is_dir().then_some(dir)
 }
 
 /// One root's walk through its git directory and submodules, at most
@@ -179,6 +213,23 @@ impl GitWalk<'_> {
             }
         }
         self.submodules(&dir.join("modules"), depth)
+    }
+
+    /// A linked worktree's git directory: its own `config.worktree` and
+    /// `commondir`, then the common directory, where config and hooks live.
+    fn linked_dir(&mut self, dir: &Path) -> Result<(), NamespaceError> {
+        self.pinned.push(dir.to_path_buf());
+        for name in ["config.worktree", "commondir"] {
+            existing(&dir.join(name), self.readonly)?;
+        }
+        let common = std::fs::read_to_string(dir.join("commondir"))
+            .ok()
+            .and_then(|c| dir.join(c.trim()).canonicalize().ok())
+            .filter(|c| c.is_dir() && !self.pinned.contains(c));
+        match common {
+            Some(common) => self.git_dir(&common, 0),
+            None => Ok(()),
+        }
     }
 
     /// Submodule git directories: `modules/<name>` where `<name>` may contain `/`.
@@ -339,6 +390,55 @@ mod tests {
         let (mut pinned, mut ro) = (Vec::new(), Vec::new());
         protected(wt.path(), &mut pinned, &mut ro).unwrap();
         assert_eq!(ro, [wt.path().join(".git")]);
+
+        // ... and so is the git directory it names (`--separate-git-dir`),
+        // wherever it is, relative paths read from the file's directory.
+        let sep = tempfile::tempdir().unwrap();
+        let sep_root = sep.path().canonicalize().unwrap();
+        let gd = sep_root.join("gd");
+        std::fs::create_dir_all(gd.join("objects")).unwrap();
+        std::fs::write(gd.join("HEAD"), "").unwrap();
+        std::fs::write(gd.join("config"), "").unwrap();
+        std::fs::write(sep_root.join(".git"), "gitdir: gd\n").unwrap();
+        let (mut pinned, mut ro) = (Vec::new(), Vec::new());
+        protected(&sep_root, &mut pinned, &mut ro).unwrap();
+        assert!(pinned.contains(&gd), "{pinned:?}");
+        for p in [sep_root.join(".git"), gd.join("config"), gd.join("hooks")] {
+            assert!(ro.contains(&p), "{p:?} in {ro:?}");
+        }
+
+        // A worktree's directory leads to the common directory's config and hooks.
+        let main = tempfile::tempdir().unwrap();
+        let main_git = main.path().canonicalize().unwrap().join(".git");
+        let w = main_git.join("worktrees/w");
+        std::fs::create_dir_all(&w).unwrap();
+        std::fs::write(main_git.join("HEAD"), "").unwrap();
+        std::fs::write(main_git.join("config"), "").unwrap();
+        std::fs::write(w.join("HEAD"), "").unwrap();
+        std::fs::write(w.join("commondir"), "../..\n").unwrap();
+        let tree = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tree.path().join(".git"),
+            format!("gitdir: {}\n", w.display()),
+        )
+        .unwrap();
+        let (mut pinned, mut ro) = (Vec::new(), Vec::new());
+        protected(tree.path(), &mut pinned, &mut ro).unwrap();
+        assert!(
+            pinned.contains(&w) && pinned.contains(&main_git),
+            "{pinned:?}"
+        );
+        for p in [
+            w.join("commondir"),
+            main_git.join("config"),
+            main_git.join("hooks"),
+        ] {
+            assert!(ro.contains(&p), "{p:?} in {ro:?}");
+        }
+        assert!(
+            !w.join("hooks").exists(),
+            "nothing is created in a worktree's directory"
+        );
 
         // A symlinked config could be swapped for another file: refused.
         let l = tempfile::tempdir().unwrap();
