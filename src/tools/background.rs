@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::process::background::{self, Chunk, JobError};
 use super::{
-    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, parse_args,
-    sanitize_title,
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, code_span,
+    parse_args, sanitize_title,
 };
 use crate::acp::{ToolCallContent, ToolKind};
 
@@ -167,11 +167,7 @@ fn title_of(verb: &str, args: &Value) -> String {
 
 /// A call's title naming the command behind the handle.
 fn job_title(verb: &str, job: &background::Job) -> String {
-    format!(
-        "{verb} {} (`{}`)",
-        job.handle,
-        sanitize_title(&job.command, 80).replace('`', "'")
-    )
+    format!("{verb} {} ({})", job.handle, code_span(&job.command, 80))
 }
 
 /// The text the model gets for one read of a background command.

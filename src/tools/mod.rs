@@ -252,6 +252,28 @@ pub fn sanitize_title(text: &str, max: usize) -> String {
     crate::utf8::ellipsize(&out, max)
 }
 
+/// `text` made safe as by [`sanitize_title`], as a Markdown code span that
+/// shows it as it is: a backtick inside stays a backtick (the fence is one
+/// longer than the longest run inside, CommonMark §6.1). Backticks used to
+/// be shown as `'`, which in a shell means the opposite: an outside review's
+/// ``ls `touch p` `` was titled `ls 'touch p'`, a harmless literal.
+pub fn code_span(text: &str, max: usize) -> String {
+    let text = sanitize_title(text, max);
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
 /// Tools that come and go while a session runs (the tools of its MCP
 /// servers, `crate::mcp`): the registry asks for the current list each time.
 pub trait ToolSource: Send + Sync {
@@ -481,6 +503,14 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_spans_show_backticks_as_backticks() {
+        assert_eq!(code_span("cargo test", 100), "`cargo test`");
+        assert_eq!(code_span("ls `touch p4`", 100), "`` ls `touch p4` ``");
+        assert_eq!(code_span("a ``b`` c", 100), "```a ``b`` c```");
+        assert_eq!(code_span("echo x\u{1b}[2K\nrm y", 100), "`echo x rm y`");
+    }
 
     #[test]
     fn titles_are_sanitized() {

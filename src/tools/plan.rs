@@ -4,10 +4,14 @@ use serde_json::{Value, json};
 
 use super::{
     Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, parse_args,
+    sanitize_title,
 };
 use crate::acp::{Plan, PlanEntry, PlanPriority, PlanStatus, SessionUpdate, ToolKind};
 
 pub struct UpdatePlan;
+
+/// Longest plan entry shown (characters); the model is asked for a short sentence.
+const PLAN_ENTRY_CHARS: usize = 500;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -67,7 +71,9 @@ impl Tool for UpdatePlan {
             .entries
             .into_iter()
             .map(|e| PlanEntry {
-                content: e.content,
+                // Shown as one line in the editor's plan, like a title: no
+                // control characters or escape sequences from the model.
+                content: sanitize_title(&e.content, PLAN_ENTRY_CHARS),
                 status: e.status,
                 priority: e.priority.unwrap_or(PlanPriority::Medium),
             })

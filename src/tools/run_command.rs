@@ -13,8 +13,8 @@ use super::paths::display;
 use super::process::{CommandSpec, run_local};
 use super::sandbox;
 use super::{
-    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, parse_args,
-    resolve_arg, sanitize_title,
+    Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, code_span,
+    parse_args, resolve_arg, sanitize_title,
 };
 use crate::acp::{
     PermissionOption, PermissionOptionKind, PermissionOutcome, SessionUpdate, ToolCallContent,
@@ -136,9 +136,9 @@ impl Tool for RunCommand {
     }
 }
 
-/// The command in backticks for a title: one line, control characters removed.
+/// The command as a code span for a title: one line, control characters removed.
 fn quote(command: &str) -> String {
-    format!("`{}`", sanitize_title(command, 100).replace('`', "'"))
+    code_span(command, 100)
 }
 
 struct Run {

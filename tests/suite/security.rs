@@ -429,6 +429,29 @@ async fn titles_and_permission_prompts_cannot_be_spoofed() {
     assert!(!a.ws.exists("build"));
 }
 
+/// An outside review: ``ls `touch p4` `` was titled `ls 'touch p4'`, a
+/// harmless literal in a shell, while the command substitutes. Titles now
+/// keep backticks, in a longer code span.
+#[tokio::test]
+async fn titles_show_backticks_as_they_are() {
+    let model = FakeModel::start().await;
+    let a = start(&model, "", fs_only(), &[]).await;
+    model.push(Reply::tool_calls([(
+        "call_cmd",
+        "run_command",
+        json!({"command": "ls `touch p4`"}),
+    )]));
+    model.push(Reply::text("done"));
+    a.editor
+        .set_default_permission(Some(PermissionDecision::RejectOnce));
+    a.editor.prompt(&a.sid, "go").await;
+    let permissions = a.editor.permission_requests();
+    let title = permissions[0].params["toolCall"]["title"].as_str().unwrap();
+    assert!(title.contains("`` ls `touch p4` ``"), "{title:?}");
+    assert!(!title.contains('\''), "{title:?}");
+    assert!(!a.ws.exists("p4"));
+}
+
 // ------------------------------------------------------------- storage
 
 #[tokio::test]

@@ -323,4 +323,13 @@ async fn update_plan_sends_exactly_the_entries() {
     assert_eq!(plans.len(), 2);
     assert_eq!(plans[1]["entries"], entries2);
     assert!(h.editor.permission_requests().is_empty());
+
+    // An outside review: escape sequences reached the editor's plan raw.
+    let hostile = json!([
+        {"content": "Fix\u{1b}]0;pwn\u{7} the\r\nbug\u{202e}", "status": "pending"}
+    ]);
+    h.run_tool("p3", "update_plan", json!({"entries": hostile}))
+        .await;
+    let plans = h.editor.updates_of_kind(&h.sid, "plan");
+    assert_eq!(plans[2]["entries"][0]["content"], "Fix the bug");
 }

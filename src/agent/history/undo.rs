@@ -265,10 +265,10 @@ pub fn background_status(session: &Session) -> Vec<String> {
     )];
     for j in jobs {
         lines.push(format!(
-            "  - `{}` {} `{}` — {} for {} s",
+            "  - `{}` {} {} — {} for {} s",
             j.handle,
             if j.terminal { "(terminal)" } else { "(local)" },
-            crate::tools::sanitize_title(&j.command, 80).replace('`', "'"),
+            crate::tools::code_span(&j.command, 80),
             if j.running { "running" } else { "ended" },
             j.age.as_secs()
         ));
