@@ -423,6 +423,106 @@ async fn a_denied_command_runs_again_unsandboxed_when_the_user_allows() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
 }
 
+/// An outside review read an MCP server's token from `/proc/PID/environ`
+/// in a full-auto command (the agent's own environment was safe; its other
+/// children's was not) and sent it to the model reversed, past the
+/// redaction. Commands now have their own `/proc`: no process outside the
+/// command's own is there to read, the agent included.
+async fn other_processes_are_invisible(via: Via) {
+    if !landlock() {
+        return;
+    }
+    const TOKEN: &str = "ghp_0123456789abcdefSECRET";
+    /// Killed however the test ends.
+    struct Holder(std::process::Child);
+    impl Drop for Holder {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let holder = Holder(
+        std::process::Command::new("sleep")
+            .arg("1000")
+            .env("GITHUB_PERSONAL_ACCESS_TOKEN", TOKEN)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start a process holding a token"),
+    );
+    let pid = holder.0.id();
+    let home = outside();
+    let h = full_auto(via, Workspace::new(), home.path(), "").await;
+    let agent = h.editor.pid().expect("the agent's pid");
+    let attacks = [
+        format!("cat /proc/{pid}/environ > env && tr '\\0' '\\n' < env | rev"),
+        "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done 2>/dev/null | grep -a GITHUB | rev; false".to_owned(),
+        format!("ls /proc/{agent}/ && cat /proc/{agent}/cmdline"),
+    ];
+    let census = "ls /proc | grep -cE '^[0-9]+$'";
+    h.run_commands("p", &attacks, ("census", census)).await;
+    let reversed: String = TOKEN.chars().rev().collect();
+    for (i, attack) in attacks.iter().enumerate() {
+        let r = h.tool_result(&format!("p{i}"));
+        assert!(!r.starts_with("Exit code: 0"), "{attack}: {r}");
+        assert!(
+            !r.contains(&reversed) && !r.contains(TOKEN),
+            "{attack}: {r}"
+        );
+    }
+    // The launcher's namespace holds the shell, `ls`, `grep` and the holder.
+    let census = h.tool_result("census");
+    let count: usize = census
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .next()
+        .unwrap_or_else(|| panic!("{census}"));
+    assert!(count <= 6, "{census}");
+    drop(holder);
+}
+
+#[tokio::test]
+async fn other_processes_are_invisible_local() {
+    other_processes_are_invisible(Via::Local).await;
+}
+
+#[tokio::test]
+async fn other_processes_are_invisible_in_editor_terminals() {
+    other_processes_are_invisible(Via::Editor).await;
+}
+
+/// The same review: a process that leaves the command's process group
+/// (`setsid`, a double fork) outlived the command and the agent. In the
+/// command's PID namespace it ends with the command. The daemon holds a lock
+/// on a file; the test takes the lock once the daemon is gone.
+#[tokio::test]
+async fn setsid_daemons_end_with_the_command() {
+    if !landlock() {
+        return;
+    }
+    let home = outside();
+    let h = full_auto(Via::Local, Workspace::new(), home.path(), "").await;
+    let lock = h.ws.join("lock");
+    std::fs::write(&lock, "").unwrap();
+    // The command returns once the daemon holds the lock.
+    let command = "setsid sh -c 'exec flock lock sleep 1000' </dev/null >/dev/null 2>&1 & \
+                   until ! flock -n lock true; do sleep 0.01; done; echo held";
+    h.run_commands("d", &[command], ("ok", "true")).await;
+    assert!(
+        h.tool_result("d0").contains("held"),
+        "{}",
+        h.tool_result("d0")
+    );
+    let file = std::fs::File::open(&lock).unwrap();
+    crate::support::eventually("the daemon is gone and its lock free", || {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: flock on a file this test holds open.
+        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn commands_die_with_the_agent_even_on_sigkill() {
     let home = outside();

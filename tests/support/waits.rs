@@ -43,7 +43,11 @@ pub async fn wait_gone(pid: u32, what: &str) {
     .await;
 }
 
-/// Waits until `path` holds a pid (written by the command under test).
+/// Waits until `path` holds a pid (written by the command under test);
+/// returns it as this process sees it. A sandboxed command runs in a PID
+/// namespace of its own, where `$$` and `$!` are that namespace's numbers:
+/// the process is then the one whose innermost pid (`NSpid`) is that number
+/// and whose working directory is the pid file's directory (the session's).
 pub async fn wait_pid_file(path: &Path) -> u32 {
     let mut pid = None;
     eventually(&format!("{} holds a pid", path.display()), || {
@@ -53,7 +57,35 @@ pub async fn wait_pid_file(path: &Path) -> u32 {
         pid.is_some()
     })
     .await;
-    pid.expect("pid")
+    let pid = pid.expect("pid");
+    let Some(dir) = path.parent() else {
+        return pid;
+    };
+    if let Some(outer) = namespaced(pid, dir) {
+        return outer;
+    }
+    // Not in a namespace of its own: the number is ours, if that process is
+    // the command's. Otherwise it is gone already (a pid no process has).
+    let ours = std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir);
+    if ours { pid } else { u32::MAX }
+}
+
+/// The pid, here, of a process in a nested PID namespace whose pid there is
+/// `inner` and whose working directory is `dir`.
+fn namespaced(inner: u32, dir: &Path) -> Option<u32> {
+    let inner = inner.to_string();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let status = std::fs::read_to_string(e.path().join("status")).ok()?;
+        let ids: Vec<&str> = status
+            .lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))?
+            .split_whitespace()
+            .collect();
+        let nested = ids.len() > 1 && ids.last() == Some(&inner.as_str());
+        let cwd = std::fs::read_link(e.path().join("cwd")).ok()?;
+        (nested && cwd == dir).then_some(pid)
+    })
 }
 
 /// Waits until the file at `path` (a log another process writes) holds

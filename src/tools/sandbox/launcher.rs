@@ -13,7 +13,9 @@
 //! 1. arms `PR_SET_PDEATHSIG` and checks that its parent is still the one
 //!    it was started by (`--parent`), and makes itself a process-group leader;
 //! 2. unless `--no-sandbox`: enters a private mount namespace ([`super::mounts`])
-//!    that makes `.git/config`, `.git/hooks/`… read-only, then restricts itself
+//!    that makes `.git/config`, `.git/hooks/`… read-only, and a PID namespace
+//!    whose init (the holder, [`hold_namespaces`]) mounts its own `/proc` and
+//!    takes every process left in it down with the launcher; then restricts itself
 //!    with Landlock ([`super::rules`]): writes only beneath `--root`s,
 //!    `--writable`s and the usual devices, TCP off with `--no-network`;
 //! 3. starts PROGRAM as its child and stays as a small supervisor: signals
@@ -39,6 +41,8 @@ pub const SETUP_FAILED: i32 = 125;
 /// `--probe` exit statuses: the namespace step failed, Landlock is missing.
 pub const PROBE_NO_NAMESPACE: i32 = 3;
 pub const PROBE_NO_LANDLOCK: i32 = 4;
+/// `--probe`: everything works but a private `/proc` (see [`super::mounts::mount_proc`]).
+pub const PROBE_SHARED_PROC: i32 = 5;
 
 /// The death signal; it doubles as "hang up" from a closing terminal.
 const DEATH_SIGNAL: libc::c_int = libc::SIGHUP;
@@ -203,7 +207,9 @@ fn confine(a: &LaunchArgs) -> Result<Vec<PathBuf>, i32> {
     }
     if a.namespace {
         absent = super::mounts::enter(&a.roots, !a.network).map_err(|e| fail(&e.to_string()))?;
-        hold_namespaces();
+        // Without a private /proc the command still runs (the probe told the
+        // agent, and `doctor` says so); the rest of the sandbox holds.
+        hold_namespaces()?;
     }
     let mut writable = a.roots.clone();
     writable.extend(a.writable.iter().cloned());
@@ -259,32 +265,76 @@ fn remove_absent(absent: &[PathBuf], stderr: libc::c_int) {
     }
 }
 
-/// Forks a process that only keeps the new namespaces alive and dies with
-/// the launcher. Tearing a mount namespace down waits for an RCU grace period
-/// (~10 ms here, as `unshare -m true` shows); done by the launcher's own exit,
-/// the agent's wait for the command would pay it. Done by this orphan, no one
-/// waits for it.
-fn hold_namespaces() {
-    // SAFETY: fork in a single-threaded process; the child calls only
-    // async-signal-safe functions and never returns.
+/// Forks the holder, the first process in the new PID namespace and so its
+/// init. It mounts that namespace's own `/proc` ([`super::mounts::mount_proc`]:
+/// the command then sees its own processes only; an outside review read an
+/// MCP server's token from `/proc/PID/environ`), keeps the namespaces alive,
+/// reaps orphans, and dies with the launcher (`PR_SET_PDEATHSIG`), or on
+/// its own when the launcher's end of `life` closes (the launcher died
+/// before the death signal was armed). When it dies the kernel kills every
+/// process left in the namespace, `setsid` daemons included.
+///
+/// Tearing a mount namespace down waits for an RCU grace period (~10 ms
+/// here, as `unshare -m true` shows); done by the launcher's own exit, the
+/// agent's wait for the command would pay it. Done by the holder, no one
+/// waits for it. Returns whether `/proc` is the namespace's own.
+fn hold_namespaces() -> Result<bool, i32> {
+    let (mut ready, mut life) = ([0; 2], [0; 2]);
+    // SAFETY: pipe2 fills local arrays; fork in a single-threaded process,
+    // the child calling only async-signal-safe functions and never returning.
     unsafe {
-        let launcher = libc::getpid();
-        if libc::fork() == 0 {
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
-            if libc::getppid() == launcher {
-                // No descriptors: pipes to the agent close without us.
-                libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        if libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) != 0
+            || libc::pipe2(life.as_mut_ptr(), libc::O_CLOEXEC) != 0
+        {
+            return Err(fail(&format!(
+                "cannot make a pipe: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        match libc::fork() {
+            0 => {
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
+                let mounted = u8::from(super::mounts::mount_proc().is_ok());
+                libc::write(ready[1], (&raw const mounted).cast(), 1);
+                // Nothing else: pipes to the agent close without us.
+                if life[0] > 0 {
+                    libc::syscall(libc::SYS_close_range, 0u32, (life[0] - 1) as u32, 0u32);
+                }
+                libc::syscall(libc::SYS_close_range, (life[0] + 1) as u32, u32::MAX, 0u32);
                 loop {
-                    libc::pause();
+                    while libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) > 0 {}
+                    let mut p = libc::pollfd {
+                        fd: life[0],
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    if libc::poll(&mut p, 1, 1000) > 0 && p.revents != 0 {
+                        libc::_exit(0);
+                    }
                 }
             }
-            libc::_exit(0);
+            pid if pid > 0 => {
+                libc::close(ready[1]);
+                libc::close(life[0]);
+                // `life[1]` stays open (close-on-exec) until the launcher exits.
+                let mut mounted = 0u8;
+                let n = libc::read(ready[0], (&raw mut mounted).cast(), 1);
+                libc::close(ready[0]);
+                if n != 1 {
+                    return Err(fail("the namespace holder died at start"));
+                }
+                Ok(mounted == 1)
+            }
+            _ => Err(fail(&format!(
+                "cannot fork: {}",
+                std::io::Error::last_os_error()
+            ))),
         }
     }
 }
@@ -384,6 +434,11 @@ fn probe(a: &LaunchArgs) -> i32 {
     if let Err(e) = super::mounts::probe(&tmp, !a.network) {
         eprintln!("{e}");
         code = PROBE_NO_NAMESPACE;
+    } else if let Err(e) = probe_proc() {
+        eprintln!(
+            "cannot mount a private /proc ({e}); commands can see the agent's other processes"
+        );
+        code = PROBE_SHARED_PROC;
     }
     let netns = code == 0 && !a.network;
     if let Err(e) = super::rules::restrict(&[tmp], a.network, netns) {
@@ -391,6 +446,29 @@ fn probe(a: &LaunchArgs) -> i32 {
         return PROBE_NO_LANDLOCK;
     }
     code
+}
+
+/// Whether the first process of the new PID namespace can mount its `/proc`.
+fn probe_proc() -> std::io::Result<()> {
+    // SAFETY: fork in a single-threaded process; the child calls only
+    // async-signal-safe functions; waitpid on a local.
+    unsafe {
+        match libc::fork() {
+            0 => libc::_exit(match super::mounts::mount_proc() {
+                Ok(()) => 0,
+                Err(e) => e.raw_os_error().unwrap_or(libc::EPERM),
+            }),
+            pid if pid > 0 => {
+                let mut status = 0;
+                libc::waitpid(pid, &mut status, 0);
+                match libc::WEXITSTATUS(status) {
+                    0 => Ok(()),
+                    errno => Err(std::io::Error::from_raw_os_error(errno)),
+                }
+            }
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    }
 }
 
 #[cfg(test)]

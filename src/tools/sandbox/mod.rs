@@ -29,8 +29,11 @@ pub use launcher::{MESSAGE_PREFIX, SUBCOMMAND};
 /// What the sandbox can do on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Level {
-    /// Landlock (kernel ABI `abi`) and the read-only `.git` mounts.
-    Full { abi: i32 },
+    /// Landlock (kernel ABI `abi`), the read-only `.git` mounts and a PID
+    /// namespace; `own_proc`: with its own `/proc`, so that commands see no
+    /// other process (where `/proc` cannot be mounted afresh, some
+    /// containers, they still see the agent's).
+    Full { abi: i32, own_proc: bool },
     /// Landlock only: writes are confined but `.git/config` and hooks are
     /// not protected (`why`: the namespace step failed).
     LandlockOnly { abi: i32, why: String },
@@ -54,8 +57,13 @@ impl Level {
     /// One line for `doctor` and the log.
     pub fn describe(&self) -> String {
         match self {
-            Level::Full { abi } => format!(
-                "commands run sandboxed: Landlock ABI {abi} (writes only in the project, the temp directory and devices) and a private mount namespace (.git/config and .git/hooks read-only)"
+            Level::Full { abi, own_proc } => format!(
+                "commands run sandboxed: Landlock ABI {abi} (writes only in the project, the temp directory and devices), a private mount namespace (.git/config and .git/hooks read-only) and a PID namespace ({})",
+                if *own_proc {
+                    "nothing they start outlives them; they see no other process"
+                } else {
+                    "nothing they start outlives them; but /proc could not be mounted afresh, so they can see the agent's other processes"
+                }
             ),
             Level::LandlockOnly { abi, why } => format!(
                 "commands run sandboxed by Landlock ABI {abi} (writes only in the project, the temp directory and devices), but .git/config and .git/hooks are NOT protected: {why}; commands naming paths outside the project still ask"
@@ -126,7 +134,14 @@ fn probe() -> Level {
         .stdout(std::process::Stdio::null())
         .output();
     match out {
-        Ok(o) if o.status.success() => Level::Full { abi },
+        Ok(o) if o.status.success() => Level::Full {
+            abi,
+            own_proc: true,
+        },
+        Ok(o) if o.status.code() == Some(launcher::PROBE_SHARED_PROC) => Level::Full {
+            abi,
+            own_proc: false,
+        },
         Ok(o) => {
             let why = String::from_utf8_lossy(&o.stderr)
                 .trim()
@@ -265,7 +280,13 @@ mod tests {
 
     #[test]
     fn levels_say_what_applies() {
-        assert!(Level::Full { abi: 7 }.replaces_path_check());
+        assert!(
+            Level::Full {
+                abi: 7,
+                own_proc: true
+            }
+            .replaces_path_check()
+        );
         let l = Level::LandlockOnly {
             abi: 7,
             why: "no userns".into(),

@@ -98,8 +98,36 @@ pub fn probe(dir: &Path, network_off: bool) -> Result<(), NamespaceError> {
     bind(dir, true)
 }
 
+/// Mounts a `/proc` of the new PID namespace over the old one. Only a
+/// process inside that namespace can (the launcher's children are; the
+/// launcher is not): `/proc` then lists the command's own processes, not
+/// the agent's or its MCP servers', whose environments hold their tokens.
+/// Fails where the old `/proc` is partly covered (some containers mask
+/// files in it), which a user namespace may not undo.
+/// Async-signal-safe (no allocation): the holder calls it right after `fork`.
+pub fn mount_proc() -> io::Result<()> {
+    // SAFETY: static C strings for mount(2); no data argument.
+    let r = unsafe {
+        libc::mount(
+            c"proc".as_ptr(),
+            c"/proc".as_ptr(),
+            c"proc".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 fn unshare(network_off: bool) -> Result<(), NamespaceError> {
-    let net = if network_off { libc::CLONE_NEWNET } else { 0 };
+    // A PID namespace too: the launcher's first child (the holder) is its
+    // init, and when that dies the kernel kills every process left in it,
+    // `setsid` daemons included, which a process group cannot hold.
+    let net = libc::CLONE_NEWPID | if network_off { libc::CLONE_NEWNET } else { 0 };
     // SAFETY: the ids are read before the namespace changes; unshare takes flags only.
     let (uid, gid, euid) = unsafe { (libc::getuid(), libc::getgid(), libc::geteuid()) };
     let mut user_ns = false;
