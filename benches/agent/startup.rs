@@ -155,7 +155,7 @@ pub(super) fn bench_sandbox(o: &Opts, _model: &FakeModel) -> Vec<Row> {
     );
     vec![
         Row::new(
-            "sandboxed `sh -c true` (launcher, mount namespace, Landlock; median)",
+            "sandboxed `sh -c true` (launcher, mount and PID namespaces, Landlock; median)",
             format!("{:.2} ms (+{added:.2} ms)", ms(s)),
             format!("`sh -c true` {:.2} ms", ms(d)),
             format!("{:.1}×", s as f64 / d.max(1) as f64),
