@@ -13,11 +13,23 @@ pub enum FileError {
     Binary(PathBuf),
     #[error("{} is not valid UTF-8 text", .0.display())]
     NotUtf8(PathBuf),
+    #[error("{} is not a regular file (a device, FIFO or socket); only files can be read", .0.display())]
+    NotRegular(PathBuf),
+    #[error(
+        "{} holds more than {} MiB, more than is read whole; search it with grep or look at it with a command",
+        path.display(), limit >> 20
+    )]
+    TooLarge { path: PathBuf, limit: u64 },
     #[error("cannot access {}: {message}", path.display())]
     Io { path: PathBuf, message: String },
     #[error("the editor could not access {}: {message}", path.display())]
     Editor { path: PathBuf, message: String },
 }
+
+/// The most a text file may hold to be read whole (`read_file`, edits):
+/// 32 MiB, far above any source file, so that no file (or device) can fill
+/// the agent's memory.
+pub const MAX_TEXT_FILE: u64 = 32 << 20;
 
 /// NUL bytes in the first 8 KiB mark a file as binary (git's rule).
 pub fn looks_binary(bytes: &[u8]) -> bool {
@@ -36,14 +48,34 @@ fn io(path: &Path, e: std::io::Error) -> FileError {
 }
 
 pub async fn read_local(path: &Path) -> Result<String, FileError> {
-    if tokio::fs::metadata(path)
-        .await
-        .map_err(|e| io(path, e))?
-        .is_dir()
-    {
+    use tokio::io::AsyncReadExt as _;
+    let meta = tokio::fs::metadata(path).await.map_err(|e| io(path, e))?;
+    if meta.is_dir() {
         return Err(FileError::IsDirectory(path.to_owned()));
     }
-    let bytes = tokio::fs::read(path).await.map_err(|e| io(path, e))?;
+    // An outside review read `/dev/zero` (allowed by the user as "Read
+    // /dev/zero") and the agent grew by 1.5 GB a second, past the turn's
+    // cancellation; a FIFO blocked the read until cancelled.
+    if !meta.is_file() {
+        return Err(FileError::NotRegular(path.to_owned()));
+    }
+    let too_large = || FileError::TooLarge {
+        path: path.to_owned(),
+        limit: MAX_TEXT_FILE,
+    };
+    if meta.len() > MAX_TEXT_FILE {
+        return Err(too_large());
+    }
+    let file = tokio::fs::File::open(path).await.map_err(|e| io(path, e))?;
+    // The length may be wrong (`/proc` files say 0) or grow while read.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_TEXT_FILE + 1)
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(|e| io(path, e))?;
+    if bytes.len() as u64 > MAX_TEXT_FILE {
+        return Err(too_large());
+    }
     if looks_binary(&bytes) {
         return Err(FileError::Binary(path.to_owned()));
     }
@@ -135,6 +167,30 @@ async fn read_head(path: &Path) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An outside review's `read_file /dev/zero` grew the agent by 1.5 GB a
+    /// second; a FIFO blocked; a huge file would have been read whole.
+    #[tokio::test]
+    async fn devices_fifos_and_huge_files_are_not_read() {
+        let r = read_local(Path::new("/dev/zero")).await;
+        assert!(matches!(r, Err(FileError::NotRegular(_))), "{r:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string for mkfifo(3).
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let r = read_local(&fifo).await;
+        assert!(matches!(r, Err(FileError::NotRegular(_))), "{r:?}");
+        let big = dir.path().join("big.txt");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_TEXT_FILE + 1).unwrap();
+        let r = read_local(&big).await;
+        assert!(matches!(r, Err(FileError::TooLarge { .. })), "{r:?}");
+        assert!(r.unwrap_err().to_string().contains("32 MiB"));
+        // `/proc` files report no length but have content.
+        let status = read_local(Path::new("/proc/self/status")).await.unwrap();
+        assert!(status.contains("Pid:"));
+    }
 
     #[tokio::test]
     async fn local_round_trip_keeps_permissions() {

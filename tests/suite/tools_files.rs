@@ -479,3 +479,32 @@ async fn read_only_fs_capability_writes_locally() {
     assert!(h.editor.writes().is_empty());
     assert!(h.reverse_methods("fs/write").is_empty());
 }
+
+/// An outside review: `read_file /dev/zero`, once allowed, grew the agent by
+/// 1.5 GB a second and went on after the turn was cancelled; a FIFO in the
+/// project blocked the read. Files that are not regular are refused at once
+/// (on the local disk; an editor reads for itself).
+#[tokio::test]
+async fn devices_and_fifos_are_refused() {
+    let ws = Workspace::new();
+    let fifo = std::ffi::CString::new(ws.join("pipe").to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string for mkfifo(3).
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let h = Harness::start(Via::Local, ws).await;
+    h.editor
+        .set_default_permission(Some(crate::support::PermissionDecision::AllowOnce));
+    h.run_calls(&[
+        ("z", "read_file", json!({"path": "/dev/zero"})),
+        ("u", "read_file", json!({"path": "/dev/urandom"})),
+        ("p", "read_file", json!({"path": "pipe"})),
+    ])
+    .await;
+    for id in ["z", "u", "p"] {
+        assert_eq!(h.final_status(id), "failed", "{id}");
+        assert!(
+            h.tool_result(id).contains("not a regular file"),
+            "{id}: {}",
+            h.tool_result(id)
+        );
+    }
+}
