@@ -59,6 +59,9 @@ pub struct Agent {
     settings: RwLock<Arc<Settings>>,
     client: RwLock<Arc<ClientCapabilities>>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Sessions whose `session/new` is not answered yet: on disk already,
+    /// but not listed (`handlers::lifecycle::Unborn`).
+    unborn: Mutex<std::collections::HashSet<String>>,
     model_factory: ModelFactory,
     /// The model client, built lazily from the settings; reset by `authenticate`.
     model: Mutex<Option<Arc<dyn Model>>>,
@@ -113,6 +116,7 @@ where
         settings: RwLock::new(Arc::new(config.settings)),
         client: RwLock::new(Arc::new(ClientCapabilities::default())),
         sessions: Mutex::new(HashMap::new()),
+        unborn: Mutex::default(),
         model_factory: config.model_factory.unwrap_or_else(default_factory),
         model: Mutex::new(None),
         catalog: policy::options::Catalog::default(),
@@ -241,10 +245,11 @@ impl Handler for Agent {
         })
     }
 
-    /// Everything but prompts runs in arrival order: `session/new` must see the
-    /// capabilities `initialize` stored, and `set_mode` right after
-    /// `session/new` must find the session. Prompts run concurrently so several
-    /// sessions can work at once.
+    /// Everything but prompts starts in arrival order: `session/new` must see
+    /// the capabilities `initialize` stored, and a `set_mode` sent right
+    /// after `session/load` must find the session. Prompts run concurrently
+    /// so several sessions can work at once, and `session/new` lets the
+    /// queue go on once it has read what it needs (`rpc::release_order`).
     /// `mcp/message` requests (an editor-side MCP server asking its client)
     /// run concurrently too: `session/new` may be waiting for that server.
     fn sequential(&self, method: &str) -> bool {

@@ -149,6 +149,9 @@ impl McpManager {
             options,
         });
         let began = Instant::now();
+        // If this start is abandoned (the `session/new` that waits for it was
+        // aborted), the servers stop rather than run on without a session.
+        let abandoned = inner.stop.clone().drop_guard();
         for idx in 0..total {
             tokio::spawn(server_task::run_server(inner.clone(), idx));
         }
@@ -179,6 +182,7 @@ impl McpManager {
             elapsed_ms = began.elapsed().as_millis() as u64,
             "MCP servers started"
         );
+        abandoned.disarm();
         Arc::new(McpManager { inner })
     }
 }

@@ -152,13 +152,35 @@ where
     (Box::pin(read), WriterDone::new(done_rx))
 }
 
-/// One task that runs the sequential requests one after another, in arrival
-/// order (see [`Handler::sequential`]).
+tokio::task_local! {
+    /// The running sequential request's hold on the queue, taken by
+    /// [`release_order`].
+    static ORDER: std::cell::Cell<Option<oneshot::Sender<()>>>;
+}
+
+/// Lets the sequential requests behind the running one start now, while it
+/// goes on: for a request whose slow rest no later request needs to follow
+/// (`session/new` waiting for MCP servers or a model list: an outside review
+/// saw it hold every other session's requests for 10 s). Elsewhere a no-op.
+pub fn release_order() {
+    let _ = ORDER.try_with(|hold| {
+        if let Some(tx) = hold.take() {
+            let _ = tx.send(());
+        }
+    });
+}
+
+/// One task that starts the sequential requests one after another, in
+/// arrival order (see [`Handler::sequential`]): each runs on its own task,
+/// and the next starts when it has ended or called [`release_order`].
 fn sequential_queue() -> mpsc::UnboundedSender<BoxFuture<'static, ()>> {
     let (tx, mut rx) = mpsc::unbounded_channel::<BoxFuture<'static, ()>>();
     tokio::spawn(async move {
         while let Some(job) = rx.recv().await {
-            job.await;
+            let (hold, released) = oneshot::channel();
+            tokio::spawn(ORDER.scope(std::cell::Cell::new(Some(hold)), job));
+            // Resolves on release, or when the job ends (the sender drops).
+            let _ = released.await;
         }
     });
     tx

@@ -15,7 +15,7 @@ mod peer;
 pub mod stdio;
 mod writer;
 
-pub use connection::{Connection, Handler, Reply, ServeOptions, serve};
+pub use connection::{Connection, Handler, Reply, ServeOptions, release_order, serve};
 pub use eof::{EofOn, eof_on, terminated};
 pub use error::{RpcError, codes};
 pub use framing::{Frame, LineReader};

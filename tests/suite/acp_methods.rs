@@ -246,3 +246,70 @@ async fn an_audio_prompt_is_refused_with_invalid_params() {
     assert!(err.message.contains("promptCapabilities.audio"), "{err}");
     assert!(model.chat_requests().is_empty());
 }
+
+/// An outside review: a `session/new` waiting for a slow MCP server held up
+/// every other request (other sessions' too) until the server's start-up
+/// timeout; aborted with `$/cancel_request`, it still created the session
+/// (listed, on disk, unusable) and left the server running.
+#[tokio::test]
+async fn a_slow_session_new_holds_nothing_up_and_an_aborted_one_leaves_nothing() {
+    let model = FakeModel::start().await;
+    let editor = spawn(&model, &[]);
+    editor.initialize(full_capabilities()).await;
+    let ws = Workspace::new();
+    let other = editor.new_session(ws.path()).await;
+    let pidfile = ws.join("mcp.pid");
+    let server = json!({
+        "name": "slow",
+        "command": "sh",
+        "args": ["-c", format!("echo $$ > {}; exec sleep 1000", pidfile.display())],
+        "env": []
+    });
+    let pending = editor
+        .send_request_with_id(
+            "slow-new",
+            "session/new",
+            json!({"cwd": ws.path(), "mcpServers": [server]}),
+        )
+        .await;
+    let pid = crate::support::wait_pid_file(&pidfile).await;
+    // While it waits for the server (10 s at most), the rest is answered; had
+    // the queue waited for it, the cancel below would come too late.
+    let list = editor.request("session/list", json!({})).await.unwrap();
+    let ids: Vec<&Value> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["sessionId"])
+        .collect();
+    assert_eq!(ids, [&json!(other)]);
+    editor
+        .request(
+            "session/set_mode",
+            json!({"sessionId": other, "modeId": "read-only"}),
+        )
+        .await
+        .unwrap();
+    let err = editor
+        .request("_probe/unknown", json!({}))
+        .await
+        .expect_err("unknown method");
+    assert_eq!(err.code, -32601, "{err}");
+    editor
+        .notify("$/cancel_request", json!({"requestId": "slow-new"}))
+        .await;
+    let err = pending.response().await.expect_err("cancelled");
+    assert_eq!(err.code, -32800, "{err}");
+    crate::support::wait_gone(pid, "the aborted session's MCP server").await;
+    // Its files go right after the aborted request is dropped.
+    let mut listed = usize::MAX;
+    for _ in 0..250 {
+        let list = editor.request("session/list", json!({})).await.unwrap();
+        listed = list["sessions"].as_array().unwrap().len();
+        if listed == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(listed, 1, "the aborted session is still listed");
+}

@@ -71,6 +71,11 @@ impl Agent {
         let additional = additional_dirs(&req.additional_directories)?;
         let settings = self.usable_settings()?;
         let model = self.model()?;
+        // What earlier requests set up (`initialize`'s capabilities, the
+        // provider) is read; the slow rest (the model list, MCP servers) must
+        // not hold up other sessions' requests, and no later request can
+        // name this session before its id is answered.
+        crate::rpc::release_order();
         let listed = self.catalog.listed(&settings, model.as_ref()).await;
         let now = store::now_rfc3339();
         let meta = SessionMeta {
@@ -94,11 +99,14 @@ impl Agent {
             tracing::warn!(session = %id, error = %e, "cannot lock the new session's log");
         });
         let log = self.store.create(&summary).hold(claim.ok());
+        let mut unborn = Unborn::new(self, &id);
         let place = (cwd, additional, req.mcp_servers);
         let opening = Opening::fresh(&id, place, settings.default_mode, meta, log);
         let session = self.open(opening, &settings).await;
         tracing::info!(session = %id, "session created");
-        self.answer_new(id, session).await
+        let reply = self.answer_new(id, session).await;
+        unborn.born = true;
+        reply
     }
 
     /// The answer to `session/new` and `session/fork` (ACP §5.1): the id, the
@@ -338,10 +346,16 @@ impl Agent {
             .cwd
             .as_deref()
             .map(|c| canonicalize_lenient(Path::new(c)));
+        let unborn = self
+            .unborn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let mut all: Vec<Summary> = self
             .store
             .list()
             .into_iter()
+            .filter(|s| !unborn.contains(&s.session_id))
             .filter(|s| {
                 filter
                     .as_ref()
@@ -509,6 +523,67 @@ async fn tools_for(
     )
     .await;
     registry
+}
+
+/// A `session/new` still being answered. Dropped before it is (`$/cancel_request`
+/// aborted the request, say while an MCP server was slow to start), it
+/// takes the session back: out of the live sessions (its MCP servers
+/// stopped) and off the disk, so that no session the editor was told failed
+/// shows in `session/list` (an outside review found one, with its server
+/// still running). Once answered (`born`) it does nothing.
+struct Unborn {
+    agent: Arc<Agent>,
+    id: String,
+    born: bool,
+}
+
+impl Unborn {
+    fn new(agent: &Arc<Agent>, id: &str) -> Unborn {
+        agent
+            .unborn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.to_owned());
+        Unborn {
+            agent: agent.clone(),
+            id: id.to_owned(),
+            born: false,
+        }
+    }
+}
+
+impl Drop for Unborn {
+    fn drop(&mut self) {
+        self.agent
+            .unborn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+        if self.born {
+            return;
+        }
+        let live = self
+            .agent
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+        if let Some(s) = live {
+            s.cancel();
+            s.registry.shutdown();
+        }
+        // The aborted request still holds the session's log (and its lock)
+        // while it is being dropped: the files go once it is gone.
+        let (store, id) = (self.agent.store.clone(), self.id.clone());
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                match store.delete(&id) {
+                    Ok(()) => tracing::info!(session = %id, "session/new was aborted; its files are removed"),
+                    Err(e) => tracing::warn!(session = %id, error = %e, "cannot remove an aborted session's files"),
+                }
+            });
+        }
+    }
 }
 
 /// A fresh, unguessable session id (also a safe file name, `store::valid_id`).
