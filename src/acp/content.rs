@@ -32,7 +32,12 @@ pub struct TextContent {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "_meta",
+        default,
+        deserialize_with = "super::lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub meta: Meta,
 }
 

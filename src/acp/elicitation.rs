@@ -73,7 +73,7 @@ pub struct CreateElicitationResponse {
     /// The form's values (accept in form mode only).
     #[serde(default)]
     pub content: Option<Map<String, Value>>,
-    #[serde(rename = "_meta", default)]
+    #[serde(rename = "_meta", default, deserialize_with = "super::lenient")]
     pub meta: Meta,
 }
 

@@ -2,18 +2,18 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Meta;
+use super::{Meta, lenient};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeRequest {
     /// Any integer is accepted; we always answer with our version.
     pub protocol_version: Value,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub client_capabilities: ClientCapabilities,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub client_info: Option<Implementation>,
-    #[serde(rename = "_meta", default)]
+    #[serde(rename = "_meta", default, deserialize_with = "super::lenient")]
     pub meta: Meta,
 }
 
@@ -32,7 +32,7 @@ pub struct ClientCapabilities {
     /// Which `elicitation/create` modes the editor renders (issue 17).
     #[serde(default, deserialize_with = "lenient")]
     pub elicitation: super::ElicitationCapabilities,
-    #[serde(rename = "_meta", default)]
+    #[serde(rename = "_meta", default, deserialize_with = "super::lenient")]
     pub meta: Meta,
 }
 
@@ -50,17 +50,6 @@ pub struct FileSystemCapabilities {
 pub struct ClientAuthCapabilities {
     #[serde(default, deserialize_with = "lenient")]
     pub terminal: bool,
-}
-
-/// Like the reference implementation: a malformed optional capability is
-/// treated as absent instead of failing the whole handshake.
-fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::de::DeserializeOwned + Default,
-{
-    let v = Value::deserialize(d)?;
-    Ok(serde_json::from_value(v).unwrap_or_default())
 }
 
 impl ClientCapabilities {

@@ -28,6 +28,44 @@ pub const PROTOCOL_VERSION: u16 = 1;
 /// Arbitrary `_meta` object carried by every ACP type.
 pub type Meta = Option<serde_json::Map<String, serde_json::Value>>;
 
+/// An optional field that is malformed reads as absent instead of failing
+/// the whole message: the schema's `x-deserialize-default-on-error`, as the
+/// reference implementation does (`"clientCapabilities": null` made
+/// `initialize` fail, and with it the connection, in an outside review).
+pub(crate) fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned + Default,
+{
+    let v = <serde_json::Value as serde::Deserialize>::deserialize(d)?;
+    Ok(serde_json::from_value(v).unwrap_or_default())
+}
+
+/// A list whose malformed items are left out (logged), empty when it is not
+/// a list: the schema's `x-deserialize-skip-invalid-items` (one `mcpServers`
+/// entry of a type this agent does not know failed the whole `session/new`).
+pub(crate) fn lenient_items<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    Ok(
+        match <serde_json::Value as serde::Deserialize>::deserialize(d)? {
+            serde_json::Value::Array(items) => items
+                .into_iter()
+                .filter_map(|item| match serde_json::from_value(item) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "skipping a malformed list item");
+                        None
+                    }
+                })
+                .collect(),
+            _ => Vec::new(),
+        },
+    )
+}
+
 /// Method names, so no string literal is repeated across the code.
 pub mod method {
     pub const INITIALIZE: &str = "initialize";
@@ -69,6 +107,11 @@ pub mod method {
 /// An empty result object `{}` (the wire form of "no result fields").
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Empty {
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "_meta",
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub meta: Meta,
 }

@@ -8,10 +8,11 @@ use super::{ContentBlock, Meta};
 #[serde(rename_all = "camelCase")]
 pub struct NewSessionRequest {
     pub cwd: String,
+    #[serde(deserialize_with = "super::lenient_items")]
     pub mcp_servers: Vec<McpServer>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::lenient_items")]
     pub additional_directories: Vec<String>,
-    #[serde(rename = "_meta", default)]
+    #[serde(rename = "_meta", default, deserialize_with = "super::lenient")]
     pub meta: Meta,
 }
 
@@ -122,7 +123,7 @@ pub struct SessionConfigSelectOption {
 pub struct PromptRequest {
     pub session_id: String,
     pub prompt: Vec<ContentBlock>,
-    #[serde(rename = "_meta", default)]
+    #[serde(rename = "_meta", default, deserialize_with = "super::lenient")]
     pub meta: Meta,
 }
 
@@ -187,6 +188,42 @@ pub struct SetConfigOptionResponse {
 mod tests {
     use super::*;
 
+    /// The schema's leniency (`x-deserialize-default-on-error`,
+    /// `x-deserialize-skip-invalid-items`), which an outside review found
+    /// missing: malformed optional parts are dropped, not the message.
+    #[test]
+    fn malformed_optional_parts_are_dropped_not_the_request() {
+        let new: NewSessionRequest = serde_json::from_value(serde_json::json!({
+            "cwd": "/w",
+            "mcpServers": [
+                {"type": "websocket", "name": "future", "url": "ws://h"},
+                {"name": "envmap", "command": "/bin/x", "args": [], "env": {"K": "V"}},
+                {"name": "ok", "command": "/bin/ok", "args": [], "env": []}
+            ],
+            "additionalDirectories": ["/a", 5, "/b"],
+            "_meta": 5
+        }))
+        .unwrap();
+        assert_eq!(new.mcp_servers.len(), 1);
+        assert!(matches!(&new.mcp_servers[0], McpServer::StdioUntagged(s) if s.name == "ok"));
+        assert_eq!(new.additional_directories, ["/a", "/b"]);
+        assert!(new.meta.is_none());
+        let prompt: PromptRequest = serde_json::from_value(serde_json::json!({
+            "sessionId": "s", "prompt": [], "_meta": "x"
+        }))
+        .unwrap();
+        assert!(prompt.meta.is_none());
+        let init: crate::acp::InitializeRequest = serde_json::from_value(serde_json::json!({
+            "protocolVersion": 1, "clientCapabilities": null, "clientInfo": 7, "_meta": 5
+        }))
+        .unwrap();
+        assert!(!init.client_capabilities.fs.read_text_file && init.client_info.is_none());
+        // Required parts stay required.
+        assert!(
+            serde_json::from_value::<NewSessionRequest>(serde_json::json!({"cwd": "/w"})).is_err()
+        );
+    }
+
     #[test]
     fn mcp_servers_of_every_shape() {
         let servers: Vec<McpServer> = serde_json::from_str(
@@ -212,9 +249,9 @@ mod tests {
 pub struct LoadSessionRequest {
     pub session_id: String,
     pub cwd: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::lenient_items")]
     pub mcp_servers: Vec<McpServer>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::lenient_items")]
     pub additional_directories: Vec<String>,
 }
 

@@ -82,7 +82,12 @@ pub struct ToolCall {
     pub raw_input: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_output: Option<Value>,
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "_meta",
+        default,
+        deserialize_with = "super::lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub meta: Meta,
 }
 

@@ -49,7 +49,7 @@ pub struct SetProviderRequest {
     /// Omitted means an empty map (RFD "Set semantics").
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    #[serde(rename = "_meta", default)]
+    #[serde(rename = "_meta", default, deserialize_with = "super::lenient")]
     pub meta: Meta,
 }
 
@@ -69,7 +69,7 @@ impl std::fmt::Debug for SetProviderRequest {
 #[serde(rename_all = "camelCase")]
 pub struct DisableProviderRequest {
     pub provider_id: String,
-    #[serde(rename = "_meta", default)]
+    #[serde(rename = "_meta", default, deserialize_with = "super::lenient")]
     pub meta: Meta,
 }
 
