@@ -29,6 +29,10 @@ use crate::rpc::{Peer, RpcError};
 pub type UpdateObserver = Arc<dyn Fn(&SessionUpdate) + Send + Sync>;
 
 /// The editor as seen from one session.
+/// How long `terminal/kill` may go unanswered before the terminal is
+/// released anyway.
+pub const KILL_ANSWER: std::time::Duration = std::time::Duration::from_secs(5);
+
 #[derive(Clone)]
 pub struct Editor {
     peer: Peer,
@@ -216,11 +220,22 @@ impl Editor {
             .await
     }
 
+    /// `terminal/kill`, waiting [`KILL_ANSWER`] at most: the release that
+    /// follows it is a MUST (ACP §10), and an editor that never answered the
+    /// kill kept its terminal forever (an outside review). Given up, the
+    /// request is withdrawn (`$/cancel_request`, as every dropped request).
     pub async fn terminal_kill(&self, id: &str) -> Result<(), RpcError> {
-        self.peer
-            .request::<_, serde_json::Value>(method::TERMINAL_KILL, &self.terminal_ref(id))
-            .await
-            .map(|_| ())
+        let target = self.terminal_ref(id);
+        let kill = self
+            .peer
+            .request::<_, serde_json::Value>(method::TERMINAL_KILL, &target);
+        match tokio::time::timeout(KILL_ANSWER, kill).await {
+            Ok(answer) => answer.map(|_| ()),
+            Err(_) => Err(RpcError::internal(format!(
+                "the editor did not answer terminal/kill for {id} within {} s",
+                KILL_ANSWER.as_secs()
+            ))),
+        }
     }
 
     pub async fn terminal_release(&self, id: &str) -> Result<(), RpcError> {

@@ -283,6 +283,32 @@ async fn cancel_during_sleep(via: Via) {
     }
 }
 
+/// An outside review: an editor that never answers `terminal/kill` kept its
+/// terminal forever, though the agent MUST release every terminal (ACP §10).
+/// The kill is given up after a few seconds (and withdrawn), then the
+/// terminal is released.
+#[tokio::test]
+async fn an_unanswered_kill_still_releases_the_terminal() {
+    let h = auto(Via::Editor, Workspace::new()).await;
+    h.editor.ignore_requests("terminal/kill");
+    h.model.push(Reply::tool_call(
+        "s1",
+        "run_command",
+        json!({"command": sleeper("pid")}),
+    ));
+    let pending = h.editor.start_prompt(&h.sid, "sleep").await;
+    wait_pid_file(&h.ws.join("pid")).await;
+    h.editor.cancel(&h.sid).await;
+    let r = pending.await.expect("prompt result");
+    assert_eq!(r["stopReason"], "cancelled");
+    wait_all_released(&h).await;
+    let sent = h.reverse_methods("terminal/");
+    let kill = sent.iter().position(|m| m == "terminal/kill");
+    let release = sent.iter().rposition(|m| m == "terminal/release");
+    assert!(kill.is_some() && release > kill, "{sent:?}");
+    eventually("the kill is withdrawn", || h.editor.ignored_requests() == 0).await;
+}
+
 #[tokio::test]
 async fn cancel_kills_sleep_in_editor_terminal() {
     cancel_during_sleep(Via::Editor).await;

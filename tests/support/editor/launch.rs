@@ -179,6 +179,18 @@ impl FakeEditor {
         self.shared.lock().write_to_disk = on;
     }
 
+    /// Leaves every agent request of `method` unanswered, as a broken editor
+    /// would, until the agent withdraws it (`$/cancel_request`; then it is
+    /// answered `-32800`).
+    pub fn ignore_requests(&self, method: &str) {
+        self.shared.lock().ignored.insert(method.to_owned());
+    }
+
+    /// Requests held by [`Self::ignore_requests`] and not withdrawn.
+    pub fn ignored_requests(&self) -> usize {
+        self.shared.lock().held_ignored.len()
+    }
+
     /// Queues the answer to the next permission request.
     pub fn push_permission(&self, decision: PermissionDecision) {
         self.shared.lock().permission_queue.push_back(decision);

@@ -110,6 +110,17 @@ pub(super) fn handle_message(shared: &Arc<Shared>, msg: Value) {
                             .respond(target, Ok(json!({"action": "cancel"})))
                             .await;
                     });
+                } else if let Some(target) = target.clone()
+                    && let Some(i) = st.held_ignored.iter().position(|h| *h == target)
+                {
+                    st.held_ignored.remove(i);
+                    drop(st);
+                    let shared = shared.clone();
+                    tokio::spawn(async move {
+                        shared
+                            .respond(target, Err(RpcError::new(-32800, "request cancelled")))
+                            .await;
+                    });
                 } else if let Some(target) = target
                     && st.held_permissions.iter().any(|(h, _)| *h == target)
                 {

@@ -9,7 +9,11 @@ pub(super) async fn handle_agent_request(
     params: &Value,
 ) -> Option<Result<Value, RpcError>> {
     let (caps, failure) = {
-        let st = shared.lock();
+        let mut st = shared.lock();
+        if st.ignored.contains(method) {
+            st.held_ignored.push(id.clone());
+            return None;
+        }
         (st.caps, st.failing.get(method).cloned())
     };
     if let Some(error) = failure {

@@ -102,6 +102,10 @@ pub(super) struct State {
     pub(super) elicitation_answers: VecDeque<Option<Value>>,
     /// `elicitation/create` requests left unanswered, until `$/cancel_request`.
     pub(super) held_elicitations: Vec<RpcId>,
+    /// Methods whose requests are never answered ([`super::FakeEditor::ignore_requests`]).
+    pub(super) ignored: std::collections::HashSet<String>,
+    /// Requests of those methods, until the agent withdraws them.
+    pub(super) held_ignored: Vec<RpcId>,
 }
 
 impl State {
@@ -138,6 +142,8 @@ impl State {
             mcp: Default::default(),
             elicitation_answers: VecDeque::new(),
             held_elicitations: Vec::new(),
+            ignored: Default::default(),
+            held_ignored: Vec::new(),
         }
     }
 }
