@@ -61,18 +61,44 @@ fn agents_files(cwd: &Path, repo: Option<&Path>) -> Vec<(PathBuf, String)> {
         None => vec![cwd],
     };
     dirs.reverse();
+    let within = repo.unwrap_or(cwd);
     let mut out = Vec::new();
     for dir in dirs {
         let path = dir.join("AGENTS.md");
-        if let Ok(mut text) = std::fs::read_to_string(&path) {
-            if text.len() > AGENTS_MD_LIMIT {
-                text.truncate(crate::utf8::floor_boundary(&text, AGENTS_MD_LIMIT));
-                text.push_str("\n[… truncated]");
-            }
+        if let Some(text) = instructions(&path, within) {
             out.push((path, text));
         }
     }
     out
+}
+
+/// An `AGENTS.md`'s text (at most [`AGENTS_MD_LIMIT`] bytes, marked when
+/// cut), if it is a regular file whose real path lies in `within`. A
+/// repository can hold `AGENTS.md` as a symlink: an outside review pointed
+/// one at a file outside the project, which went to the model in every mode,
+/// and at `/dev/zero` or a FIFO, which filled the memory or hung the agent.
+fn instructions(path: &Path, within: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let real = path.canonicalize().ok()?;
+    let inside = within.canonicalize().is_ok_and(|w| real.starts_with(w));
+    let regular = std::fs::metadata(&real).is_ok_and(|m| m.is_file());
+    if !inside || !regular {
+        tracing::warn!(path = %path.display(), real = %real.display(), "AGENTS.md skipped: not a regular file inside the project");
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(&real)
+        .ok()?
+        .take(AGENTS_MD_LIMIT as u64 + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let cut = bytes.len() > AGENTS_MD_LIMIT;
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if cut {
+        text.truncate(crate::utf8::floor_boundary(&text, AGENTS_MD_LIMIT));
+        text.push_str("\n[… truncated]");
+    }
+    Some(text)
 }
 
 /// Converts prompt blocks into one user message. Embedded resources are inlined
@@ -212,6 +238,27 @@ pub fn summary(blocks: &[ContentBlock], max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An outside review: `AGENTS.md` as a symlink out of the project, to
+    /// `/dev/zero`, or a FIFO. None is read; a link inside is.
+    #[test]
+    fn agents_md_that_is_not_a_project_file_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let proj = root.join("proj");
+        std::fs::create_dir_all(proj.join("a/b/c")).unwrap();
+        std::fs::write(root.join("secret.txt"), "SECRET").unwrap();
+        std::fs::write(proj.join("real.md"), "be brief").unwrap();
+        std::os::unix::fs::symlink(root.join("secret.txt"), proj.join("AGENTS.md")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", proj.join("a/AGENTS.md")).unwrap();
+        let fifo = std::ffi::CString::new(proj.join("a/b/AGENTS.md").to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string for mkfifo(3).
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        std::os::unix::fs::symlink("../../../real.md", proj.join("a/b/c/AGENTS.md")).unwrap();
+        let found = agents_files(&proj.join("a/b/c"), Some(&proj));
+        let texts: Vec<&str> = found.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(texts, ["be brief"]);
+    }
 
     #[test]
     fn agents_md_from_repo_root_to_cwd() {
