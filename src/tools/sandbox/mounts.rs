@@ -170,33 +170,28 @@ fn protected(
     }
     pinned.push(root.to_path_buf());
     let dotgit = root.join(".git");
-    match std::fs::symlink_metadata(&dotgit) {
+    // The git directory to walk: `.git` itself, or the one a `.git` file
+    // names (`linked`: then a worktree's when it has a `commondir`).
+    let (dir, linked) = match std::fs::symlink_metadata(&dotgit) {
         Ok(m) if m.file_type().is_symlink() => return Err(NamespaceError::Symlink(dotgit)),
         Ok(m) if m.is_file() => {
             let target = pointed_to(&dotgit);
             readonly.push(dotgit);
-            let mut walk = GitWalk {
-                budget: MAX_GIT_DIRS,
-                pinned,
-                readonly,
-            };
-            match target {
-                Some(dir) if dir.join("commondir").is_file() => walk.linked_dir(&dir)?,
-                Some(dir) => walk.git_dir(&dir, 0)?,
-                None => {}
-            }
+            (target, true)
         }
-        Ok(m) if m.is_dir() => {
-            let mut walk = GitWalk {
-                budget: MAX_GIT_DIRS,
-                pinned,
-                readonly,
-            };
-            walk.git_dir(&dotgit, 0)?;
-        }
-        _ => {}
+        Ok(m) if m.is_dir() => (Some(dotgit), false),
+        _ => (None, false),
+    };
+    let mut walk = GitWalk {
+        budget: MAX_GIT_DIRS,
+        pinned,
+        readonly,
+    };
+    match dir {
+        Some(dir) if linked && dir.join("commondir").is_file() => walk.linked_dir(&dir),
+        Some(dir) => walk.git_dir(&dir, 0),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The git directory a `.git` file names (`gitdir: PATH`, relative to the
