@@ -119,9 +119,18 @@ async fn an_editor_side_server_is_reached_over_the_acp_connection() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    model.push(Reply::text("ok"));
-    editor.prompt(&sid, "again").await;
-    let names = model.chat_requests().last().unwrap().tool_names();
+    // The request was sent; its answer may still be on its way: prompt until
+    // the model is offered the new tool (bounded).
+    let mut names = Vec::new();
+    for _ in 0..100 {
+        model.push(Reply::text("ok"));
+        editor.prompt(&sid, "again").await;
+        names = model.chat_requests().last().unwrap().tool_names();
+        if names.contains(&"mcp__ed__extra".to_owned()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert!(names.contains(&"mcp__ed__extra".to_owned()), "{names:?}");
 
     // The editor side may ask the agent's MCP client too (a server's `ping`).
