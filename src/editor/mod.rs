@@ -150,8 +150,10 @@ impl Editor {
             path: &path_str,
             content,
         };
+        // The content goes out verbatim: redaction is for what leaves for the
+        // model, the log, the trace and the store, never for a file's bytes.
         self.peer
-            .request::<_, serde_json::Value>(method::FS_WRITE, &req)
+            .request_verbatim::<_, serde_json::Value>(method::FS_WRITE, &req)
             .await
             .map(|_| ())
             .map_err(|e| FileError::Editor {

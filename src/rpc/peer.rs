@@ -137,6 +137,23 @@ impl Peer {
         if let Some(tracer) = &self.shared.tracer {
             tracer(Direction::Out, &line);
         }
+        self.queue_line(line);
+    }
+
+    /// Sends `line` as it is: the filter applies only to its traced copy.
+    /// For frames whose content is the user's own data going back to the
+    /// user (a file's new text), which a rewrite would damage.
+    fn send_line_verbatim(&self, line: String) {
+        if let Some(tracer) = &self.shared.tracer {
+            match self.shared.filter.get() {
+                Some(filter) => tracer(Direction::Out, &filter(line.clone())),
+                None => tracer(Direction::Out, &line),
+            }
+        }
+        self.queue_line(line);
+    }
+
+    fn queue_line(&self, line: String) {
         let len = line.len() + 1;
         // Counted before it is queued, so the writer never subtracts first.
         let backlog = &self.shared.backlog;
@@ -203,6 +220,28 @@ impl Peer {
         method: &str,
         params: &P,
     ) -> Result<R, RpcError> {
+        self.request_as(method, params, false).await
+    }
+
+    /// [`Peer::request`] for a frame that must reach the editor exactly as
+    /// built: the outgoing filter (the secret redactor) rewrites only the
+    /// traced copy. `fs/write_text_file` carries a file's content, and a
+    /// secret in that file must be written back as it was, never as
+    /// `[redacted]`.
+    pub async fn request_verbatim<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<R, RpcError> {
+        self.request_as(method, params, true).await
+    }
+
+    async fn request_as<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+        verbatim: bool,
+    ) -> Result<R, RpcError> {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let line = serde_json::to_string(&OutRequest {
             jsonrpc: "2.0",
@@ -222,7 +261,11 @@ impl Peer {
             id,
             answered: false,
         };
-        self.send_line(line);
+        if verbatim {
+            self.send_line_verbatim(line);
+        } else {
+            self.send_line(line);
+        }
         let outcome = rx.await;
         guard.answered = true;
         drop(guard);

@@ -8,7 +8,9 @@
 use super::common::{
     Secrets, assert_no_secret, files_under, session_with_secret_mcp_env, spawn_with_secrets,
 };
-use crate::support::{FakeModel, PermissionDecision, Reply, Workspace, chunk, no_capabilities};
+use crate::support::{
+    FakeModel, PermissionDecision, Reply, Workspace, chunk, full_capabilities, no_capabilities,
+};
 use serde_json::json;
 
 const KEY: &str = "sk-live-ROUTEKEY0123456789";
@@ -173,4 +175,66 @@ async fn the_key_is_found_on_no_route() {
         let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
         assert_clean(&p.display().to_string(), &text);
     }
+}
+
+/// Redaction is for what leaves for the model, the log, the trace and the
+/// store, never for a file's bytes: an edit of one line of a `.env` that
+/// also holds the API key, made through the editor's `fs/write_text_file`,
+/// and its `/undo`, write the key back exactly as it was.
+#[tokio::test]
+async fn a_secret_in_an_edited_file_is_written_back_as_it_was() {
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let log = home.path().join("agent.log");
+    let trace = home.path().join("trace.jsonl");
+    let editor = spawn_with_secrets(
+        &model,
+        home.path(),
+        &SECRETS_HELD,
+        &log,
+        &["--trace".into(), trace.display().to_string()],
+    );
+    let env = format!("OPENAI_API_KEY={OTHER_KEY}\nPROVIDER={KEY}\nPORT=8080\n");
+    let ws = Workspace::builder().file(".env", env.clone()).build();
+    editor.initialize(full_capabilities()).await;
+    let sid = editor.new_session(ws.path()).await;
+
+    model.push(Reply::tool_call(
+        "call_edit",
+        "edit_file",
+        json!({"path": ".env", "old_string": "PORT=8080", "new_string": "PORT=9090"}),
+    ));
+    model.push(Reply::text("done"));
+    assert_eq!(
+        editor.prompt(&sid, "use port 9090").await["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(
+        ws.read(".env"),
+        env.replace("PORT=8080", "PORT=9090"),
+        "the edit changed one line and kept the keys"
+    );
+    // The model saw the file's keys redacted all the same.
+    let requests = model.chat_requests();
+    let to_model: String = requests
+        .iter()
+        .map(|r| serde_json::to_string(r.messages()).unwrap())
+        .collect();
+    assert_clean("what the model was sent", &to_model);
+
+    // `/undo` through the editor restores the file exactly too.
+    let r = editor.prompt(&sid, "/undo").await;
+    assert_eq!(r["stopReason"], "end_turn", "{r}");
+    assert_eq!(ws.read(".env"), env, "the undo kept the keys");
+
+    let mut editor = editor;
+    editor.close_stdin().await;
+    editor.wait_exit(std::time::Duration::from_secs(5)).await;
+    assert_clean("the log file", &std::fs::read_to_string(&log).unwrap());
+    let traced = std::fs::read_to_string(&trace).unwrap();
+    assert_clean("the trace", &traced);
+    assert!(
+        traced.contains("fs/write_text_file"),
+        "the writes went through the editor"
+    );
 }
