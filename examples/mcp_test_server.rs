@@ -22,7 +22,8 @@
 //! mid-call), toggle (adds/removes the tool `extra` and says so), env
 //! (reads an environment variable), extra (only after toggle), noisy
 //! (hostile notifications: progress for a token of nobody, 1 MB progress
-//! messages and log lines, then its answer).
+//! messages and log lines, then its answer). `--pad BYTES` makes echo's
+//! answers that much longer.
 #![allow(clippy::print_stdout)]
 
 use std::io::Write;
@@ -45,6 +46,9 @@ struct TestServer {
     log: Option<PathBuf>,
     /// `--many N`: N more tools named `many_0`… (tool-count limit tests).
     many: usize,
+    /// `--pad BYTES`: echo answers with this many more bytes (`x`s) after
+    /// the text (over-long answer tests).
+    pad: usize,
 }
 
 fn log_event(log: &Option<PathBuf>, line: &str) {
@@ -146,7 +150,9 @@ impl ServerHandler for TestServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         let result = match request.name.as_ref() {
-            "echo" => text_result(args["text"].as_str().unwrap_or_default()),
+            "echo" => text_result(
+                args["text"].as_str().unwrap_or_default().to_owned() + &"x".repeat(self.pad),
+            ),
             "add" => {
                 let sum = args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0);
                 serde_json::from_value(json!({
@@ -234,6 +240,7 @@ struct Args {
     http: Option<String>,
     modern: bool,
     many: usize,
+    pad: usize,
 }
 
 fn parse_args() -> Args {
@@ -249,6 +256,7 @@ fn parse_args() -> Args {
             "--http" => a.http = Some(val()),
             "--modern" => a.modern = true,
             "--many" => a.many = val().parse().expect("count"),
+            "--pad" => a.pad = val().parse().expect("bytes"),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -272,6 +280,7 @@ async fn main() {
         extra: Arc::new(AtomicBool::new(false)),
         log: args.log.clone(),
         many: args.many,
+        pad: args.pad,
     };
     if args.modern {
         modern::serve().await;

@@ -70,6 +70,7 @@ impl Bridge {
             .or(params.metadata.as_ref())
             .and_then(|m| m.get("cwd"));
         let (context_id, cwd) = self.context(&msg.context_id, sub).await?;
+        self.links_inside(&blocks)?;
         message["contextId"] = json!(context_id);
         let task = Task::new(&context_id, cwd, message);
         self.hub.start(task.clone())?;
@@ -148,8 +149,25 @@ impl Bridge {
             None => self.root.clone(),
             Some(v) => inside(&self.root, v)?,
         };
-        let cwd_text = cwd.to_string_lossy();
         if !context_id.is_empty() {
+            // Only a conversation of the served directory: the data
+            // directory also holds the editor's sessions of other projects.
+            let not_ours = |why: &str| {
+                A2aError::params(format!(
+                    "message.contextId {context_id} is not a conversation of this server ({why}); omit contextId to start a new one"
+                ))
+            };
+            let cwd = match self.stored_cwd(context_id).await? {
+                None => return Err(not_ours("no such session")),
+                Some(dir)
+                    if !crate::tools::paths::canonicalize_lenient(&dir).starts_with(&self.root) =>
+                {
+                    tracing::warn!(context = %context_id, "a2a: refusing a session of another directory as a context");
+                    return Err(not_ours("it belongs to another directory"));
+                }
+                Some(dir) => dir,
+            };
+            let cwd_text = cwd.to_string_lossy();
             let loaded: Result<Value, RpcError> = self
                 .peer
                 .request(
@@ -162,12 +180,10 @@ impl Bridge {
                     self.hub.add_context(context_id, cwd.clone());
                     Ok((context_id.to_owned(), cwd))
                 }
-                Err(e) => Err(A2aError::params(format!(
-                    "message.contextId {context_id} is not a conversation of this server ({}); omit contextId to start a new one",
-                    e.message
-                ))),
+                Err(e) => Err(not_ours(&e.message)),
             };
         }
+        let cwd_text = cwd.to_string_lossy();
         let created: Value = self
             .peer
             .request(
@@ -183,6 +199,57 @@ impl Bridge {
             .to_owned();
         self.hub.add_context(&id, cwd.clone());
         Ok((id, cwd))
+    }
+
+    /// The directory session `id` was stored with, from `session/list`
+    /// (`None`: no such session).
+    async fn stored_cwd(&self, id: &str) -> Result<Option<PathBuf>, A2aError> {
+        let mut params = json!({});
+        loop {
+            let page: Value = self
+                .peer
+                .request(method::SESSION_LIST, &params)
+                .await
+                .map_err(|e| A2aError::new(code::INTERNAL, e.message))?;
+            let sessions = page.get("sessions").and_then(Value::as_array);
+            if let Some(s) = sessions
+                .into_iter()
+                .flatten()
+                .find(|s| s.get("sessionId").and_then(Value::as_str) == Some(id))
+            {
+                return Ok(s.get("cwd").and_then(Value::as_str).map(PathBuf::from));
+            }
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(c) => params = json!({"cursor": c}),
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// Refuses a `file://` part naming a file outside the served directory:
+    /// the agent would put its text into the model request, whatever the
+    /// mode, as an editor's link to a file it shows the user.
+    fn links_inside(&self, blocks: &[Value]) -> Result<(), A2aError> {
+        for (i, b) in blocks.iter().enumerate() {
+            let Some(uri) = b
+                .get("uri")
+                .and_then(Value::as_str)
+                .filter(|_| b.get("type").and_then(Value::as_str) == Some("resource_link"))
+            else {
+                continue;
+            };
+            let Some(path) = crate::acp::file_uri_to_path(uri) else {
+                continue;
+            };
+            let resolved = crate::tools::paths::canonicalize_lenient(&path);
+            if !path.is_absolute() || !resolved.starts_with(&self.root) {
+                return Err(A2aError::params(format!(
+                    "message.parts[{i}]: {uri} is outside the served directory {}; name files inside it",
+                    self.root.display()
+                )));
+            }
+        }
+        Ok(())
     }
 
     async fn run_turn(&self, task: Arc<Task>, blocks: Vec<Value>) {

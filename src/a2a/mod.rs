@@ -147,9 +147,15 @@ pub fn agent_card(url: &str) -> Value {
 
 /// The bearer token: the config file's, the environment's, or a new one
 /// (`true`: generated, to be printed once).
+/// A blank one (`ACP_CODER_A2A_TOKEN=`, `a2a_token = " "`) counts as none.
 fn token(configured: Option<String>) -> Result<(String, bool), ServeError> {
-    match configured.or_else(|| crate::secrets::env::var(TOKEN_ENV)) {
-        Some(t) => Ok((t.trim().to_owned(), false)),
+    let given = configured
+        .into_iter()
+        .chain(crate::secrets::env::var(TOKEN_ENV))
+        .map(|t| t.trim().to_owned())
+        .find(|t| !t.is_empty());
+    match given {
+        Some(t) => Ok((t, false)),
         None => Ok((generate_token()?, true)),
     }
 }
@@ -331,6 +337,19 @@ async fn accept_loop(listener: TcpListener, server: Arc<server::Server>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_blank_configured_token_is_no_token() {
+        for blank in ["", "   ", "\t\n"] {
+            let (t, generated) = token(Some(blank.to_owned())).unwrap();
+            assert!(generated, "{blank:?} counted as a token");
+            assert_eq!(t.len(), 64);
+        }
+        assert_eq!(
+            token(Some(" tok ".into())).unwrap(),
+            ("tok".to_owned(), false)
+        );
+    }
 
     #[test]
     fn generated_tokens_are_long_and_fresh() {

@@ -31,6 +31,36 @@ pub enum FileError {
 /// the agent's memory.
 pub const MAX_TEXT_FILE: u64 = 32 << 20;
 
+/// Files larger than this on disk are read from the editor in ranges of
+/// lines rather than in one answer (a frame is at most 16 MiB).
+pub const WHOLE_EDITOR_READ: u64 = 4 << 20;
+/// About how many bytes one ranged read asks for, and the lines of the first.
+pub const EDITOR_RANGE_BYTES: u64 = 2 << 20;
+pub const EDITOR_RANGE_FIRST_LINES: u64 = 20_000;
+
+/// What the disk says of a file before the editor is asked for it: its
+/// size, or `None` when it is not on disk (the editor may still hold a
+/// buffer for it). A directory, a device and a file over [`MAX_TEXT_FILE`]
+/// are refused here, without asking the editor.
+pub async fn size_on_disk(path: &Path) -> Result<Option<u64>, FileError> {
+    let Ok(meta) = tokio::fs::metadata(path).await else {
+        return Ok(None);
+    };
+    if meta.is_dir() {
+        return Err(FileError::IsDirectory(path.to_owned()));
+    }
+    if !meta.is_file() {
+        return Err(FileError::NotRegular(path.to_owned()));
+    }
+    if meta.len() > MAX_TEXT_FILE {
+        return Err(FileError::TooLarge {
+            path: path.to_owned(),
+            limit: MAX_TEXT_FILE,
+        });
+    }
+    Ok(Some(meta.len()))
+}
+
 /// NUL bytes in the first 8 KiB mark a file as binary (git's rule).
 pub fn looks_binary(bytes: &[u8]) -> bool {
     bytes.iter().take(8192).any(|&b| b == 0)

@@ -26,6 +26,7 @@ use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use serde_json::Value;
 
 use super::LlmError;
+use super::redirect;
 use super::retry::parse_retry_after;
 use crate::secrets::redact_endpoint_text;
 
@@ -58,6 +59,8 @@ pub(super) type SseBody = Pin<Box<dyn Stream<Item = Result<Bytes, std::io::Error
 pub(super) struct Layer {
     pub client: reqwest::Client,
     pub secrets: Arc<Vec<String>>,
+    /// Header names that never follow a redirect to another origin.
+    pub credentials: Arc<Vec<reqwest::header::HeaderName>>,
     /// The most one SSE event (or a plain-JSON reply) may take, in bytes.
     pub max_event: usize,
     pub state: Arc<ReplyState>,
@@ -93,7 +96,7 @@ impl tower::Service<HttpRequestFactory> for Layer {
         Box::pin(async move {
             let request = factory.build().await?;
             let url = request.url().to_string();
-            let resp = layer.client.execute(request).await.map_err(|e| {
+            let resp = layer.send(request).await.map_err(|e| {
                 boxed(LlmError::Connect {
                     url: url.clone(),
                     reason: redact_endpoint_text(&error_chain(&e), &layer.secrets),
@@ -132,6 +135,31 @@ impl tower::Service<HttpRequestFactory> for Layer {
 }
 
 impl Layer {
+    /// Sends `request`, following a redirect to another origin without the
+    /// credentials ([`redirect::next_hop`]); reqwest follows the others.
+    async fn send(
+        &self,
+        mut request: reqwest::Request,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let mut hops = 0;
+        loop {
+            let retry = request.try_clone();
+            let resp = self.client.execute(request).await?;
+            match redirect::next_hop(&resp, retry, &self.credentials) {
+                Some(next) if hops < redirect::MAX_REDIRECTS => {
+                    hops += 1;
+                    tracing::info!(
+                        from = %resp.url().origin().ascii_serialization(),
+                        to = %next.url().origin().ascii_serialization(),
+                        "the model endpoint redirects to another origin: following without the key and the configured headers"
+                    );
+                    request = next;
+                }
+                _ => return Ok(resp),
+            }
+        }
+    }
+
     /// A whole (not streamed) body, at most `max_event` bytes of it.
     async fn read_body(&self, url: &str, resp: reqwest::Response) -> Result<Bytes, LlmError> {
         let body =

@@ -15,6 +15,7 @@ mod assemble;
 mod chat;
 mod layer;
 mod openai;
+mod redirect;
 mod retry;
 mod stream;
 

@@ -51,6 +51,9 @@ pub struct OpenAiModel {
     endpoint: Endpoint,
     /// The key and the config's header values: never in an error message.
     secrets: Arc<Vec<String>>,
+    /// The names of the config's headers, left behind on a redirect to
+    /// another origin.
+    credentials: Arc<Vec<HeaderName>>,
     idle_timeout: Duration,
     limits: StreamLimits,
 }
@@ -65,7 +68,11 @@ impl OpenAiModel {
         connect_timeout: Duration,
         idle_timeout: Duration,
     ) -> Result<Self, LlmError> {
-        let mut headers = HeaderMap::new();
+        // The config's headers go on each request, not on the client, so
+        // that a redirect to another origin can leave them behind
+        // ([`super::redirect`]).
+        let mut request_headers = HeaderMap::new();
+        let mut credentials = Vec::new();
         for (name, value) in extra_headers {
             let bad = |what: &str| LlmError::Connect {
                 url: base_url.to_owned(),
@@ -74,24 +81,25 @@ impl OpenAiModel {
             let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?;
             let mut value = HeaderValue::from_str(value).map_err(|_| bad("value"))?;
             value.set_sensitive(true);
-            headers.insert(name, value);
+            request_headers.insert(name.clone(), value);
+            credentials.push(name);
         }
-        // reqwest's defaults stand: proxies from the environment (with
-        // `NO_PROXY`), up to 10 redirects, for http:// and https:// alike.
+        // reqwest's defaults stand (proxies from the environment with
+        // `NO_PROXY`, http:// and https:// alike) but for redirects: it
+        // follows those within the origin, the layer the others.
         let client = crate::net::client_builder()
             .map_err(|e| LlmError::Connect {
                 url: base_url.to_owned(),
                 reason: format!("cannot set up TLS: {e}"),
             })?
             .connect_timeout(connect_timeout)
-            .default_headers(headers)
+            .redirect(super::redirect::policy())
             .user_agent(USER_AGENT)
             .build()
             .map_err(|e| LlmError::Connect {
                 url: base_url.to_owned(),
                 reason: format!("cannot build the HTTP client: {e}"),
             })?;
-        let mut request_headers = HeaderMap::new();
         if let Some(key) = &api_key {
             let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
                 .unwrap_or_else(|_| HeaderValue::from_static(""));
@@ -112,6 +120,7 @@ impl OpenAiModel {
                 key: SecretString::from(api_key.unwrap_or_default()),
             },
             secrets: Arc::new(secrets),
+            credentials: Arc::new(credentials),
             idle_timeout,
             limits: StreamLimits::default(),
         })
@@ -131,6 +140,7 @@ impl OpenAiModel {
             Layer {
                 client: self.client.clone(),
                 secrets: self.secrets.clone(),
+                credentials: self.credentials.clone(),
                 max_event: self.limits.max_event_bytes,
                 state,
             },

@@ -35,6 +35,7 @@ pub mod sampling;
 pub mod servers;
 pub mod sse;
 pub mod stdio;
+mod stdio_lines;
 pub mod tool;
 
 pub use manager::{McpManager, McpOptions};

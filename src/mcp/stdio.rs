@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStdin, Command};
 
 use crate::tools::process::{kill_group, register_group, signal_name, unregister_group};
 
@@ -47,7 +47,7 @@ pub fn spawn(
     env: &[(String, String)],
     cwd: &Path,
     secret_env: &[String],
-) -> Result<(StdioChild, ChildStdout, ChildStdin), McpError> {
+) -> Result<(StdioChild, tokio::io::DuplexStream, ChildStdin), McpError> {
     let spawn_error = |source| McpError::Spawn {
         command: command.to_owned(),
         source,
@@ -58,7 +58,9 @@ pub fn spawn(
         .map_err(spawn_error)?;
     let pid = child.id().map_or(0, |p| p as i32);
     register_group(pid);
-    let stdout = child.stdout.take().expect("piped stdout");
+    // Its lines reach rmcp through a copier that fails a request at once
+    // when its answer is over the line limit (`stdio_lines`).
+    let stdout = super::stdio_lines::bounded(name, child.stdout.take().expect("piped stdout"));
     let stdin = child.stdin.take().expect("piped stdin");
     let (stderr_tail, stderr_done) = log_stderr(name, child.stderr.take().expect("piped stderr"));
     tracing::info!(server = name, pid, command, "MCP server process started");

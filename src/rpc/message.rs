@@ -126,9 +126,24 @@ impl Incoming {
         if env.method.is_none() && (id.is_some() || env.result.is_some() || env.error.is_some()) {
             return Ok(env.response(reply_id));
         }
+        if matches!(&id, Some(Id::Other(raw)) if raw.0 != "null") && env.method.is_some() {
+            return Err((
+                Id::null(),
+                RpcError::invalid_request("id must be a string, an integer or null"),
+            ));
+        }
+        // Requests and notifications are held to JSON-RPC 2.0 (§4): the
+        // version member, and params by name. Responses stay lenient (above).
         match &env.jsonrpc {
-            None => {}
             Some(Value::String(v)) if v == "2.0" => {}
+            None => {
+                return Err((
+                    reply_id,
+                    RpcError::invalid_request(
+                        "\"jsonrpc\": \"2.0\" is missing; every request must carry it",
+                    ),
+                ));
+            }
             Some(other) => {
                 return Err((
                     reply_id,
@@ -136,11 +151,20 @@ impl Incoming {
                 ));
             }
         }
-        if matches!(&id, Some(Id::Other(raw)) if raw.0 != "null") && env.method.is_some() {
-            return Err((
-                Id::null(),
-                RpcError::invalid_request("id must be a string, an integer or null"),
-            ));
+        if let Some(params) = &env.params {
+            let kind = match params.get().trim_start().as_bytes().first() {
+                Some(b'{') | Some(b'n') => None,
+                Some(b'[') => Some("positional (array) params are not supported"),
+                _ => Some("params must be an object"),
+            };
+            if let Some(kind) = kind {
+                return Err((
+                    reply_id,
+                    RpcError::invalid_params(format!(
+                        "{kind}; send params as an object with named members"
+                    )),
+                ));
+            }
         }
         env.call(id, reply_id)
     }
@@ -313,6 +337,41 @@ mod tests {
         );
         let (id, e) = Incoming::parse(br#"{"jsonrpc":"1.0","id":7,"method":"x"}"#).unwrap_err();
         assert_eq!((id, e.code), (Id::Num(7), -32600));
+    }
+
+    #[test]
+    fn requests_need_the_version_and_params_by_name() {
+        let (id, e) = Incoming::parse(br#"{"id":7,"method":"x","params":{}}"#).unwrap_err();
+        assert_eq!((id, e.code), (Id::Num(7), -32600));
+        assert!(
+            e.message.contains("\"jsonrpc\": \"2.0\" is missing"),
+            "{}",
+            e.message
+        );
+        let (id, e) = Incoming::parse(br#"{"method":"x"}"#).unwrap_err();
+        assert_eq!((id, e.code), (Id::null(), -32600));
+        let (id, e) = Incoming::parse(br#"{"jsonrpc":"2.0","id":"a","method":"x","params":[1,2]}"#)
+            .unwrap_err();
+        assert_eq!((id, e.code), (Id::Str("a".into()), -32602));
+        assert!(
+            e.message.contains("positional (array) params"),
+            "{}",
+            e.message
+        );
+        for params in ["1", "\"s\"", "true"] {
+            let frame = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{params}}}"#);
+            assert_eq!(
+                Incoming::parse(frame.as_bytes()).unwrap_err().1.code,
+                -32602
+            );
+        }
+        // Absent and null params stay allowed; responses stay lenient.
+        assert!(Incoming::parse(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#).is_ok());
+        assert!(Incoming::parse(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":null}"#).is_ok());
+        assert!(matches!(
+            Incoming::parse(br#"{"id":3,"result":null}"#),
+            Ok(Incoming::Response { .. })
+        ));
     }
 
     #[test]

@@ -275,8 +275,22 @@ pub fn places_for_session(cwd: &Path, additional: &[PathBuf]) -> Vec<Place> {
 }
 
 /// Reads every skill in `places` (blocking file-system work; small).
+///
+/// Links are resolved first: a project skill (its folder or its
+/// `SKILL.md`) that resolves outside the project — the directories of the
+/// project places — or the user's own skill folders is not read, since
+/// reads outside the project need the user's permission, which no one can
+/// give at `session/new`; it is listed as skipped, saying where it points.
 pub fn discover(places: &[Place]) -> Catalog {
     let mut cat = Catalog::default();
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let allowed: Vec<PathBuf> = places
+        .iter()
+        .filter_map(|p| match p.scope {
+            Scope::Project => p.dir.parent()?.parent().map(canonical),
+            Scope::User => Some(canonical(&p.dir)),
+        })
+        .collect();
     for place in places {
         let Ok(entries) = std::fs::read_dir(&place.dir) else {
             continue;
@@ -296,9 +310,25 @@ pub fn discover(places: &[Place]) -> Catalog {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            match read_skill(&file, &folder) {
+            let real_file = canonical(&file);
+            if place.scope == Scope::Project
+                && let Some(out) = [canonical(&dir), real_file.clone()]
+                    .into_iter()
+                    .find(|p| !allowed.iter().any(|a| p.starts_with(a)))
+            {
+                tracing::warn!(path = %file.display(), target = %out.display(), "project skill links outside the project; not read");
+                cat.broken.push(Broken {
+                    path: file,
+                    reason: format!(
+                        "it links to {}, outside the project, and reading there needs your permission: copy the skill into the project or into ~/.agents/skills",
+                        out.display()
+                    ),
+                });
+                continue;
+            }
+            match read_skill(&real_file, &folder) {
                 Ok(parsed) => {
-                    let canonical = std::fs::canonicalize(&dir).unwrap_or(dir);
+                    let canonical = canonical(&dir);
                     if let Some(kept) = cat.get(&parsed.name) {
                         tracing::info!(skill = %parsed.name, kept = %kept.dir.display(), shadowed = %canonical.display(), "skill shadowed by a more specific one of the same name");
                         cat.shadowed.push(Shadowed {

@@ -217,3 +217,68 @@ fn hostile_skill_folders() {
     let canon = std::fs::canonicalize(skills.join("loop")).unwrap();
     assert!(text.contains(&format!("- {}\n", canon.join("again").display())));
 }
+
+/// A project's skill that links outside the project (its `SKILL.md` to
+/// another project's file, or the whole folder to another project's skill)
+/// is not read and its files are not listed: it is skipped, saying where it
+/// points. A link within the project, or into the user's own skill folders,
+/// is read as before.
+#[test]
+fn project_skills_linking_outside_the_project_are_not_read() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    let proj = root.join("proj");
+    std::fs::create_dir_all(proj.join(".git")).unwrap();
+    skill(
+        root,
+        "other/.agents/skills",
+        "theirs",
+        "OTHER-PROJECT-SKILL",
+    );
+    std::fs::write(root.join("other/.agents/skills/theirs/notes.md"), "n").unwrap();
+    let skills = proj.join(".agents/skills");
+    // SKILL.md linked to another project's file.
+    std::fs::create_dir_all(skills.join("file-link")).unwrap();
+    std::os::unix::fs::symlink(
+        root.join("other/.agents/skills/theirs/SKILL.md"),
+        skills.join("file-link/SKILL.md"),
+    )
+    .unwrap();
+    // The whole folder linked to another project's skill.
+    std::os::unix::fs::symlink(
+        root.join("other/.agents/skills/theirs"),
+        skills.join("dir-link"),
+    )
+    .unwrap();
+    // Within the project, and into the user's own skills: read.
+    skill(&proj, "tools", "inner", "Inner skill");
+    std::os::unix::fs::symlink(proj.join("tools/inner"), skills.join("inner")).unwrap();
+    skill(root, "home/.agents/skills", "mine", "My skill");
+    std::fs::create_dir_all(proj.join(".claude/skills")).unwrap();
+    std::os::unix::fs::symlink(
+        root.join("home/.agents/skills/mine"),
+        proj.join(".claude/skills/mine"),
+    )
+    .unwrap();
+
+    let cat = discover(&places(&proj, &[], &root.join("cfg"), &root.join("home")));
+    let names: Vec<(&str, Scope)> = cat.skills.iter().map(|s| (s.name(), s.scope)).collect();
+    assert_eq!(names, [("inner", Scope::Project), ("mine", Scope::Project)]);
+    assert!(!cat.index.contains("OTHER-PROJECT-SKILL"), "{}", cat.index);
+    let skipped: Vec<_> = cat
+        .broken
+        .iter()
+        .map(|b| (b.path.clone(), b.reason.as_str()))
+        .collect();
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    for (path, reason) in &skipped {
+        assert!(path.starts_with(&skills), "{path:?}");
+        assert!(
+            reason.contains("outside the project")
+                && reason.contains("other/.agents/skills/theirs"),
+            "{reason}"
+        );
+    }
+    let rendered: String = cat.skills.iter().map(Skill::render).collect();
+    assert!(!rendered.contains("notes.md"), "{rendered}");
+}

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::a2a::{Served, serve, text_of};
 use crate::support::{
-    FakeModel, Reply, SpawnOptions, Workspace, agent_command, eventually, get_json, http_client,
-    wait_gone, wait_pid_file,
+    FakeEditor, FakeModel, Reply, SpawnOptions, Workspace, agent_command, eventually,
+    full_capabilities, get_json, http_client, wait_gone, wait_pid_file,
 };
 
 async fn post(s: &Served, token: Option<&str>, body: impl Into<reqwest::Body>) -> (u16, Value) {
@@ -556,4 +556,134 @@ async fn modes_are_checked_at_start() {
         verdict.contains("serving") || verdict.contains("use --mode ask"),
         "{verdict}"
     );
+}
+
+/// A2A contexts are this server's conversations, in its directory: a
+/// `contextId` naming an editor's session of another project (stored in the
+/// same data directory) is refused, where it used to be loaded and its
+/// conversation sent to the model with the A2A client's message.
+#[tokio::test]
+async fn a_context_id_of_another_projects_session_is_refused() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let s = serve(&model, ws.path(), &[], &[]).await;
+    let t = Some(s.token.as_str());
+    let other = Workspace::new();
+    model.push(Reply::text("noted"));
+    let mut editor = FakeEditor::spawn_with(SpawnOptions {
+        args: Vec::new(),
+        envs: model.agent_env(),
+        home: Some(s.home.path().to_owned()),
+        cwd: None,
+    });
+    editor.initialize(full_capabilities()).await;
+    let sid = editor.new_session(other.path()).await;
+    editor
+        .prompt(&sid, "the other project's private plan")
+        .await;
+    editor.close_stdin().await;
+    editor.wait_exit(Duration::from_secs(30)).await;
+
+    model.push(Reply::text("loaded it"));
+    let before = model.chat_requests().len();
+    let msg = json!({"message": {"role": "ROLE_USER", "messageId": "m", "contextId": sid,
+                                 "parts": [{"text": "what was the plan?"}]}});
+    let (_, b) = post(&s, t, rpc("SendMessage", msg)).await;
+    assert_eq!(b["error"]["code"], -32602, "{b}");
+    let message = b["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("not a conversation of this server") && message.contains("omit contextId"),
+        "{message}"
+    );
+    assert_eq!(model.chat_requests().len(), before, "no turn ran");
+
+    // A context of this server's own directory still continues.
+    model.push(Reply::text("first"));
+    let (_, b) = post(&s, t, rpc("SendMessage", user_message("hello"))).await;
+    let ctx = b["result"]["task"]["contextId"].clone();
+    assert!(ctx.is_string(), "{b}");
+    model.push(Reply::text("second"));
+    let msg = json!({"message": {"role": "ROLE_USER", "messageId": "m2", "contextId": ctx,
+                                 "parts": [{"text": "again"}]}});
+    let (_, b) = post(&s, t, rpc("SendMessage", msg)).await;
+    assert_eq!(
+        b["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{b}"
+    );
+}
+
+/// A `file://` part naming a file outside the served directory is refused
+/// (a read-only server put that file's text into the model request); one
+/// inside it is still read.
+#[tokio::test]
+async fn a_file_part_outside_the_served_directory_is_refused() {
+    let model = FakeModel::start().await;
+    let outside = Workspace::builder()
+        .file("secret.txt", "OUTSIDE-SECRET-42")
+        .build();
+    let ws = Workspace::builder()
+        .file("inside.txt", "INSIDE-TEXT-7")
+        .build();
+    std::os::unix::fs::symlink(outside.join("secret.txt"), ws.join("link.txt")).unwrap();
+    let s = serve(&model, ws.path(), &["--mode", "read-only"], &[]).await;
+    let t = Some(s.token.as_str());
+    let url = |p: &std::path::Path| format!("file://{}", p.display());
+    for target in [
+        outside.join("secret.txt"),
+        ws.join("link.txt"),
+        ws.join("../x"),
+    ] {
+        model.push(Reply::text("read it"));
+        let msg = json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": [
+            {"text": "summarise this"}, {"url": url(&target), "filename": "secret.txt"}]}});
+        let (_, b) = post(&s, t, rpc("SendMessage", msg)).await;
+        assert_eq!(b["error"]["code"], -32602, "{}: {b}", target.display());
+        let message = b["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("message.parts[1]")
+                && message.contains("outside the served directory"),
+            "{message}"
+        );
+    }
+    assert!(
+        !model
+            .chat_requests()
+            .iter()
+            .any(|r| r.raw_body.contains("OUTSIDE-SECRET-42")),
+        "the outside file reached the model"
+    );
+    // Inside the served directory: read as before.
+    model.push(Reply::text("read it"));
+    let msg = json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": [
+        {"text": "summarise this"}, {"url": url(&ws.join("inside.txt")), "filename": "inside.txt"}]}});
+    let (_, b) = post(&s, t, rpc("SendMessage", msg)).await;
+    assert_eq!(
+        b["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{b}"
+    );
+    let last = model.chat_requests().pop().expect("a request");
+    assert!(last.raw_body.contains("INSIDE-TEXT-7"), "{}", last.raw_body);
+}
+
+/// A blank token (`ACP_CODER_A2A_TOKEN="  "`, `a2a_token = ""`) is no
+/// token: a public address is refused, as without one.
+#[tokio::test]
+async fn a_blank_token_is_no_token() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    for (env, config) in [("   ", None), ("", Some("a2a_token = \"\"\n"))] {
+        let home = tempfile::tempdir().unwrap();
+        if let Some(toml) = config {
+            super::common::write_config(home.path(), toml);
+        }
+        let mut cmd = a2a_command(&model, &ws, home.path(), &["--listen", "0.0.0.0:0"]);
+        cmd.env("ACP_CODER_A2A_TOKEN", env);
+        let out = tokio::time::timeout(Duration::from_secs(30), cmd.output())
+            .await
+            .expect("refused at start, not served")
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{env:?} {config:?}: {err}");
+        assert!(err.contains("refusing to listen on 0.0.0.0"), "{err}");
+    }
 }

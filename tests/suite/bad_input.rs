@@ -330,3 +330,95 @@ async fn a_bad_worker_count_in_the_environment_is_ignored() {
         still_answers(&editor).await;
     }
 }
+
+/// Requests are held to JSON-RPC 2.0: a request without `"jsonrpc": "2.0"`
+/// and positional (array) params are refused with the request's own id,
+/// where they used to be answered as if nothing were wrong. Responses to
+/// the agent's own requests stay lenient (`result: null`, no `jsonrpc`).
+#[tokio::test]
+async fn requests_need_the_version_and_named_params() {
+    let model = FakeModel::start().await;
+    let editor = spawn(&model, &[]);
+    let cases: [(&str, i64, &str); 4] = [
+        (
+            r#"{"id":501,"method":"initialize","params":{"protocolVersion":1}}"#,
+            -32600,
+            "\"jsonrpc\": \"2.0\" is missing",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":502,"method":"initialize","params":[1]}"#,
+            -32602,
+            "positional (array) params are not supported",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":503,"method":"session/new","params":["/tmp",[]]}"#,
+            -32602,
+            "positional (array) params are not supported",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":504,"method":"initialize","params":"x"}"#,
+            -32602,
+            "params must be an object",
+        ),
+    ];
+    for (frame, code, needle) in cases {
+        let from = editor.message_count();
+        editor.send_raw(frame).await.expect("write");
+        let id: Value = serde_json::from_str::<Value>(frame).unwrap()["id"].clone();
+        let answer = editor
+            .wait_for_after(from, |m| m["id"] == id && m.get("method").is_none())
+            .await;
+        assert_eq!(answer["error"]["code"], code, "{frame}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(needle), "{frame}: {message}");
+        assert!(answer.get("result").is_none(), "{frame}: {answer}");
+    }
+    still_answers(&editor).await;
+}
+
+/// `session/new` checks its directories before opening anything: a cwd that
+/// does not exist or is a file, and a missing `additionalDirectories` entry,
+/// are invalid params naming the field (they used to open a session whose
+/// every tool call then failed).
+#[tokio::test]
+async fn session_new_refuses_missing_or_file_directories() {
+    let model = FakeModel::start().await;
+    let r = ready(&model).await;
+    let ws = Workspace::builder().file("a-file.txt", "x").build();
+    let missing = ws.join("no-such-dir");
+    let file = ws.join("a-file.txt");
+    for (params, field, what) in [
+        (
+            json!({"cwd": missing, "mcpServers": []}),
+            "params.cwd",
+            "not a readable directory",
+        ),
+        (
+            json!({"cwd": file, "mcpServers": []}),
+            "params.cwd",
+            "is a file",
+        ),
+        (
+            json!({"cwd": ws.path(), "mcpServers": [], "additionalDirectories": [ws.path(), missing]}),
+            "params.additionalDirectories[1]",
+            "not a readable directory",
+        ),
+        (
+            json!({"cwd": ws.path(), "mcpServers": [], "additionalDirectories": [file]}),
+            "params.additionalDirectories[0]",
+            "is a file",
+        ),
+    ] {
+        let err = r
+            .editor
+            .request("session/new", params.clone())
+            .await
+            .expect_err("refused");
+        assert_eq!(err.code, -32602, "{params}: {err}");
+        assert!(err.message.contains(field), "{params}: {err}");
+        assert!(err.message.contains(what), "{params}: {err}");
+    }
+    // The directories themselves are fine.
+    r.editor.new_session(ws.path()).await;
+    assert!(model.chat_requests().is_empty());
+}

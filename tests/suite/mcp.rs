@@ -318,3 +318,33 @@ async fn newest_protocol_list_changes_arrive_on_a_subscription() {
     assert!(!offers(&model, 0, "mcp__m__second"));
     offered_once_listed(&model, &editor, &sid, "mcp__m__second").await;
 }
+
+/// An answer over the 16 MiB line limit fails its tool call at once, saying
+/// why (rmcp dropped the line and the call stayed `in_progress` until the
+/// 300 s tool timeout); the server goes on answering.
+#[tokio::test]
+async fn an_over_long_answer_fails_its_call_at_once() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let (editor, _cfg) = spawn(&model, None).await;
+    let server = stdio("big", &["--pad", &(17usize << 20).to_string()]);
+    let (sid, _) = new_session(&editor, ws.path(), json!([server])).await;
+    model.push(Reply::tool_calls([(
+        "c_big",
+        "mcp__big__echo",
+        json!({"text": "hi"}),
+    )]));
+    model.push(Reply::text("done"));
+    let started = Instant::now();
+    let result = editor.prompt(&sid, "echo").await;
+    let took = started.elapsed();
+    assert_eq!(result["stopReason"], "end_turn");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    let update = final_update(&editor, &sid, "c_big");
+    assert_eq!(update["status"], "failed", "{update}");
+    let said = tool_result(&model, 1, "c_big");
+    assert!(
+        said.contains("answered with one line of") && said.contains("over the 16777216-byte limit"),
+        "{said}"
+    );
+}

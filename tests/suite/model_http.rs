@@ -4,8 +4,8 @@
 
 use serde_json::json;
 
-use super::common::{ready, ready_with};
-use crate::support::{FakeModel, Reply, Workspace, chunk};
+use super::common::{ready, ready_with, spawn_in_home, write_config};
+use crate::support::{FakeModel, Reply, Workspace, chunk, full_capabilities};
 
 #[tokio::test]
 async fn a_chat_request_carries_its_headers_and_length() {
@@ -130,6 +130,57 @@ async fn a_307_redirect_on_plain_http_is_followed_with_the_body() {
     assert_eq!(reqs[1].method, "POST", "307 keeps the method");
     assert_eq!(reqs[1].raw_body, reqs[0].raw_body, "and the body");
     assert_eq!(reqs[1].header("authorization"), Some("Bearer test-key"));
+}
+
+/// A 307 to another origin (another loopback port) is followed without any
+/// credential: neither the key nor the config's `[headers]` reach the other
+/// server (reqwest stripped `Authorization` but sent `api-key` along). A
+/// redirect within the origin keeps them.
+#[tokio::test]
+async fn a_redirect_to_another_origin_leaves_every_credential_behind() {
+    let first = FakeModel::start().await;
+    let other = FakeModel::start().await;
+    let home = tempfile::tempdir().expect("home");
+    write_config(
+        home.path(),
+        "[headers]\n\"api-key\" = \"sk-header-secret-0001\"\n\"X-Team\" = \"blue\"\n",
+    );
+    // Within the origin first, then to the other server.
+    first.push(
+        Reply::raw_body(307, "text/plain", "moved").header("Location", "/v1/chat/completions"),
+    );
+    first.push(Reply::raw_body(307, "text/plain", "moved").header(
+        "Location",
+        &format!("http://{}/v1/chat/completions", other.addr()),
+    ));
+    other.push(Reply::text("from the other origin"));
+    let editor = spawn_in_home(&first, home.path().to_path_buf(), &[]);
+    editor.initialize(full_capabilities()).await;
+    let ws = Workspace::new();
+    let sid = editor.new_session(ws.path()).await;
+    assert_eq!(editor.prompt(&sid, "hi").await["stopReason"], "end_turn");
+    assert_eq!(editor.agent_text(&sid), "from the other origin");
+
+    let mine = first.chat_requests();
+    assert_eq!(mine.len(), 2, "one redirect within the origin");
+    for req in &mine {
+        assert_eq!(req.header("authorization"), Some("Bearer test-key"));
+        assert_eq!(req.header("api-key"), Some("sk-header-secret-0001"));
+        assert_eq!(req.header("x-team"), Some("blue"));
+    }
+    let theirs = other.chat_requests();
+    assert_eq!(theirs.len(), 1, "the cross-origin redirect was followed");
+    let req = &theirs[0];
+    assert_eq!(req.method, "POST", "307 keeps the method");
+    assert_eq!(req.raw_body, mine[0].raw_body, "and the body");
+    for name in ["authorization", "api-key", "x-team", "cookie"] {
+        assert_eq!(req.header(name), None, "{name} went to another origin");
+    }
+    assert!(
+        !format!("{:?}", req.headers).contains("sk-header-secret-0001"),
+        "{:?}",
+        req.headers
+    );
 }
 
 #[tokio::test]

@@ -508,3 +508,94 @@ async fn devices_and_fifos_are_refused() {
         );
     }
 }
+
+/// An 8 GiB file (sparse) is refused by its size on disk: the editor is
+/// never asked for it, in a turn or by `/undo` (it used to be asked for the
+/// whole of it both times).
+#[tokio::test]
+async fn a_huge_file_is_refused_without_asking_the_editor() {
+    let ws = Workspace::builder().file("notes.txt", "small\n").build();
+    let h = Harness::start(Via::Editor, ws).await;
+    h.set_mode("full-auto").await;
+    let huge = h.ws.join("huge.log");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
+    let out = h
+        .run_tool("r1", "read_file", json!({"path": "huge.log"}))
+        .await;
+    assert!(out.contains("holds more than 32 MiB"), "{out}");
+    let asked = |h: &Harness| {
+        h.editor
+            .reads()
+            .iter()
+            .filter(|r| r.path.ends_with("huge.log") || r.path.ends_with("notes.txt"))
+            .count()
+    };
+    assert_eq!(asked(&h), 0, "{:?}", h.editor.reads());
+
+    // A turn writes notes.txt; then it grows to 8 GiB; /undo must not ask
+    // the editor for it either, and says why it leaves it.
+    h.model.push(Reply::tool_calls([(
+        "w1",
+        "write_file",
+        json!({"path": "notes.txt", "content": "agent\n"}),
+    )]));
+    h.model.push(Reply::text("done"));
+    h.editor.prompt(&h.sid, "write").await;
+    let before = asked(&h);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(h.ws.join("notes.txt"))
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
+    let text_before = h.editor.agent_text(&h.sid);
+    let r = h.editor.prompt(&h.sid, "/undo").await;
+    assert_eq!(r["stopReason"], "end_turn", "{r}");
+    let said = h.editor.agent_text(&h.sid)[text_before.len()..].to_owned();
+    assert_eq!(asked(&h), before, "{:?}", h.editor.reads());
+    assert!(said.contains("notes.txt"), "{said}");
+    assert_eq!(
+        std::fs::metadata(h.ws.join("notes.txt")).unwrap().len(),
+        8 << 30,
+        "the file was left alone"
+    );
+}
+
+/// A file over 4 MiB is read from the editor in ranges of lines, each
+/// answer well under a frame; the whole text arrives intact.
+#[tokio::test]
+async fn a_large_file_is_read_from_the_editor_in_ranges() {
+    let mut text = String::new();
+    let mut n = 0;
+    while text.len() < (5 << 20) {
+        n += 1;
+        text.push_str(&format!("line {n:07} {}\n", "y".repeat(80)));
+    }
+    let ws = Workspace::builder().file("big.txt", &text).build();
+    let h = Harness::start(Via::Editor, ws).await;
+    let out = h
+        .run_tool(
+            "r1",
+            "read_file",
+            json!({"path": "big.txt", "offset": n - 1, "limit": 2}),
+        )
+        .await;
+    assert!(out.contains(&format!("line {:07}", n - 1)), "{out}");
+    assert!(out.contains(&format!("line {n:07}")), "{out}");
+    assert!(out.contains(&format!("of {n}")), "{out}");
+    let reads: Vec<_> = h
+        .editor
+        .reads()
+        .into_iter()
+        .filter(|r| r.path.ends_with("big.txt"))
+        .collect();
+    assert!(reads.len() >= 2, "{reads:?}");
+    assert!(
+        reads.iter().all(|r| r.line.is_some() && r.limit.is_some()),
+        "{reads:?}"
+    );
+    assert_eq!(reads[0].line, Some(1));
+}

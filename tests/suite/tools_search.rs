@@ -163,3 +163,23 @@ async fn list_directory_respects_ignores_and_sorts(via: Via) {
     assert!(h.reverse_methods("fs/").is_empty());
 }
 both!(list_directory_respects_ignores_and_sorts);
+
+/// A one-line file over grep's 16 MiB line limit is not read into memory
+/// whole (an outside review saw 438 MiB taken by a 300 MiB one): it is
+/// skipped, and the answer names it and says how to look at it instead.
+#[tokio::test]
+async fn grep_skips_a_file_with_an_over_long_line_and_says_so() {
+    let mut line = "a".repeat(17 << 20);
+    line.push_str("needle\n");
+    let ws = Workspace::builder()
+        .file("bundle.min.js", line)
+        .file("src/lib.rs", "// needle here\n")
+        .build();
+    let h = Harness::start(Via::Local, ws).await;
+    let out = h.run_tool("g1", "grep", json!({"pattern": "needle"})).await;
+    assert_eq!(hit_lines(&out), ["src/lib.rs:1:// needle here"], "{out}");
+    assert!(
+        out.contains("[1 file not searched: a line longer than 16 MiB (bundle.min.js)"),
+        "{out}"
+    );
+}

@@ -67,8 +67,14 @@ impl Agent {
         self: &Arc<Self>,
         req: NewSessionRequest,
     ) -> Result<Reply, RpcError> {
-        let cwd = absolute_dir("params.cwd", &req.cwd)?;
+        let cwd = existing_dir("params.cwd", &req.cwd)?;
         let additional = additional_dirs(&req.additional_directories)?;
+        for (i, dir) in additional.iter().enumerate() {
+            existing_dir(
+                &format!("params.additionalDirectories[{i}]"),
+                &dir.to_string_lossy(),
+            )?;
+        }
         let settings = self.usable_settings()?;
         let model = self.model()?;
         // What earlier requests set up (`initialize`'s capabilities, the
@@ -625,6 +631,22 @@ pub(in crate::agent) fn absolute_dir(field: &str, path: &str) -> Result<PathBuf,
         )));
     }
     Ok(p.to_path_buf())
+}
+
+/// An absolute path naming a directory that exists now: a new session's
+/// working directory and its extra roots (a missing one or a file would
+/// only fail later, in the middle of a turn).
+fn existing_dir(field: &str, path: &str) -> Result<PathBuf, RpcError> {
+    let p = absolute_dir(field, path)?;
+    match std::fs::metadata(&p) {
+        Ok(m) if m.is_dir() => Ok(p),
+        Ok(_) => Err(RpcError::invalid_params(format!(
+            "{field}: {path:?} is a file, not a directory; send the project's directory"
+        ))),
+        Err(e) => Err(RpcError::invalid_params(format!(
+            "{field}: {path:?} is not a readable directory ({e}); send an existing directory"
+        ))),
+    }
 }
 
 fn additional_dirs(dirs: &[String]) -> Result<Vec<PathBuf>, RpcError> {

@@ -53,6 +53,7 @@ pub fn grep(opts: &GrepOptions, cancel: &AtomicBool) -> Result<SearchOutput, Sea
         collector_full: AtomicBool::new(opts.limits.max_results == 0),
         matches: AtomicU64::new(0),
         binary_files: AtomicU64::new(0),
+        long_lines: Mutex::new(Vec::new()),
     };
     let mut builder = VisitorBuilder {
         shared: &shared,
@@ -62,6 +63,7 @@ pub fn grep(opts: &GrepOptions, cancel: &AtomicBool) -> Result<SearchOutput, Sea
             .before_context(opts.context)
             .after_context(opts.context)
             .binary_detection(BinaryDetection::quit(b'\0'))
+            .heap_limit(Some(opts.limits.max_line_bytes))
             .build(),
     };
     walker(&root).build_parallel().visit(&mut builder);
@@ -73,13 +75,48 @@ pub fn grep(opts: &GrepOptions, cancel: &AtomicBool) -> Result<SearchOutput, Sea
         .collector
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    Ok(render(
+    let mut long_lines = shared
+        .long_lines
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    long_lines.sort();
+    let mut out = render(
         opts,
         &root,
         collector,
         shared.matches.into_inner(),
         shared.binary_files.into_inner(),
-    ))
+    );
+    if !long_lines.is_empty() {
+        out.text.push('\n');
+        out.text
+            .push_str(&long_line_note(&long_lines, opts.limits.max_line_bytes));
+    }
+    Ok(out)
+}
+
+/// What the answer says of the files skipped for a line over the limit.
+fn long_line_note(paths: &[String], limit: usize) -> String {
+    const NAMED: usize = 5;
+    let n = paths.len();
+    let mut named = paths
+        .iter()
+        .take(NAMED)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if n > NAMED {
+        named.push_str(&format!(" and {} more", n - NAMED));
+    }
+    let s = if n == 1 { "" } else { "s" };
+    let limit = if limit >= 1 << 20 {
+        format!("{} MiB", limit >> 20)
+    } else {
+        format!("{} KiB", limit >> 10)
+    };
+    format!(
+        "[{n} file{s} not searched: a line longer than {limit} ({named}); search such a file with a command (`grep -o`, `head -c`)]"
+    )
 }
 
 /// State shared by all walker threads.
@@ -96,6 +133,8 @@ struct Shared<'a> {
     collector_full: AtomicBool,
     matches: AtomicU64,
     binary_files: AtomicU64,
+    /// Files skipped for a line over `max_line_bytes`, as shown.
+    long_lines: Mutex<Vec<String>>,
 }
 
 /// The hits of one file, already formatted.
@@ -231,8 +270,17 @@ impl ParallelVisitor for Visitor<'_> {
         };
         let result = self.searcher.search_path(&self.matcher, path, &mut sink);
         let (count, first_line, binary) = (sink.count, sink.first_line, sink.binary);
-        if result.is_err() {
-            // Unreadable file: skipped like ripgrep does.
+        if let Err(e) = result {
+            // A line over the heap limit: skipped, and said. Any other
+            // error (an unreadable file) is skipped like ripgrep does.
+            if e.to_string().contains("allocation limit") {
+                let shown = display_path(path, shared.base);
+                shared
+                    .long_lines
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .push(shown);
+            }
             return WalkState::Continue;
         }
         if binary {

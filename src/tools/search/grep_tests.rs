@@ -310,3 +310,30 @@ fn collector_keeps_only_what_the_cap_needs() {
     assert!(!c.wants(Path::new("b")));
     assert!(c.wants(Path::new("0")));
 }
+
+/// A file with a line over `max_line_bytes` is not held in memory whole: it
+/// is skipped and the answer names it; the other files are searched.
+#[test]
+fn a_line_over_the_heap_limit_skips_its_file_and_says_so() {
+    let long = format!("{}needle\n", "a".repeat(64 * 1024));
+    let dir = tree(&[
+        ("a.txt", "needle\n".to_owned()),
+        ("big.min.js", long),
+        ("c.txt", "hay\nneedle\n".to_owned()),
+    ]);
+    let mut o = opts(dir.path(), "needle");
+    o.limits.max_line_bytes = 16 * 1024;
+    let out = run(&o);
+    assert_eq!(
+        out.text,
+        "a.txt:1:needle\nc.txt:2:needle\n[1 file not searched: a line longer than 16 KiB (big.min.js); search such a file with a command (`grep -o`, `head -c`)]"
+    );
+    assert_eq!(out.matches, 2);
+    // Nothing else matches: the note follows the "no matches" line.
+    let out = run(&GrepOptions {
+        pattern: "zzz".into(),
+        ..o
+    });
+    assert!(out.text.starts_with("No matches for /zzz/"), "{}", out.text);
+    assert!(out.text.contains("(big.min.js)"), "{}", out.text);
+}

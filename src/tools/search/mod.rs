@@ -33,6 +33,10 @@ pub struct SearchLimits {
     pub max_results: usize,
     /// Longer lines are cut to this many characters, ending with `…`.
     pub max_line_chars: usize,
+    /// `grep` holds one line (with its context) in memory at a time, at most
+    /// this many bytes: a file with a longer line is skipped, and the answer
+    /// says so (an outside review saw 438 MiB taken by a 300 MiB one-line file).
+    pub max_line_bytes: usize,
 }
 
 impl Default for SearchLimits {
@@ -40,6 +44,7 @@ impl Default for SearchLimits {
         Self {
             max_results: 500,
             max_line_chars: 300,
+            max_line_bytes: 16 << 20,
         }
     }
 }

@@ -87,6 +87,25 @@ pub(super) async fn read_text_file(shared: &Shared, params: &Value) -> Result<Va
     let limit = params["limit"].as_u64();
     let buffered = shared.lock().buffers.get(&path).cloned();
     let from_buffer = buffered.is_some();
+    // A test never reads gigabytes: past 64 MiB on disk the fake editor
+    // records the request and refuses it (the agent should not have asked).
+    let on_disk = tokio::fs::metadata(&path).await.map_or(0, |m| m.len());
+    if !from_buffer && on_disk > 64 << 20 {
+        shared.lock().reads.push(FileRead {
+            session_id: params["sessionId"].as_str().unwrap_or_default().to_owned(),
+            path: path.clone(),
+            line,
+            limit,
+            from_buffer,
+        });
+        return Err(RpcError::new(
+            -32603,
+            format!(
+                "fake editor: {} is {on_disk} bytes; not read",
+                path.display()
+            ),
+        ));
+    }
     let content = match buffered {
         Some(c) => c,
         None => match tokio::fs::read_to_string(&path).await {
