@@ -236,18 +236,25 @@ fn project_skills_linking_outside_the_project_are_not_read() {
         "OTHER-PROJECT-SKILL",
     );
     std::fs::write(root.join("other/.agents/skills/theirs/notes.md"), "n").unwrap();
+    skill(
+        root,
+        "other/.agents/skills",
+        "linked",
+        "OTHER-PROJECT-SKILL-2",
+    );
+    std::fs::write(root.join("other/.agents/skills/linked/notes.md"), "n").unwrap();
     let skills = proj.join(".agents/skills");
     // SKILL.md linked to another project's file.
-    std::fs::create_dir_all(skills.join("file-link")).unwrap();
+    std::fs::create_dir_all(skills.join("theirs")).unwrap();
     std::os::unix::fs::symlink(
         root.join("other/.agents/skills/theirs/SKILL.md"),
-        skills.join("file-link/SKILL.md"),
+        skills.join("theirs/SKILL.md"),
     )
     .unwrap();
     // The whole folder linked to another project's skill.
     std::os::unix::fs::symlink(
-        root.join("other/.agents/skills/theirs"),
-        skills.join("dir-link"),
+        root.join("other/.agents/skills/linked"),
+        skills.join("linked"),
     )
     .unwrap();
     // Within the project, and into the user's own skills: read.
@@ -274,8 +281,7 @@ fn project_skills_linking_outside_the_project_are_not_read() {
     for (path, reason) in &skipped {
         assert!(path.starts_with(&skills), "{path:?}");
         assert!(
-            reason.contains("outside the project")
-                && reason.contains("other/.agents/skills/theirs"),
+            reason.contains("outside the project") && reason.contains("other/.agents/skills/"),
             "{reason}"
         );
     }

@@ -362,16 +362,17 @@ async fn requests_need_the_version_and_named_params() {
         ),
     ];
     for (frame, code, needle) in cases {
-        let from = editor.message_count();
-        editor.send_raw(frame).await.expect("write");
-        let id: Value = serde_json::from_str::<Value>(frame).unwrap()["id"].clone();
-        let answer = editor
-            .wait_for_after(from, |m| m["id"] == id && m.get("method").is_none())
-            .await;
-        assert_eq!(answer["error"]["code"], code, "{frame}: {answer}");
-        let message = answer["error"]["message"].as_str().unwrap_or_default();
-        assert!(message.contains(needle), "{frame}: {message}");
-        assert!(answer.get("result").is_none(), "{frame}: {answer}");
+        let parsed: Value = serde_json::from_str(frame).unwrap();
+        let id = RpcId::Num(parsed["id"].as_i64().unwrap());
+        let method = parsed["method"].as_str().unwrap();
+        let err = editor
+            .send_raw_request(id, method, frame)
+            .await
+            .response()
+            .await
+            .expect_err("refused");
+        assert_eq!(err.code, code, "{frame}: {err}");
+        assert!(err.message.contains(needle), "{frame}: {err}");
     }
     still_answers(&editor).await;
 }

@@ -326,7 +326,9 @@ async fn newest_protocol_list_changes_arrive_on_a_subscription() {
 async fn an_over_long_answer_fails_its_call_at_once() {
     let model = FakeModel::start().await;
     let ws = Workspace::new();
-    let (editor, _cfg) = spawn(&model, None).await;
+    // A tool timeout of 60 s, so that the old behaviour (waiting for it)
+    // fails this test in a minute rather than five.
+    let (editor, _cfg) = spawn(&model, Some("mcp_tool_timeout_secs = 60\n")).await;
     let server = stdio("big", &["--pad", &(17usize << 20).to_string()]);
     let (sid, _) = new_session(&editor, ws.path(), json!([server])).await;
     model.push(Reply::tool_calls([(
@@ -339,7 +341,7 @@ async fn an_over_long_answer_fails_its_call_at_once() {
     let result = editor.prompt(&sid, "echo").await;
     let took = started.elapsed();
     assert_eq!(result["stopReason"], "end_turn");
-    assert!(took < Duration::from_secs(60), "took {took:?}");
+    assert!(took < Duration::from_secs(50), "took {took:?}");
     let update = final_update(&editor, &sid, "c_big");
     assert_eq!(update["status"], "failed", "{update}");
     let said = tool_result(&model, 1, "c_big");

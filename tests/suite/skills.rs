@@ -514,3 +514,71 @@ async fn skills_changed_on_disk_arrive_with_reload_and_the_next_session() {
     let s = editor.prompt(&sid, "/skills nonsense").await;
     assert_eq!(s["stopReason"], "end_turn");
 }
+
+/// A project skill that is a link to another project's skill (its
+/// `SKILL.md`, or its whole folder) is not read: its description never
+/// reaches the model, `load_skill` does not know it, and `/skills` lists it
+/// as skipped, naming where it points.
+#[tokio::test]
+async fn a_project_skill_linking_to_another_project_is_not_read() {
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().expect("home");
+    let ws = Workspace::builder().git().build();
+    let other = Workspace::new();
+    let theirs = skill(
+        other.path(),
+        ".agents/skills",
+        "theirs",
+        "OTHER-PROJECT-DESCRIPTION",
+        "OTHER-PROJECT-BODY",
+    );
+    let linked = skill(
+        other.path(),
+        ".agents/skills",
+        "linked",
+        "OTHER-PROJECT-DESCRIPTION-2",
+        "OTHER-PROJECT-BODY-2",
+    );
+    std::fs::write(linked.join("secret-notes.md"), "n").expect("notes");
+    let skills = ws.join(".agents/skills");
+    std::fs::create_dir_all(skills.join("theirs")).expect("dir");
+    std::os::unix::fs::symlink(theirs.join("SKILL.md"), skills.join("theirs/SKILL.md"))
+        .expect("link");
+    std::os::unix::fs::symlink(&linked, skills.join("linked")).expect("link");
+    skill(
+        ws.path(),
+        ".agents/skills",
+        "ours",
+        "Our own skill",
+        "OUR-BODY",
+    );
+
+    let editor = agent(&model, home.path()).await;
+    let sid = new_session(&editor, ws.path(), &[]).await;
+    model.push(Reply::tool_calls([
+        ("l1", "load_skill", json!({"name": "theirs"})),
+        ("l2", "load_skill", json!({"name": "linked"})),
+    ]));
+    model.push(Reply::text("ok"));
+    editor.prompt(&sid, "go").await;
+    let prompt = system_prompt(&model, 0);
+    assert!(prompt.contains("- ours: Our own skill"), "{prompt}");
+    assert!(!prompt.contains("OTHER-PROJECT"), "{prompt}");
+    for id in ["l1", "l2"] {
+        let loaded = tool_result(&model, id);
+        assert!(
+            !loaded.contains("OTHER-PROJECT-BODY") && !loaded.contains("secret-notes.md"),
+            "{loaded}"
+        );
+    }
+
+    let before = editor.agent_text(&sid);
+    editor.prompt(&sid, "/skills").await;
+    let said = editor.agent_text(&sid)[before.len()..].to_owned();
+    assert!(
+        said.contains("skills/theirs/SKILL.md")
+            && said.contains("skills/linked/SKILL.md")
+            && said.contains("outside the project"),
+        "{said}"
+    );
+}

@@ -141,6 +141,30 @@ impl FakeEditor {
         }
     }
 
+    /// Writes `line` as it is, registered as request `id` of `method` so its
+    /// answer is awaited like any other: for malformed requests (no
+    /// `jsonrpc`, positional params) that still get an answer.
+    pub async fn send_raw_request(&self, id: RpcId, method: &str, line: &str) -> PendingRequest {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut st = self.shared.lock();
+            st.pending.insert(id.clone(), tx);
+            st.editor_requests.insert(id.clone(), method.to_owned());
+            st.editor_request_params.insert(id.clone(), Value::Null);
+            st.transcript.push((Dir::Out, line.to_owned()));
+        }
+        if let Err(e) = self.shared.write_line(line).await {
+            self.shared
+                .fail(&format!("could not send {method} to the agent: {e}"));
+        }
+        PendingRequest {
+            id,
+            method: method.to_owned(),
+            rx,
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Writes a raw line (a newline is appended unless present). Nothing is
     /// checked or registered: for garbage-input tests.
     pub async fn send_raw(&self, line: &str) -> std::io::Result<()> {
