@@ -21,6 +21,8 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
 pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
 pub const MODEL_ENV: &str = "ACP_CODER_MODEL";
+/// Windows up to this many tokens get the short prompt by default.
+pub const COMPACT_PROMPT_WINDOW: u64 = 16_384;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -73,7 +75,12 @@ pub struct FileConfig {
     pub require_api_key: Option<bool>,
     pub default_mode: Option<Mode>,
     pub max_turn_requests: Option<u32>,
+    /// The model's context window in tokens; when unset, the server is
+    /// asked (llama-server, Ollama, LM Studio, `/models`), else 128000.
     pub context_window: Option<u64>,
+    /// The short system prompt and tool descriptions for small models:
+    /// default on when the context window is at most 16k tokens.
+    pub compact_prompt: Option<bool>,
     pub max_retries: Option<u32>,
     /// Seconds without a byte from the model before the stream counts as hung.
     pub stream_idle_timeout_secs: Option<u64>,
@@ -164,7 +171,12 @@ pub struct Settings {
     pub config_path: Option<PathBuf>,
     pub default_mode: Mode,
     pub max_turn_requests: u32,
+    /// The window when neither the config nor the server says.
     pub context_window: u64,
+    /// Whether the file set `context_window` (then the server is not asked).
+    pub context_window_configured: bool,
+    /// `compact_prompt`: `None` decides by the window ([`Settings::compact_prompt_for`]).
+    pub compact_prompt: Option<bool>,
     pub max_retries: u32,
     pub stream_idle_timeout: Duration,
     pub connect_timeout: Duration,
@@ -259,6 +271,8 @@ impl Default for Settings {
             default_mode: Mode::Ask,
             max_turn_requests: 100,
             context_window: 128_000,
+            context_window_configured: false,
+            compact_prompt: None,
             max_retries: 5,
             stream_idle_timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(15),
@@ -331,7 +345,9 @@ impl Settings {
         }
         if let Some(n) = file.context_window {
             self.context_window = n;
+            self.context_window_configured = true;
         }
+        self.compact_prompt = file.compact_prompt;
         if let Some(n) = file.max_retries {
             self.max_retries = n;
         }
@@ -497,11 +513,24 @@ impl Settings {
         self.model_config(id).and_then(|c| c.audio).unwrap_or(false)
     }
 
-    /// The context window of a model, in tokens.
+    /// The context window of a model, in tokens, as configured (else the default).
     pub fn context_window_for(&self, id: &str) -> u64 {
-        self.model_config(id)
-            .and_then(|c| c.context_window)
+        self.configured_context_window(id)
             .unwrap_or(self.context_window)
+    }
+
+    /// The context window the config file gives a model, if it does.
+    pub fn configured_context_window(&self, id: &str) -> Option<u64> {
+        self.model_config(id).and_then(|c| c.context_window).or(self
+            .context_window_configured
+            .then_some(self.context_window))
+    }
+
+    /// Whether a model with a window of `window` tokens gets the short
+    /// prompt: as `compact_prompt` says, else for windows up to 16k.
+    pub fn compact_prompt_for(&self, window: u64) -> bool {
+        self.compact_prompt
+            .unwrap_or(window <= COMPACT_PROMPT_WINDOW)
     }
 
     /// Where to fix a key the endpoint rejected.

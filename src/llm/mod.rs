@@ -17,6 +17,8 @@ mod layer;
 mod openai;
 mod retry;
 mod stream;
+pub mod text_calls;
+mod window;
 
 pub use assemble::{Assembler, ToolCallRequest};
 pub use chat::{ChatMessage, ChatRequest, ToolSpec, UserPart};
@@ -209,4 +211,15 @@ impl LlmError {
 pub trait Model: Send + Sync {
     async fn stream(&self, request: &ChatRequest<'_>) -> Result<EventStream, LlmError>;
     async fn list_models(&self) -> Result<Vec<String>, LlmError>;
+
+    /// The context window the server runs `model` with, when it says
+    /// (`window`): asked once per model, then remembered.
+    async fn context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
+
+    /// What [`Model::context_window`] learned, without asking.
+    fn known_context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
 }

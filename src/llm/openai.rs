@@ -53,7 +53,12 @@ pub struct OpenAiModel {
     secrets: Arc<Vec<String>>,
     idle_timeout: Duration,
     limits: StreamLimits,
+    /// Context windows the server reported, per model (`None`: it did not say).
+    windows: std::sync::Mutex<std::collections::HashMap<String, Option<u64>>>,
 }
+
+/// How long the server may take to say a model's window.
+const WINDOW_TIMEOUT: Duration = Duration::from_secs(3);
 
 const USER_AGENT: &str = concat!("acp-coder/", env!("CARGO_PKG_VERSION"));
 
@@ -114,6 +119,7 @@ impl OpenAiModel {
             secrets: Arc::new(secrets),
             idle_timeout,
             limits: StreamLimits::default(),
+            windows: Default::default(),
         })
     }
 
@@ -185,6 +191,29 @@ impl Model for OpenAiModel {
             self.idle_timeout,
         );
         Ok(reply.boxed())
+    }
+
+    async fn context_window(&self, model: &str) -> Option<u64> {
+        if let Some(known) = self.windows.lock().ok()?.get(model) {
+            return *known;
+        }
+        let found = super::window::probe(
+            &self.client,
+            &self.endpoint.base,
+            &self.endpoint.headers,
+            model,
+            WINDOW_TIMEOUT,
+        )
+        .await;
+        if let Some(n) = found {
+            tracing::info!(model, window = n, "context window reported by the server");
+        }
+        self.windows.lock().ok()?.insert(model.to_owned(), found);
+        found
+    }
+
+    fn known_context_window(&self, model: &str) -> Option<u64> {
+        self.windows.lock().ok()?.get(model).copied().flatten()
     }
 
     async fn list_models(&self) -> Result<Vec<String>, LlmError> {
