@@ -162,6 +162,11 @@ pub enum KeySource {
 #[derive(Clone)]
 pub struct Settings {
     pub base_url: String,
+    /// Whether a flag, the environment or the file named the base URL.
+    pub base_url_given: bool,
+    /// The local server used because nothing was configured
+    /// (`llm::discover`): its name.
+    pub local_server: Option<String>,
     pub api_key: Option<String>,
     pub key_source: KeySource,
     /// Variable the user should set when the key is missing or wrong.
@@ -262,6 +267,8 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             base_url: DEFAULT_BASE_URL.into(),
+            base_url_given: false,
+            local_server: None,
             api_key: None,
             key_source: KeySource::None,
             api_key_env: API_KEY_ENV.into(),
@@ -426,11 +433,13 @@ impl Settings {
         file: &FileConfig,
         path: Option<&Path>,
     ) -> Result<(), ConfigError> {
-        self.base_url = over
+        let given = over
             .base_url
             .clone()
             .or_else(|| env(BASE_URL_ENV))
-            .or(file.base_url.clone())
+            .or(file.base_url.clone());
+        self.base_url_given = given.is_some();
+        self.base_url = given
             .unwrap_or_else(|| DEFAULT_BASE_URL.into())
             .trim_end_matches('/')
             .to_owned();
@@ -478,6 +487,37 @@ impl Settings {
             load_error: Some(error.to_string()),
             ..Settings::default()
         }
+    }
+
+    /// Whether a local server may be looked for: no base URL and no key
+    /// anywhere, and the config file loaded.
+    pub fn may_use_local_server(&self) -> bool {
+        !self.base_url_given && self.api_key.is_none() && self.load_error.is_none()
+    }
+
+    /// Uses the local server `name` at `base_url` (found by `llm::discover`),
+    /// with `model` unless one is configured.
+    pub fn use_local_server(&mut self, name: &str, base_url: &str, model: Option<String>) {
+        self.base_url = base_url.trim_end_matches('/').to_owned();
+        self.require_api_key = false;
+        if self.model.is_none() {
+            self.model = model;
+        }
+        self.local_server = Some(name.to_owned());
+    }
+
+    /// What to tell the user when a local server is used without
+    /// configuration (`doctor`, the first session); `None` otherwise.
+    pub fn local_server_notice(&self) -> Option<String> {
+        let name = self.local_server.as_ref()?;
+        Some(format!(
+            "No model endpoint is configured, so acp-coder uses the local {name} server at {}{}. Set {BASE_URL_ENV} (or base_url in the config file) to choose another.",
+            self.base_url,
+            self.model
+                .as_ref()
+                .map(|m| format!(" with model {m}"))
+                .unwrap_or_default()
+        ))
     }
 
     /// Why a model call cannot be made yet, phrased as what to set; `None` when usable.

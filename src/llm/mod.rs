@@ -13,6 +13,7 @@
 //! retries with none: ours ([`RetryPolicy`]) show the user what happens.
 mod assemble;
 mod chat;
+pub mod discover;
 mod layer;
 mod openai;
 mod retry;

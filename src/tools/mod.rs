@@ -67,6 +67,9 @@ pub struct ToolContext {
 /// The files a session's model has seen (read, written, or been shown whole).
 pub trait SeenFiles: Send + Sync {
     fn has_seen(&self, path: &std::path::Path) -> bool;
+    /// Whether `write_file` refuses to overwrite an unseen file (the
+    /// small-model mode: a weak model overwrites what it never read).
+    fn guards_overwrites(&self) -> bool;
     /// The model was just shown the file's content.
     fn shown(&self, path: &std::path::Path);
 }
@@ -75,6 +78,13 @@ impl ToolContext {
     /// Whether the model has not seen `path` in this session.
     pub fn unseen(&self, path: &std::path::Path) -> bool {
         self.seen.as_ref().is_some_and(|s| !s.has_seen(path))
+    }
+
+    /// Whether overwriting `path` now is blind and must not happen ([`SeenFiles::guards_overwrites`]).
+    pub fn blind_overwrite(&self, path: &std::path::Path) -> bool {
+        self.seen
+            .as_ref()
+            .is_some_and(|s| s.guards_overwrites() && !s.has_seen(path))
     }
     /// Whether a tool may read `path` while it prepares a call, before the
     /// permission step: only inside the session roots (DESIGN §3: outside

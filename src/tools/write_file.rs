@@ -63,7 +63,7 @@ impl Tool for WriteFile {
         if let Some(old) = &old
             && !old.trim().is_empty()
             && old != &args.content
-            && ctx.unseen(&path)
+            && ctx.blind_overwrite(&path)
         {
             return Err(blind_overwrite(ctx, &path, &args.path, old));
         }

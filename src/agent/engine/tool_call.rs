@@ -45,13 +45,13 @@ pub async fn run(
     cancel: &CancellationToken,
     secret_env: &[String],
     sandbox_network: bool,
-    result_limit: usize,
+    limits: Limits,
 ) -> CallResult {
     let call = Call {
         session,
         id: session.claim_tool_id(&req.id),
         cancel,
-        result_limit,
+        limits,
     };
     match call.steps(req, secret_env, sandbox_network).await {
         Ok(done) | Err(done) => done,
@@ -65,8 +65,17 @@ struct Call<'a> {
     session: &'a Arc<Session>,
     id: String,
     cancel: &'a CancellationToken,
+    limits: Limits,
+}
+
+/// What a call may do, set by the turn from the model's window.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
     /// Bytes of a result the model reads ([`result_limit`]).
-    result_limit: usize,
+    pub result_bytes: usize,
+    /// The small-model mode: `write_file` does not overwrite a file the
+    /// model has not seen ([`crate::tools::SeenFiles::guards_overwrites`]).
+    pub guard_overwrites: bool,
 }
 
 type Step<T> = Result<T, CallResult>;
@@ -145,7 +154,10 @@ impl Call<'_> {
             tool_call_id: self.id.clone(),
             secret_env: secret_env.to_vec(),
             sandbox: None,
-            seen: Some(Arc::new(SessionSeen(self.session.clone()))),
+            seen: Some(Arc::new(SessionSeen(
+                self.session.clone(),
+                self.limits.guard_overwrites,
+            ))),
         }
     }
 
@@ -319,7 +331,7 @@ impl Call<'_> {
                     ..ToolCallUpdate::new(&self.id)
                 }));
                 CallResult {
-                    for_model: trim_to(for_model, self.result_limit),
+                    for_model: trim_to(for_model, self.limits.result_bytes),
                     cancelled: false,
                     failed,
                     media,
@@ -354,11 +366,14 @@ impl Call<'_> {
 }
 
 /// What the session's model has seen, for the editing tools.
-struct SessionSeen(Arc<Session>);
+struct SessionSeen(Arc<Session>, bool);
 
 impl crate::tools::SeenFiles for SessionSeen {
     fn has_seen(&self, path: &std::path::Path) -> bool {
         self.0.tracker.has_seen(path)
+    }
+    fn guards_overwrites(&self) -> bool {
+        self.1
     }
     fn shown(&self, path: &std::path::Path) {
         self.0.tracker.mark_shown(path)

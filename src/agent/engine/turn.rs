@@ -215,7 +215,11 @@ async fn run_calls(
         cancel,
         lender,
     } = *turn;
-    let result_limit = tool_call::result_limit(env.context_window());
+    let window = env.context_window();
+    let limits = tool_call::Limits {
+        result_bytes: tool_call::result_limit(window),
+        guard_overwrites: env.settings.compact_prompt_for(window),
+    };
     let mut was_cancelled = false;
     let mut media = Vec::new();
     let images_on = env.settings.model_accepts_images(&env.model_id);
@@ -230,7 +234,7 @@ async fn run_calls(
                 cancel,
                 &env.settings.secret_env,
                 env.settings.sandbox_network,
-                result_limit,
+                limits,
             )
             .await;
             was_cancelled = result.cancelled || cancel.is_cancelled();
