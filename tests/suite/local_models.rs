@@ -294,3 +294,33 @@ async fn a_local_server_is_found_without_configuration() {
     assert_eq!(request.body["model"], "qwen2.5-coder-1.5b-instruct");
     assert!(request.header("authorization").is_none());
 }
+
+/// The short prompt for small windows keeps every tool and is much
+/// smaller; the sizes are printed for BENCHMARKS.md
+/// (`cargo test --test all first_request_sizes -- --nocapture`).
+#[tokio::test]
+async fn first_request_sizes() {
+    let mut sizes = Vec::new();
+    for n_ctx in [131072, 16384] {
+        let model = FakeModel::start().await;
+        model.set_route(
+            "GET",
+            "/props",
+            Reply::json(json!({"default_generation_settings": {"n_ctx": n_ctx}})),
+        );
+        model.push(Reply::text("ok"));
+        let r = ready(&model).await;
+        r.editor.prompt(&r.sid, "hello").await;
+        let first = model.chat_requests()[0].clone();
+        sizes.push((first.raw_body.len(), first.tool_names()));
+    }
+    let ((full, full_tools), (short, short_tools)) = (&sizes[0], &sizes[1]);
+    eprintln!(
+        "first request: full prompt {full} bytes (~{} tokens), short prompt {short} bytes (~{} tokens), {} tools",
+        full / 4,
+        short / 4,
+        full_tools.len()
+    );
+    assert_eq!(full_tools, short_tools, "same tools");
+    assert!(short * 10 < full * 7, "{short} vs {full}");
+}
