@@ -55,6 +55,8 @@ pub struct OpenAiModel {
     limits: StreamLimits,
     /// Context windows the server reported, per model (`None`: it did not say).
     windows: std::sync::Mutex<std::collections::HashMap<String, Option<u64>>>,
+    /// The last `GET /models` answer, which also says windows (asked once).
+    listing: std::sync::Mutex<Option<Value>>,
 }
 
 /// How long the server may take to say a model's window.
@@ -120,6 +122,7 @@ impl OpenAiModel {
             idle_timeout,
             limits: StreamLimits::default(),
             windows: Default::default(),
+            listing: Default::default(),
         })
     }
 
@@ -197,11 +200,13 @@ impl Model for OpenAiModel {
         if let Some(known) = self.windows.lock().ok()?.get(model) {
             return *known;
         }
+        let listing = self.listing.lock().ok().and_then(|l| l.clone());
         let found = super::window::probe(
             &self.client,
             &self.endpoint.base,
             &self.endpoint.headers,
             model,
+            listing,
             WINDOW_TIMEOUT,
         )
         .await;
@@ -237,6 +242,9 @@ impl Model for OpenAiModel {
             Ok(Err(e)) => return Err(self.open_error(e, &url)),
             Ok(Ok(v)) => v,
         };
+        if let Ok(mut kept) = self.listing.lock() {
+            *kept = Some(v.clone());
+        }
         let list = v
             .get("data")
             .or_else(|| v.get("models"))

@@ -55,18 +55,25 @@ impl Found {
 
 /// Asks the server at `base` (the chat base URL, e.g. `…/v1`) for `model`'s
 /// window; `None` when nothing says.
+/// `listing` is the `GET /models` answer when the client already has it.
 pub(super) async fn probe(
     client: &reqwest::Client,
     base: &str,
     auth: &HeaderMap,
     model: &str,
+    listing: Option<Value>,
     timeout: Duration,
 ) -> Option<u64> {
     let base = base.trim_end_matches('/');
     let root = base.strip_suffix("/v1").unwrap_or(base);
     let local = crate::config::is_local_endpoint(base);
     let get = |url: String| fetch(client.get(url).headers(auth.clone()), timeout);
-    let listed = get(format!("{base}/models"));
+    let listed = async {
+        match listing {
+            Some(v) => Some(v),
+            None => get(format!("{base}/models")).await,
+        }
+    };
     let props = async {
         match local {
             true => get(format!("{root}/props")).await,
