@@ -90,9 +90,13 @@ pub async fn checks(opts: &DoctorOptions) -> Vec<Check> {
     let mut out = Vec::new();
     let over = &opts.overrides;
     let path = over.config.clone().unwrap_or_else(default_config_path);
-    let Some(settings) = config_check(over, &path, &mut out) else {
+    let Some(mut settings) = config_check(over, &path, &mut out) else {
         return out;
     };
+    crate::llm::discover::use_local_server(&mut settings, &crate::secrets::env::var).await;
+    if let Some(notice) = settings.local_server_notice() {
+        out.push(Check::new(Level::Ok, notice));
+    }
 
     // API key.
     out.push(key_check(&settings));

@@ -326,6 +326,9 @@ fn run_agent(
     let trace = open_trace(g, &settings)?;
     let runtime = runtime()?;
     runtime.block_on(async move {
+        let mut settings = settings;
+        acp_coder::llm::discover::use_local_server(&mut settings, &acp_coder::secrets::env::var)
+            .await;
         let mut config = AgentConfig {
             overrides: Some(overrides),
             ..AgentConfig::new(settings)
@@ -378,6 +381,11 @@ fn run_exec(g: &GlobalArgs, args: ExecArgs) -> u8 {
         mode: args.mode.clone(),
         cwd: args.cwd.clone(),
     };
+    let mut settings = settings;
+    runtime.block_on(acp_coder::llm::discover::use_local_server(
+        &mut settings,
+        &acp_coder::secrets::env::var,
+    ));
     let mut config = AgentConfig {
         overrides: Some(overrides),
         ..AgentConfig::new(settings)

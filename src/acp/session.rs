@@ -71,6 +71,10 @@ pub struct NewSessionResponse {
     pub session_id: String,
     pub modes: SessionModeState,
     pub config_options: Vec<SessionConfigOption>,
+    /// `{"acp-coder": {"notice": …}}`: what the agent chose on its own that
+    /// the user should know (a local model server used without configuration).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

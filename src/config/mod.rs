@@ -21,6 +21,8 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
 pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
 pub const MODEL_ENV: &str = "ACP_CODER_MODEL";
+/// Windows up to this many tokens get the short prompt by default.
+pub const COMPACT_PROMPT_WINDOW: u64 = 16_384;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -73,7 +75,12 @@ pub struct FileConfig {
     pub require_api_key: Option<bool>,
     pub default_mode: Option<Mode>,
     pub max_turn_requests: Option<u32>,
+    /// The model's context window in tokens; when unset, the server is
+    /// asked (llama-server, Ollama, LM Studio, `/models`), else 128000.
     pub context_window: Option<u64>,
+    /// The short system prompt and tool descriptions for small models:
+    /// default on when the context window is at most 16k tokens.
+    pub compact_prompt: Option<bool>,
     pub max_retries: Option<u32>,
     /// Seconds without a byte from the model before the stream counts as hung.
     pub stream_idle_timeout_secs: Option<u64>,
@@ -155,6 +162,11 @@ pub enum KeySource {
 #[derive(Clone)]
 pub struct Settings {
     pub base_url: String,
+    /// Whether a flag, the environment or the file named the base URL.
+    pub base_url_given: bool,
+    /// The local server used because nothing was configured
+    /// (`llm::discover`): its name.
+    pub local_server: Option<String>,
     pub api_key: Option<String>,
     pub key_source: KeySource,
     /// Variable the user should set when the key is missing or wrong.
@@ -164,7 +176,12 @@ pub struct Settings {
     pub config_path: Option<PathBuf>,
     pub default_mode: Mode,
     pub max_turn_requests: u32,
+    /// The window when neither the config nor the server says.
     pub context_window: u64,
+    /// Whether the file set `context_window` (then the server is not asked).
+    pub context_window_configured: bool,
+    /// `compact_prompt`: `None` decides by the window ([`Settings::compact_prompt_for`]).
+    pub compact_prompt: Option<bool>,
     pub max_retries: u32,
     pub stream_idle_timeout: Duration,
     pub connect_timeout: Duration,
@@ -250,6 +267,8 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             base_url: DEFAULT_BASE_URL.into(),
+            base_url_given: false,
+            local_server: None,
             api_key: None,
             key_source: KeySource::None,
             api_key_env: API_KEY_ENV.into(),
@@ -259,6 +278,8 @@ impl Default for Settings {
             default_mode: Mode::Ask,
             max_turn_requests: 100,
             context_window: 128_000,
+            context_window_configured: false,
+            compact_prompt: None,
             max_retries: 5,
             stream_idle_timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(15),
@@ -331,7 +352,9 @@ impl Settings {
         }
         if let Some(n) = file.context_window {
             self.context_window = n;
+            self.context_window_configured = true;
         }
+        self.compact_prompt = file.compact_prompt;
         if let Some(n) = file.max_retries {
             self.max_retries = n;
         }
@@ -410,11 +433,13 @@ impl Settings {
         file: &FileConfig,
         path: Option<&Path>,
     ) -> Result<(), ConfigError> {
-        self.base_url = over
+        let given = over
             .base_url
             .clone()
             .or_else(|| env(BASE_URL_ENV))
-            .or(file.base_url.clone())
+            .or(file.base_url.clone());
+        self.base_url_given = given.is_some();
+        self.base_url = given
             .unwrap_or_else(|| DEFAULT_BASE_URL.into())
             .trim_end_matches('/')
             .to_owned();
@@ -464,6 +489,37 @@ impl Settings {
         }
     }
 
+    /// Whether a local server may be looked for: no base URL and no key
+    /// anywhere, and the config file loaded.
+    pub fn may_use_local_server(&self) -> bool {
+        !self.base_url_given && self.api_key.is_none() && self.load_error.is_none()
+    }
+
+    /// Uses the local server `name` at `base_url` (found by `llm::discover`),
+    /// with `model` unless one is configured.
+    pub fn use_local_server(&mut self, name: &str, base_url: &str, model: Option<String>) {
+        self.base_url = base_url.trim_end_matches('/').to_owned();
+        self.require_api_key = false;
+        if self.model.is_none() {
+            self.model = model;
+        }
+        self.local_server = Some(name.to_owned());
+    }
+
+    /// What to tell the user when a local server is used without
+    /// configuration (`doctor`, the first session); `None` otherwise.
+    pub fn local_server_notice(&self) -> Option<String> {
+        let name = self.local_server.as_ref()?;
+        Some(format!(
+            "No model endpoint is configured, so acp-coder uses the local {name} server at {}{}. Set {BASE_URL_ENV} (or base_url in the config file) to choose another.",
+            self.base_url,
+            self.model
+                .as_ref()
+                .map(|m| format!(" with model {m}"))
+                .unwrap_or_default()
+        ))
+    }
+
     /// Why a model call cannot be made yet, phrased as what to set; `None` when usable.
     pub fn missing_credentials(&self) -> Option<String> {
         if self.api_key.is_none() && self.require_api_key {
@@ -497,11 +553,24 @@ impl Settings {
         self.model_config(id).and_then(|c| c.audio).unwrap_or(false)
     }
 
-    /// The context window of a model, in tokens.
+    /// The context window of a model, in tokens, as configured (else the default).
     pub fn context_window_for(&self, id: &str) -> u64 {
-        self.model_config(id)
-            .and_then(|c| c.context_window)
+        self.configured_context_window(id)
             .unwrap_or(self.context_window)
+    }
+
+    /// The context window the config file gives a model, if it does.
+    pub fn configured_context_window(&self, id: &str) -> Option<u64> {
+        self.model_config(id).and_then(|c| c.context_window).or(self
+            .context_window_configured
+            .then_some(self.context_window))
+    }
+
+    /// Whether a model with a window of `window` tokens gets the short
+    /// prompt: as `compact_prompt` says, else for windows up to 16k.
+    pub fn compact_prompt_for(&self, window: u64) -> bool {
+        self.compact_prompt
+            .unwrap_or(window <= COMPACT_PROMPT_WINDOW)
     }
 
     /// Where to fix a key the endpoint rejected.

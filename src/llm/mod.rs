@@ -13,11 +13,14 @@
 //! retries with none: ours ([`RetryPolicy`]) show the user what happens.
 mod assemble;
 mod chat;
+pub mod discover;
 mod layer;
 mod openai;
 mod redirect;
 mod retry;
 mod stream;
+pub mod text_calls;
+mod window;
 
 pub use assemble::{Assembler, ToolCallRequest};
 pub use chat::{ChatMessage, ChatRequest, ToolSpec, UserPart};
@@ -210,4 +213,15 @@ impl LlmError {
 pub trait Model: Send + Sync {
     async fn stream(&self, request: &ChatRequest<'_>) -> Result<EventStream, LlmError>;
     async fn list_models(&self) -> Result<Vec<String>, LlmError>;
+
+    /// The context window the server runs `model` with, when it says
+    /// (`window`): asked once per model, then remembered.
+    async fn context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
+
+    /// What [`Model::context_window`] learned, without asking.
+    fn known_context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
 }

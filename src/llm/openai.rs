@@ -56,7 +56,14 @@ pub struct OpenAiModel {
     credentials: Arc<Vec<HeaderName>>,
     idle_timeout: Duration,
     limits: StreamLimits,
+    /// Context windows the server reported, per model (`None`: it did not say).
+    windows: std::sync::Mutex<std::collections::HashMap<String, Option<u64>>>,
+    /// The last `GET /models` answer, which also says windows (asked once).
+    listing: std::sync::Mutex<Option<Value>>,
 }
+
+/// How long the server may take to say a model's window.
+const WINDOW_TIMEOUT: Duration = Duration::from_secs(3);
 
 const USER_AGENT: &str = concat!("acp-coder/", env!("CARGO_PKG_VERSION"));
 
@@ -123,6 +130,8 @@ impl OpenAiModel {
             credentials: Arc::new(credentials),
             idle_timeout,
             limits: StreamLimits::default(),
+            windows: Default::default(),
+            listing: Default::default(),
         })
     }
 
@@ -197,6 +206,31 @@ impl Model for OpenAiModel {
         Ok(reply.boxed())
     }
 
+    async fn context_window(&self, model: &str) -> Option<u64> {
+        if let Some(known) = self.windows.lock().ok()?.get(model) {
+            return *known;
+        }
+        let listing = self.listing.lock().ok().and_then(|l| l.clone());
+        let found = super::window::probe(
+            &self.client,
+            &self.endpoint.base,
+            &self.endpoint.headers,
+            model,
+            listing,
+            WINDOW_TIMEOUT,
+        )
+        .await;
+        if let Some(n) = found {
+            tracing::info!(model, window = n, "context window reported by the server");
+        }
+        self.windows.lock().ok()?.insert(model.to_owned(), found);
+        found
+    }
+
+    fn known_context_window(&self, model: &str) -> Option<u64> {
+        self.windows.lock().ok()?.get(model).copied().flatten()
+    }
+
     async fn list_models(&self) -> Result<Vec<String>, LlmError> {
         let url = self.url("/models");
         let api = self.api(Arc::new(ReplyState::default()));
@@ -218,6 +252,9 @@ impl Model for OpenAiModel {
             Ok(Err(e)) => return Err(self.open_error(e, &url)),
             Ok(Ok(v)) => v,
         };
+        if let Ok(mut kept) = self.listing.lock() {
+            *kept = Some(v.clone());
+        }
         let list = v
             .get("data")
             .or_else(|| v.get("models"))

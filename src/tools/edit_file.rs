@@ -1,7 +1,13 @@
 //! `edit_file`: exact string replacement, reviewed as a diff before it is written.
 //!
 //! The match must be exact and unique unless `replace_all`. Matching ignores the
-//! difference between CRLF and LF, and the file keeps its own line endings. If
+//! difference between CRLF and LF, and the file keeps its own line endings.
+//! When there is no exact match, whole lines that match once whitespace and
+//! indentation are ignored are replaced (the new lines take the file's
+//! indentation). An edit that does not apply to a file the model has not
+//! seen in this session answers with the file's content, and an edit that
+//! changes nothing with the part of the file it names: weak models land
+//! their edit on the next try instead of giving up. If
 //! the file changes while the user reviews the edit, the edit is re-applied to
 //! the new content (or refused), so the user's own changes are never lost.
 use std::path::PathBuf;
@@ -10,7 +16,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::display;
-use super::text::{line_of, nearest_lines, numbered, uses_crlf, with_line_endings};
+use super::text::{
+    Loose, bounded_numbered, line_of, loose_match, nearest_lines, numbered, reindent, uses_crlf,
+    with_line_endings,
+};
 use super::{
     Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, parse_args,
     resolve_arg,
@@ -66,14 +75,14 @@ impl Tool for EditFile {
                 "old_string is empty; to create a file or replace all of it use write_file".into(),
             ));
         }
-        if args.old_string == args.new_string {
-            return Err(ToolError::InvalidArgs(
-                "old_string and new_string are identical; nothing to change".into(),
-            ));
-        }
         let path = resolve_arg(ctx, &args.path)?;
         let shown = display(&path, &ctx.cwd);
         if !ctx.may_preview(&path) {
+            if args.old_string == args.new_string {
+                return Err(ToolError::InvalidArgs(
+                    "old_string and new_string are identical; nothing to change".into(),
+                ));
+            }
             // Outside the roots: the file is read only once the user allowed
             // the edit; the request shows the replacement alone.
             return Ok(Invocation {
@@ -98,7 +107,10 @@ impl Tool for EditFile {
             });
         }
         let old = read_existing(ctx, &path, &shown).await?;
-        let edit = apply(&old, &args, &shown)?;
+        if args.old_string == args.new_string {
+            return Err(unchanged(&old, &args.old_string, &shown));
+        }
+        let edit = apply(&old, &args, &shown).map_err(|e| with_content(e, ctx, &path, &old))?;
         Ok(Invocation {
             title: format!("Edit {shown}"),
             kind: ToolKind::Edit,
@@ -136,6 +148,53 @@ async fn read_existing(
     }
 }
 
+/// Lines of a file shown to a model that has not read it, and about how many bytes.
+const SHOWN_LINES: usize = 250;
+const SHOWN_BYTES: usize = 12 * 1024;
+
+/// An edit that does not apply to a file the model has not seen: the error
+/// with the file's content, which counts as seen from then on.
+fn with_content(e: ToolError, ctx: &ToolContext, path: &std::path::Path, old: &str) -> ToolError {
+    let ToolError::Failed(msg) = e else { return e };
+    if !ctx.unseen(path) {
+        return ToolError::Failed(msg);
+    }
+    if let Some(seen) = &ctx.seen {
+        seen.shown(path);
+    }
+    let lf = old.replace("\r\n", "\n");
+    ToolError::Failed(format!(
+        "{msg}\nYou have not read this file in this session. Its current content is below; copy old_string from it exactly (without the line-number prefix) and call edit_file again:\n{}",
+        bounded_numbered(&lf, SHOWN_LINES, SHOWN_BYTES)
+    ))
+}
+
+/// `old_string` equal to `new_string`: the part of the file it names, so
+/// the model sees what is there and what to change.
+fn unchanged(old: &str, needle: &str, shown: &str) -> ToolError {
+    let text = old.replace("\r\n", "\n");
+    let needle = needle.replace("\r\n", "\n");
+    let at = text.find(&needle).or(match loose_match(&text, &needle) {
+        Loose::One { range, .. } => Some(range.start),
+        _ => None,
+    });
+    let msg = "old_string and new_string are identical, so this edit would change nothing; put the new text in new_string";
+    ToolError::Failed(match at {
+        Some(at) => {
+            let first = line_of(&text, at);
+            let last = first + needle.trim_end_matches('\n').matches('\n').count();
+            format!(
+                "{msg}. That part of {shown} is now:\n{}",
+                numbered(&text, first.saturating_sub(3).max(1), last + 3)
+            )
+        }
+        None => format!(
+            "{msg}. old_string is not in {shown} either; its current content:\n{}",
+            bounded_numbered(&text, SHOWN_LINES, SHOWN_BYTES)
+        ),
+    })
+}
+
 #[derive(Debug)]
 struct Applied {
     new_text: String,
@@ -143,6 +202,8 @@ struct Applied {
     count: usize,
     /// 1-based line range of the replacement in the new text.
     changed: (usize, usize),
+    /// Matched only once whitespace and indentation were ignored.
+    loose: bool,
 }
 
 fn apply(old: &str, args: &Args, shown: &str) -> Result<Applied, ToolError> {
@@ -151,6 +212,21 @@ fn apply(old: &str, args: &Args, shown: &str) -> Result<Applied, ToolError> {
     let needle = args.old_string.replace("\r\n", "\n");
     let replacement = args.new_string.replace("\r\n", "\n");
     let positions: Vec<usize> = text.match_indices(&needle).map(|(i, _)| i).collect();
+    if positions.is_empty()
+        && let Loose::One { range, indent } = loose_match(&text, &needle)
+    {
+        let first_line = line_of(&text, range.start);
+        let new_lines = reindent(&replacement, &needle, &indent);
+        let new_lf = format!("{}{new_lines}{}", &text[..range.start], &text[range.end..]);
+        let end = first_line + new_lines.matches('\n').count();
+        return Ok(Applied {
+            new_text: with_line_endings(&new_lf, crlf),
+            first_line,
+            count: 1,
+            changed: (first_line, end),
+            loose: true,
+        });
+    }
     if positions.is_empty() {
         let mut msg = format!("old_string was not found in {shown}.");
         match nearest_lines(&text, &needle) {
@@ -190,6 +266,7 @@ fn apply(old: &str, args: &Args, shown: &str) -> Result<Applied, ToolError> {
         first_line,
         count: positions.len(),
         changed: (start, end),
+        loose: false,
     })
 }
 
@@ -220,7 +297,9 @@ impl Action for Edit {
         let lf = edit.new_text.replace("\r\n", "\n");
         let (a, b) = edit.changed;
         let snippet = numbered(&lf, a.saturating_sub(3).max(1), b + 3);
-        let what = if edit.count == 1 {
+        let what = if edit.loose {
+            "the lines that match old_string when whitespace and indentation are ignored (the new lines take the file's indentation)".to_owned()
+        } else if edit.count == 1 {
             "1 occurrence".to_owned()
         } else {
             format!("{} occurrences", edit.count)
@@ -266,6 +345,50 @@ mod tests {
         assert_eq!(e.new_text, "x = 2");
     }
 
+    /// A weak model's old_string with the wrong indentation and spacing:
+    /// the one place it matches is replaced, re-indented, nothing else.
+    #[test]
+    fn whitespace_insensitive_unique_match_is_applied() {
+        let file = "def f(x):\n    if x:\n        return  1\n    return 0\n";
+        let e = apply(
+            file,
+            &args("if x:\n    return 1\n", "if x:\n    return 2\n", false),
+            "f",
+        )
+        .unwrap();
+        assert_eq!(
+            e.new_text,
+            "def f(x):\n    if x:\n        return 2\n    return 0\n"
+        );
+        assert!(e.loose);
+        assert_eq!(e.changed, (2, 3));
+        // Two loose matches: not applied.
+        let err = apply("a\n  b\nb\n", &args("b  ", "c", false), "f").unwrap_err();
+        assert!(err.to_string().contains("not found"), "{err}");
+        // CRLF files keep CRLF.
+        let e = apply("x\r\n\ty = 1\r\n", &args("y = 1", "y = 2", false), "f").unwrap();
+        assert_eq!(e.new_text, "x\r\n\ty = 2\r\n");
+        let e = apply("x\r\n\ty  =  1\r\n", &args("y = 1", "y = 2", false), "f").unwrap();
+        assert_eq!(e.new_text, "x\r\n\ty = 2\r\n");
+    }
+
+    #[test]
+    fn identical_strings_show_that_part_of_the_file() {
+        let file = (1..=20).map(|i| format!("line {i}\n")).collect::<String>();
+        let err = unchanged(&file, "line 10\n", "f").to_string();
+        assert!(err.contains("would change nothing"), "{err}");
+        assert!(
+            err.contains("    10\tline 10") && err.contains("     7\tline 7"),
+            "{err}"
+        );
+        assert!(!err.contains("line 1\n"), "{err}");
+        let err = unchanged(&file, "nope", "f").to_string();
+        assert!(
+            err.contains("not in f either") && err.contains("    20\tline 20"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn ambiguous_and_missing_matches_explain() {
         let err = apply("x\nx\n", &args("x", "y", false), "f")
@@ -279,7 +402,7 @@ mod tests {
         assert_eq!((e.new_text.as_str(), e.count), ("y\ny\n", 2));
         let err = apply(
             "fn main() {\n    let x = 1;\n}\n",
-            &args("let  x = 1;", "z", false),
+            &args("let  x = 1 ;", "z", false),
             "f",
         )
         .unwrap_err()

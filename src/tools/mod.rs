@@ -59,9 +59,33 @@ pub struct ToolContext {
     /// once the permission decision is made; `None` runs it unconfined (the
     /// user allowed this very command, or there is no sandbox).
     pub sandbox: Option<sandbox::Policy>,
+    /// The files the session's model has seen; `None` where nothing is
+    /// tracked. The editing tools answer a blind edit with the file.
+    pub seen: Option<Arc<dyn SeenFiles>>,
+}
+
+/// The files a session's model has seen (read, written, or been shown whole).
+pub trait SeenFiles: Send + Sync {
+    fn has_seen(&self, path: &std::path::Path) -> bool;
+    /// Whether `write_file` refuses to overwrite an unseen file (the
+    /// small-model mode: a weak model overwrites what it never read).
+    fn guards_overwrites(&self) -> bool;
+    /// The model was just shown the file's content.
+    fn shown(&self, path: &std::path::Path);
 }
 
 impl ToolContext {
+    /// Whether the model has not seen `path` in this session.
+    pub fn unseen(&self, path: &std::path::Path) -> bool {
+        self.seen.as_ref().is_some_and(|s| !s.has_seen(path))
+    }
+
+    /// Whether overwriting `path` now is blind and must not happen ([`SeenFiles::guards_overwrites`]).
+    pub fn blind_overwrite(&self, path: &std::path::Path) -> bool {
+        self.seen
+            .as_ref()
+            .is_some_and(|s| s.guards_overwrites() && !s.has_seen(path))
+    }
     /// Whether a tool may read `path` while it prepares a call, before the
     /// permission step: only inside the session roots (DESIGN §3: outside
     /// them, reads ask in every mode). A file elsewhere is read once the

@@ -51,6 +51,119 @@ pub fn nearest_lines(text: &str, needle: &str) -> Option<String> {
     ))
 }
 
+/// Where `needle` matches whole lines of `text` once whitespace is ignored
+/// (indentation, and runs of spaces inside a line compared as one).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Loose {
+    None,
+    /// The byte range of the matching lines (without the last line break)
+    /// and the indentation of the first of them.
+    One {
+        range: std::ops::Range<usize>,
+        indent: String,
+    },
+    Many(usize),
+}
+
+/// Matches `needle` against `text` (both with LF line breaks) line by line,
+/// blank lines around `needle` left out.
+pub fn loose_match(text: &str, needle: &str) -> Loose {
+    let wanted: Vec<String> = trim_blank_lines(needle).lines().map(squash).collect();
+    if wanted.is_empty() || wanted.iter().all(String::is_empty) {
+        return Loose::None;
+    }
+    let mut lines = Vec::new();
+    let mut at = 0;
+    for l in text.split_inclusive('\n') {
+        lines.push((at, l.trim_end_matches('\n')));
+        at += l.len();
+    }
+    let squashed: Vec<String> = lines.iter().map(|(_, l)| squash(l)).collect();
+    let starts: Vec<usize> = (0..lines.len().saturating_sub(wanted.len() - 1))
+        .filter(|&i| squashed[i..i + wanted.len()] == wanted[..])
+        .collect();
+    match starts[..] {
+        [] => Loose::None,
+        [i] => {
+            let (start, first) = lines[i];
+            let (last_at, last) = lines[i + wanted.len() - 1];
+            Loose::One {
+                range: start..last_at + last.len(),
+                indent: indentation(first).to_owned(),
+            }
+        }
+        _ => Loose::Many(starts.len()),
+    }
+}
+
+/// `replacement` for lines matched by [`loose_match`]: blank lines around
+/// it left out, and re-indented from `needle`'s indentation to `indent`.
+pub fn reindent(replacement: &str, needle: &str, indent: &str) -> String {
+    let from = trim_blank_lines(needle)
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .map(indentation)
+        .unwrap_or("");
+    trim_blank_lines(replacement)
+        .lines()
+        .map(|l| match l.strip_prefix(from) {
+            Some(rest) if !l.trim().is_empty() => format!("{indent}{rest}"),
+            _ => l.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn squash(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn indentation(line: &str) -> &str {
+    &line[..line.len() - line.trim_start().len()]
+}
+
+/// `text` without its leading and trailing whitespace-only lines.
+fn trim_blank_lines(text: &str) -> &str {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let Some(first) = lines.iter().position(|l| !l.trim().is_empty()) else {
+        return "";
+    };
+    let last = lines
+        .iter()
+        .rposition(|l| !l.trim().is_empty())
+        .unwrap_or(first);
+    let start: usize = lines[..first].iter().map(|l| l.len() + 1).sum();
+    let end: usize = lines[..=last].iter().map(|l| l.len() + 1).sum::<usize>() - 1;
+    &text[start..end]
+}
+
+/// The start of a file for a model that has not read it: at most
+/// `max_lines` numbered lines and about `max_bytes`, with a note on what
+/// was left out.
+pub fn bounded_numbered(text: &str, max_lines: usize, max_bytes: usize) -> String {
+    let total = text.lines().count();
+    let mut out = String::new();
+    let mut shown = 0;
+    for (i, l) in text.lines().enumerate().take(max_lines) {
+        let line = format!("{:>6}\t{}\n", i + 1, l);
+        if out.len() + line.len() > max_bytes && shown > 0 {
+            break;
+        }
+        out.push_str(&line);
+        shown += 1;
+    }
+    if total == 0 {
+        out.push_str("(empty file)\n");
+    } else if shown < total {
+        out.push_str(&format!(
+            "[… lines {}–{total} not shown; read_file with offset={} shows them]\n",
+            shown + 1,
+            shown + 1
+        ));
+    }
+    out
+}
+
 /// Length of the longest common substring (in chars), capped for speed.
 fn similarity(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().take(200).collect();

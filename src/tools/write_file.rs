@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::display;
-use super::text::{uses_crlf, with_line_endings};
+use super::text::{bounded_numbered, uses_crlf, with_line_endings};
 use super::{
     Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, parse_args,
     resolve_arg,
@@ -29,7 +29,7 @@ impl Tool for WriteFile {
     fn description(&self) -> &str {
         "Create a file, or replace a file's whole content. Parent directories are created. \
          For changes to part of an existing file, prefer edit_file. Read an existing file before \
-         overwriting it."
+         overwriting it (a file you have not read is not overwritten: you get its content instead)."
     }
     fn parameters(&self) -> Value {
         args_schema(
@@ -60,6 +60,13 @@ impl Tool for WriteFile {
         } else {
             None
         };
+        if let Some(old) = &old
+            && !old.trim().is_empty()
+            && old != &args.content
+            && ctx.blind_overwrite(&path)
+        {
+            return Err(blind_overwrite(ctx, &path, &args.path, old));
+        }
         // Keep the file's line-ending convention.
         let content = match &old {
             Some(old) if uses_crlf(old) => with_line_endings(&args.content, true),
@@ -92,6 +99,24 @@ impl Tool for WriteFile {
             }),
         })
     }
+}
+
+/// Lines of a file shown to a model that has not read it, and about how many bytes.
+const SHOWN_LINES: usize = 250;
+const SHOWN_BYTES: usize = 12 * 1024;
+
+/// A write over a file the model has not seen in this session: not done;
+/// the model gets the file's content (which counts as seen from then on),
+/// so it can edit it or knowingly replace it.
+fn blind_overwrite(ctx: &ToolContext, path: &Path, given: &str, old: &str) -> ToolError {
+    if let Some(seen) = &ctx.seen {
+        seen.shown(path);
+    }
+    let lf = old.replace("\r\n", "\n");
+    ToolError::Failed(format!(
+        "{given} already exists and you have not read it in this session, so it was not overwritten. Its current content is below. To change part of it, call edit_file with old_string copied from it; to replace the whole file, call write_file again.\n{}",
+        bounded_numbered(&lf, SHOWN_LINES, SHOWN_BYTES)
+    ))
 }
 
 /// The file's current text, `None` when it does not exist; a binary file

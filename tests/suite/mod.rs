@@ -20,6 +20,7 @@ mod grants;
 mod handshake;
 mod in_process;
 mod lifecycle;
+mod local_models;
 mod mcp;
 mod mcp_acp;
 mod mcp_client;

@@ -205,7 +205,7 @@ async fn edit_file_unique_match_and_replace_all(via: Via) {
     );
 
     // No match: the nearest lines are shown to the model.
-    let args = json!({"path": "src/lib.rs", "old_string": "let  y = 3;", "new_string": "z"});
+    let args = json!({"path": "src/lib.rs", "old_string": "let y = 3 // z", "new_string": "z"});
     let out = h.run_tool("e4", "edit_file", args.clone()).await;
     h.assert_lifecycle("e4", "edit", &args, false, false);
     assert!(out.contains("not found"), "{out}");

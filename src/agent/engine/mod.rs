@@ -4,6 +4,7 @@ pub(super) mod compact;
 pub(super) mod model_call;
 pub mod model_text;
 pub(super) mod relay;
+pub(super) mod repeats;
 pub(super) mod sampling;
 pub(super) mod tool_call;
 pub(super) mod turn;

@@ -10,11 +10,12 @@ use tokio_util::sync::CancellationToken;
 use crate::acp::SessionUpdate;
 use crate::config::Settings;
 use crate::llm::{
-    ChatMessage, ChatRequest, Completion, Event, LlmError, Model, RetryPolicy, ToolSpec,
+    ChatMessage, ChatRequest, Completion, Event, LlmError, Model, RetryPolicy, ToolSpec, text_calls,
 };
 use crate::rpc::RpcError;
 use crate::tools::ToolDescription;
 
+use crate::agent::engine::model_text;
 use crate::agent::engine::relay::Relay;
 use crate::agent::session::{History, Session};
 
@@ -28,8 +29,26 @@ pub struct TurnEnv {
 }
 
 impl TurnEnv {
+    /// The model's window: as configured, else as the server said
+    /// ([`Model::context_window`], learned at the start of a turn), else
+    /// the default.
     pub fn context_window(&self) -> u64 {
-        self.settings.context_window_for(&self.model_id)
+        self.settings
+            .configured_context_window(&self.model_id)
+            .or_else(|| self.model.known_context_window(&self.model_id))
+            .unwrap_or(self.settings.context_window)
+    }
+
+    /// Asks the server for the model's window unless the config gives it
+    /// (once per model; bounded).
+    pub async fn learn_context_window(&self) {
+        if self
+            .settings
+            .configured_context_window(&self.model_id)
+            .is_none()
+        {
+            self.model.context_window(&self.model_id).await;
+        }
     }
 
     fn policy(&self) -> RetryPolicy {
@@ -47,16 +66,35 @@ pub fn message_id() -> String {
 
 /// The request for the next call of a turn: system prompt, history, and the
 /// session's tools.
+/// A small window (or `compact_prompt`) gets the short system prompt and
+/// tool descriptions, with the same tools.
 pub fn turn_request<'a>(env: &TurnEnv, session: &Session, history: &'a History) -> ChatRequest<'a> {
+    let compact = env.settings.compact_prompt_for(env.context_window());
     let tools = session
         .registry
         .specs()
         .into_iter()
-        .map(tool_spec)
+        .map(|t| match compact {
+            true => compact_tool_spec(t),
+            false => tool_spec(t),
+        })
         .collect();
     let mut request = request(env, &history.messages, tools, env.settings.send_reasoning);
-    request.system = Some(session.system_prompt());
+    let system = session.system_prompt();
+    request.system = Some(match compact {
+        true => model_text::compact_system_prompt(&system),
+        false => system,
+    });
     request
+}
+
+/// A tool as a small model sees it ([`model_text::compact_description`]).
+fn compact_tool_spec(t: ToolDescription) -> ToolSpec {
+    ToolSpec {
+        name: t.name,
+        description: model_text::compact_description(&t.description),
+        parameters: model_text::compact_parameters(t.parameters),
+    }
 }
 
 /// The one place a model request is put together (turns, compaction and
@@ -180,7 +218,11 @@ async fn retry_wait(delay: Duration, cancel: &CancellationToken) -> bool {
 }
 
 /// One attempt: streams the reply, relaying text and thoughts when `relay`
-/// is set; `partial` collects the text so far.
+/// is set; `partial` collects the text shown so far. When tools are offered,
+/// text that may be a call written as text is held back
+/// ([`text_calls::Holdback`]) and, when the reply has no structured call,
+/// taken as its calls ([`with_text_calls`]); held text that is no call is
+/// shown at the end.
 async fn stream_once(
     env: &TurnEnv,
     request: &ChatRequest<'_>,
@@ -188,9 +230,17 @@ async fn stream_once(
     partial: &mut String,
 ) -> Result<Completion, LlmError> {
     let mut stream = env.model.stream(request).await?;
+    let mut hold = (!request.tools.is_empty()).then(text_calls::Holdback::default);
     while let Some(event) = stream.next().await {
         match event? {
             Event::Text(t) => {
+                let t = match hold.as_mut() {
+                    Some(h) => h.push(&t),
+                    None => t,
+                };
+                if t.is_empty() {
+                    continue;
+                }
                 partial.push_str(&t);
                 if let Some(relay) = relay {
                     relay.text(t).await;
@@ -202,13 +252,44 @@ async fn stream_once(
                 }
             }
             Event::ToolCallStarted { .. } => {}
-            Event::Done(c) => return Ok(c),
+            Event::Done(c) => {
+                let (c, taken) = with_text_calls(c, request);
+                let held = hold.map(text_calls::Holdback::finish).unwrap_or_default();
+                // Held text is shown unless it was taken as calls.
+                if !held.is_empty() && !taken {
+                    partial.push_str(&held);
+                    if let Some(relay) = relay {
+                        relay.text(held).await;
+                    }
+                }
+                return Ok(c);
+            }
         }
     }
     Err(LlmError::Interrupted {
         url: env.settings.base_url.clone(),
         reason: "the stream ended early".into(),
     })
+}
+
+/// A reply without structured calls whose text holds calls to tools
+/// ([`text_calls::extract`]) becomes a reply with those calls; its text is
+/// what surrounds them.
+fn with_text_calls(mut c: Completion, request: &ChatRequest<'_>) -> (Completion, bool) {
+    if !c.tool_calls.is_empty() || request.tools.is_empty() {
+        return (c, false);
+    }
+    let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    let Some(found) = text_calls::extract(&c.text, &offered) else {
+        return (c, false);
+    };
+    tracing::info!(
+        calls = found.calls.len(),
+        "tool calls written as text taken as calls"
+    );
+    c.text = found.prose;
+    c.tool_calls = found.calls;
+    (c, true)
 }
 
 fn human_delay(d: Duration) -> String {

@@ -7,6 +7,8 @@ use crate::editor::Editor;
 use crate::llm::{ChatMessage, UserPart};
 
 const SYSTEM: &str = include_str!("../../../prompts/system.md");
+/// The short prompt for small models (small windows, or `compact_prompt`).
+const SYSTEM_COMPACT: &str = include_str!("../../../prompts/system-compact.md");
 /// Project instructions larger than this are cut (they are paid on every call).
 const AGENTS_MD_LIMIT: usize = 32 * 1024;
 
@@ -41,6 +43,53 @@ pub fn system_prompt(cwd: &Path, additional: &[PathBuf]) -> String {
         ));
     }
     s
+}
+
+/// A session's system prompt ([`system_prompt`] and what follows it) with
+/// the short guidance for small models in place of the full one; the
+/// environment, project instructions and skills stay.
+pub fn compact_system_prompt(full: &str) -> String {
+    match full.strip_prefix(SYSTEM.trim_end()) {
+        Some(rest) => format!("{}{rest}", SYSTEM_COMPACT.trim_end()),
+        None => full.to_owned(),
+    }
+}
+
+/// A tool description for small models: its first sentence, and the first
+/// sentence of each parameter's description (the schema is unchanged).
+pub fn compact_description(description: &str) -> String {
+    first_sentence(description)
+}
+
+/// `parameters` with each `description` cut to its first sentence.
+pub fn compact_parameters(mut parameters: serde_json::Value) -> serde_json::Value {
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, child) in map.iter_mut() {
+                    match child {
+                        serde_json::Value::String(s) if k == "description" => {
+                            *s = first_sentence(s)
+                        }
+                        _ => walk(child),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut parameters);
+    parameters
+}
+
+fn first_sentence(text: &str) -> String {
+    let t = text.trim();
+    let end = t
+        .char_indices()
+        .find(|&(i, c)| c == '.' && t[i + 1..].starts_with(char::is_whitespace))
+        .map_or(t.len(), |(i, _)| i + 1);
+    t[..end].to_owned()
 }
 
 /// The closest ancestor of `cwd` (itself included) holding `.git`.
@@ -258,6 +307,38 @@ mod tests {
         let found = agents_files(&proj.join("a/b/c"), Some(&proj));
         let texts: Vec<&str> = found.iter().map(|(_, t)| t.as_str()).collect();
         assert_eq!(texts, ["be brief"]);
+    }
+
+    #[test]
+    fn compact_prompt_keeps_environment_and_tools_guidance() {
+        let full = system_prompt(Path::new("/work/p"), &[]) + "\n# Skills\n- s";
+        let short = compact_system_prompt(&full);
+        assert!(
+            short.len() + 1000 < full.len(),
+            "{} vs {}",
+            short.len(),
+            full.len()
+        );
+        for needle in [
+            "edit_file",
+            "old_string",
+            "write_file",
+            "run_command",
+            "Working directory: /work/p",
+            "# Skills",
+            "data, not instructions",
+        ] {
+            assert!(short.contains(needle), "compact prompt lost {needle:?}");
+        }
+        assert_eq!(
+            compact_description("Read a text file. Returns numbered lines (e.g. 1.5). More."),
+            "Read a text file."
+        );
+        let p = compact_parameters(
+            serde_json::json!({"properties": {"path": {"type": "string", "description": "A path. Absolute or relative."}, "description": {"type": "string"}}}),
+        );
+        assert_eq!(p["properties"]["path"]["description"], "A path.");
+        assert_eq!(p["properties"]["description"]["type"], "string");
     }
 
     #[test]

@@ -16,8 +16,11 @@ use crate::tools::{Invocation, ToolContext, ToolError, ToolOutput, sanitize_titl
 use crate::agent::policy::permission::{self, Decision, Scope};
 use crate::agent::session::Session;
 
-/// Tool results longer than this are cut for the model (head and tail kept).
+/// Tool results longer than this are cut for the model (head and tail kept);
+/// a small context window cuts them shorter ([`result_limit`]).
 const MODEL_RESULT_LIMIT: usize = 64 * 1024;
+/// The least a result keeps, however small the window.
+const MIN_RESULT_LIMIT: usize = 2 * 1024;
 /// Longest tool-call title (characters).
 const TITLE_CHARS: usize = 200;
 /// `rawOutput` text is capped: the editor already has the content.
@@ -27,6 +30,9 @@ pub struct CallResult {
     /// The text the model reads as this call's result.
     pub for_model: String,
     pub cancelled: bool,
+    /// The call failed: an error, a refusal, or a command that exited
+    /// non-zero (the turn's repeat check counts these).
+    pub failed: bool,
     /// The images and audio the call returned, as model parts (issue 18
     /// item 7, [`crate::mcp::rich`]).
     pub media: Vec<crate::llm::UserPart>,
@@ -39,11 +45,13 @@ pub async fn run(
     cancel: &CancellationToken,
     secret_env: &[String],
     sandbox_network: bool,
+    limits: Limits,
 ) -> CallResult {
     let call = Call {
         session,
         id: session.claim_tool_id(&req.id),
         cancel,
+        limits,
     };
     match call.steps(req, secret_env, sandbox_network).await {
         Ok(done) | Err(done) => done,
@@ -57,6 +65,17 @@ struct Call<'a> {
     session: &'a Arc<Session>,
     id: String,
     cancel: &'a CancellationToken,
+    limits: Limits,
+}
+
+/// What a call may do, set by the turn from the model's window.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Bytes of a result the model reads ([`result_limit`]).
+    pub result_bytes: usize,
+    /// The small-model mode: `write_file` does not overwrite a file the
+    /// model has not seen ([`crate::tools::SeenFiles::guards_overwrites`]).
+    pub guard_overwrites: bool,
 }
 
 type Step<T> = Result<T, CallResult>;
@@ -135,6 +154,10 @@ impl Call<'_> {
             tool_call_id: self.id.clone(),
             secret_env: secret_env.to_vec(),
             sandbox: None,
+            seen: Some(Arc::new(SessionSeen(
+                self.session.clone(),
+                self.limits.guard_overwrites,
+            ))),
         }
     }
 
@@ -298,6 +321,7 @@ impl Call<'_> {
                 let raw = raw_output.unwrap_or_else(
                     || json!({ "output": crate::utf8::shorten(&for_model, RAW_OUTPUT_LIMIT) }),
                 );
+                let failed = raw["exitCode"].as_i64().is_some_and(|c| c != 0);
                 let media = crate::mcp::rich::media_of(&content);
                 editor.update(&SessionUpdate::ToolCallUpdate(ToolCallUpdate {
                     status: Some(ToolCallStatus::Completed),
@@ -307,8 +331,9 @@ impl Call<'_> {
                     ..ToolCallUpdate::new(&self.id)
                 }));
                 CallResult {
-                    for_model: trim_for_model(for_model),
+                    for_model: trim_to(for_model, self.limits.result_bytes),
                     cancelled: false,
+                    failed,
                     media,
                 }
             }
@@ -330,12 +355,28 @@ impl Call<'_> {
         CallResult {
             for_model: format!("Error: {msg}"),
             cancelled: false,
+            failed: true,
             media: Vec::new(),
         }
     }
 
     fn cancelled(&self) -> CallResult {
         cancelled(self.session, &self.id)
+    }
+}
+
+/// What the session's model has seen, for the editing tools.
+struct SessionSeen(Arc<Session>, bool);
+
+impl crate::tools::SeenFiles for SessionSeen {
+    fn has_seen(&self, path: &std::path::Path) -> bool {
+        self.0.tracker.has_seen(path)
+    }
+    fn guards_overwrites(&self) -> bool {
+        self.1
+    }
+    fn shown(&self, path: &std::path::Path) {
+        self.0.tracker.mark_shown(path)
     }
 }
 
@@ -404,16 +445,26 @@ fn cancelled(session: &Session, id: &str) -> CallResult {
     CallResult {
         for_model: "Error: the user cancelled this call before it finished.".into(),
         cancelled: true,
+        failed: true,
         media: Vec::new(),
     }
 }
 
-/// Keeps the head and the tail of a long result, saying what was dropped.
-pub fn trim_for_model(text: String) -> String {
-    if text.len() <= MODEL_RESULT_LIMIT {
+/// How many bytes of one tool result the model reads with a context window
+/// of `window` tokens: 64 KiB, but at most about a quarter of the window
+/// (a token is about four bytes), so one result cannot fill a small one.
+pub fn result_limit(window: u64) -> usize {
+    let quarter = usize::try_from(window).unwrap_or(usize::MAX);
+    quarter.clamp(MIN_RESULT_LIMIT, MODEL_RESULT_LIMIT)
+}
+
+/// Keeps the head and the tail of a result longer than `limit`, saying
+/// what was dropped.
+pub fn trim_to(text: String, limit: usize) -> String {
+    if text.len() <= limit {
         return text;
     }
-    let half = MODEL_RESULT_LIMIT / 2;
+    let half = limit / 2;
     let head = crate::utf8::floor_boundary(&text, half);
     let tail = crate::utf8::ceil_boundary(&text, text.len() - half);
     format!(
@@ -431,9 +482,25 @@ mod tests {
     #[test]
     fn long_results_keep_head_and_tail() {
         let text = "a".repeat(MODEL_RESULT_LIMIT) + "MIDDLE" + &"z".repeat(MODEL_RESULT_LIMIT);
-        let t = trim_for_model(text);
+        let t = trim_to(text, MODEL_RESULT_LIMIT);
         assert!(t.starts_with('a') && t.ends_with('z') && !t.contains("MIDDLE"));
         assert!(t.contains("bytes omitted"));
-        assert_eq!(trim_for_model("short".into()), "short");
+        assert_eq!(trim_to("short".into(), MODEL_RESULT_LIMIT), "short");
+    }
+
+    /// A 16k-token window reads at most 16 KiB of one result, an 8k one
+    /// 8 KiB; large windows keep the 64 KiB cap.
+    #[test]
+    fn result_limit_follows_the_window() {
+        assert_eq!(result_limit(16_384), 16_384);
+        assert_eq!(result_limit(8_192), 8_192);
+        assert_eq!(result_limit(128_000), MODEL_RESULT_LIMIT);
+        assert_eq!(result_limit(1_000), MIN_RESULT_LIMIT);
+        let t = trim_to("x".repeat(20_000), result_limit(8_192));
+        assert!(
+            t.len() < 8_400 && t.contains("bytes omitted"),
+            "{}",
+            t.len()
+        );
     }
 }

@@ -12,6 +12,7 @@ use crate::rpc::RpcError;
 use crate::secrets::redact_string;
 
 use crate::agent::engine::model_call::{self, TurnEnv};
+use crate::agent::engine::repeats::Repeats;
 use crate::agent::engine::sampling::Lender;
 use crate::agent::engine::{compact, tool_call};
 use crate::agent::session::{History, Session};
@@ -32,14 +33,33 @@ pub async fn run(
     let Some(mut history) = begin(session, prompt, cancel).await else {
         return Ok(StopReason::Cancelled);
     };
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
+        _ = env.learn_context_window() => {}
+    }
+    let mut repeats = Repeats::default();
     for _ in 0..env.settings.max_turn_requests {
         if compact::needed(env, session, &history)
             && !compact_or_go_on(env, session, &mut history, cancel).await
         {
             return Ok(StopReason::Cancelled);
         }
-        if let Some(stop) = request(env, session, &mut history, cancel, &lender).await? {
+        let turn = Turn {
+            env,
+            session,
+            cancel,
+            lender: &lender,
+        };
+        if let Some(stop) = request(&turn, &mut history, &mut repeats).await? {
             return Ok(stop);
+        }
+        if let Some(why) = repeats.stop_reason() {
+            tracing::info!(reason = %why, "turn ended: the model repeats itself");
+            session
+                .editor
+                .update(&SessionUpdate::agent_text(format!("\n\n{why}"), None));
+            return Ok(StopReason::EndTurn);
         }
     }
     Ok(StopReason::MaxTurnRequests)
@@ -68,15 +88,27 @@ async fn begin<'a>(
     Some(history)
 }
 
+/// What one request of a turn works with.
+struct Turn<'a> {
+    env: &'a TurnEnv,
+    session: &'a Arc<Session>,
+    cancel: &'a CancellationToken,
+    lender: &'a Lender,
+}
+
 /// One request to the model and what follows from its reply: the tool calls
 /// it asks for are run, or the turn ends with the returned stop reason.
 async fn request(
-    env: &TurnEnv,
-    session: &Arc<Session>,
+    turn: &Turn<'_>,
     history: &mut History,
-    cancel: &CancellationToken,
-    lender: &Lender,
+    repeats: &mut Repeats,
 ) -> Result<Option<StopReason>, RpcError> {
+    let Turn {
+        env,
+        session,
+        cancel,
+        ..
+    } = *turn;
     let request = model_call::turn_request(env, session, history);
     let completion = match model_call::call_model(env, session, &request, cancel, true).await? {
         model_call::Outcome::Cancelled { partial } => {
@@ -112,7 +144,7 @@ async fn request(
             _ => StopReason::EndTurn,
         }));
     }
-    let cancelled = run_calls(env, session, history, &calls, cancel, lender).await;
+    let cancelled = run_calls(turn, history, &calls, repeats).await;
     Ok(cancelled.then_some(StopReason::Cancelled))
 }
 
@@ -169,15 +201,25 @@ async fn compact_or_go_on(
 
 /// Runs the model's tool calls in order and feeds their results back (ACP
 /// §6.2); once the turn is cancelled the rest are answered "not run".
-/// Returns whether the turn was cancelled.
+/// Returns whether the turn was cancelled. A call the model keeps repeating
+/// gets a note in its result ([`Repeats`]).
 async fn run_calls(
-    env: &TurnEnv,
-    session: &Arc<Session>,
+    turn: &Turn<'_>,
     history: &mut History,
     calls: &[ToolCallRequest],
-    cancel: &CancellationToken,
-    lender: &Lender,
+    repeats: &mut Repeats,
 ) -> bool {
+    let Turn {
+        env,
+        session,
+        cancel,
+        lender,
+    } = *turn;
+    let window = env.context_window();
+    let limits = tool_call::Limits {
+        result_bytes: tool_call::result_limit(window),
+        guard_overwrites: env.settings.compact_prompt_for(window),
+    };
     let mut was_cancelled = false;
     let mut media = Vec::new();
     let images_on = env.settings.model_accepts_images(&env.model_id);
@@ -192,9 +234,11 @@ async fn run_calls(
                 cancel,
                 &env.settings.secret_env,
                 env.settings.sandbox_network,
+                limits,
             )
             .await;
             was_cancelled = result.cancelled || cancel.is_cancelled();
+            let note_repeat = repeats.record(req, result.failed);
             // Sampling a server asked for during the call counts in the turn.
             lender.count(history);
             let mut text = result.for_model;
@@ -202,6 +246,9 @@ async fn run_calls(
             media.extend(kept.into_iter().map(|p| (req.id.clone(), p)));
             if let Some(note) = note {
                 text = format!("{text}\n{note}");
+            }
+            if let Some(repeated) = note_repeat {
+                text = format!("{text}\n\n{repeated}");
             }
             // The one choke point of every tool's (built-in or MCP)
             // result: a secret it read never reaches the model or the log.

@@ -126,6 +126,8 @@ impl Agent {
             session_id,
             modes: Mode::state(session.mode()),
             config_options: self.session_options(&session).await,
+            meta: crate::llm::discover::first_session_notice(&self.settings())
+                .map(|notice| serde_json::json!({"acp-coder": {"notice": notice}})),
         };
         self.reply_then_commands(&response, session)
     }

@@ -84,6 +84,16 @@ impl Tracker {
         }
     }
 
+    /// Whether the model read or wrote `path` (or was shown it) in this session.
+    pub fn has_seen(&self, path: &Path) -> bool {
+        self.seen().contains_key(path)
+    }
+
+    /// The model was shown `path`'s content (an editing tool's answer).
+    pub fn mark_shown(&self, path: &Path) {
+        self.seen().entry(path.to_path_buf()).or_insert(Seen::Read);
+    }
+
     fn seen(&self) -> MutexGuard<'_, HashMap<PathBuf, Seen>> {
         self.seen.lock().unwrap_or_else(PoisonError::into_inner)
     }

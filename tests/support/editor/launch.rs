@@ -29,7 +29,9 @@ pub fn agent_command(opts: &SpawnOptions, home: &Path) -> Command {
         .env("XDG_DATA_HOME", home.join(".local/share"))
         .env("XDG_STATE_HOME", home.join(".local/state"))
         .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env("RUST_BACKTRACE", "1");
+        .env("RUST_BACKTRACE", "1")
+        // No probing of the machine's own local model servers.
+        .env("ACP_CODER_LOCAL_SERVERS", "");
     for var in ["RUST_LOG", "TMPDIR"] {
         if let Some(v) = std::env::var_os(var) {
             cmd.env(var, v);

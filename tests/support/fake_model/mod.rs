@@ -129,6 +129,8 @@ struct State {
     requests: Vec<RecordedRequest>,
     models: Vec<String>,
     models_reply: Option<Reply>,
+    /// Other endpoints: (method, path, reply), e.g. llama-server's `/props`.
+    routes: Vec<(String, String, Reply)>,
 }
 
 struct Inner {
@@ -255,6 +257,14 @@ impl FakeModel {
     /// Replaces every `GET /v1/models` reply (e.g. with an error status).
     pub fn set_models_reply(&self, reply: Reply) {
         self.inner.state.lock().unwrap().models_reply = Some(reply);
+    }
+
+    /// Answers `method path` (e.g. `GET /props`, `POST /api/show`) with
+    /// `reply` every time: the endpoints local servers add to the API.
+    pub fn set_route(&self, method: &str, path: &str, reply: Reply) {
+        let mut st = self.inner.state.lock().unwrap();
+        st.routes.retain(|(m, p, _)| !(m == method && p == path));
+        st.routes.push((method.to_owned(), path.to_owned(), reply));
     }
 
     /// Every request received, in arrival order.

@@ -151,6 +151,12 @@ pub(super) async fn handle_connection(inner: Arc<Inner>, stream: TcpStream) {
                     .collect();
                 Reply::json(json!({"object": "list", "data": data}))
             }),
+            (method, path) if st.routes.iter().any(|(m, p, _)| m == method && p == path) => st
+                .routes
+                .iter()
+                .find(|(m, p, _)| m == method && p == path)
+                .map(|(_, _, r)| r.clone())
+                .unwrap_or_else(|| Reply::error(404, "fake model: route vanished")),
             _ => Reply::error(
                 404,
                 &format!(

@@ -1,0 +1,6 @@
+cat > text.py <<'PY'
+def is_palindrome(s):
+    """True when s reads the same forwards and backwards, ignoring case and spaces."""
+    t = s.replace(" ", "").lower()
+    return t == t[::-1]
+PY

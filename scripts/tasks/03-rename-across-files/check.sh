@@ -1,0 +1,1 @@
+! grep -rq compute_total shop && grep -q "def order_total" shop/prices.py && (cd shop && python3 -c 'import cart, report; assert cart.checkout([(1.5, 2)]) == 3.0 and report.summary([(1, 1)]) == "total: 1.00"')

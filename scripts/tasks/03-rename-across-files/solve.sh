@@ -1,0 +1,1 @@
+sed -i 's/compute_total/order_total/g' shop/*.py

@@ -1,0 +1,1 @@
+[ "$(python3 greet.py 2>/dev/null)" = "Hello, world!" ]

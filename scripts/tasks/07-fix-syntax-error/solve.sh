@@ -1,0 +1,1 @@
+sed -i 's/def greet(name)$/def greet(name):/' greet.py

@@ -1,0 +1,1 @@
+echo "# Notes" > README.md

@@ -1,0 +1,1 @@
+echo 1.4.2 > VERSION

@@ -1,0 +1,6 @@
+cat > backup.sh <<'SH'
+#!/bin/sh
+# Prints the name of the backup file for the given date (YYYY-MM-DD).
+echo "backup-$1.tar"
+SH
+chmod +x backup.sh

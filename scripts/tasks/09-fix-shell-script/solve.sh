@@ -1,0 +1,1 @@
+sed -i 's/\.tar"/.tar.gz"/' backup.sh

@@ -1,0 +1,1 @@
+grep -q 'lib/db/pool.py' "$1"

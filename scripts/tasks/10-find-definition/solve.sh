@@ -1,0 +1,1 @@
+echo lib/db/pool.py > "$1"

@@ -1,0 +1,1 @@
+echo pyyaml==6.0.1 >> requirements.txt

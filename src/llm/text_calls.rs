@@ -1,0 +1,337 @@
+//! Tool calls a model wrote as text.
+//!
+//! Small local models often write their calls in the reply text instead of
+//! the structured `tool_calls` field: their chat template asks for a
+//! `<tool_call>` block (Qwen, Hermes), a `[TOOL_CALLS]` list (Mistral) or a
+//! `<|python_tag|>` line (Llama 3.1), and the server does not parse it (or
+//! the model gets the closing tag wrong). When a reply has no structured
+//! call, [`extract`] finds these, so the agent runs them as calls; the text
+//! around them is kept as prose. [`Holdback`] keeps such text from being
+//! streamed to the user as the answer while the reply is still arriving.
+//!
+//! What counts as a call: a JSON object with a string `name` and an object
+//! (or JSON-text) `arguments` / `parameters` (also inside `function`, as
+//! OpenAI writes it). A tool that was not offered is still taken as a call
+//! (so the agent can tell the model it does not exist) when the form says
+//! "this is a call" (a tag, or a fence labelled `tool_call`) or the object
+//! has nothing but those two keys; in a plain ```json fence or a bare object
+//! only an offered name counts, since an answer may well show JSON.
+use serde_json::{Map, Value};
+
+use super::ToolCallRequest;
+
+/// Calls found in a reply's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextCalls {
+    pub calls: Vec<ToolCallRequest>,
+    /// The reply's text without the calls (trimmed).
+    pub prose: String,
+}
+
+/// Openings that start a call in text (lower-case; matched without case).
+const TAGS: [&str; 3] = ["<tool_call>", "[tool_calls]", "<|python_tag|>"];
+/// Fence labels whose block may hold a call.
+const FENCE_LABELS: [&str; 4] = ["json", "tool_call", "tool_calls", "tool_code"];
+/// Where a call written after `<|python_tag|>` ends.
+const PYTHON_TAG_ENDS: [&str; 3] = ["<|eom_id|>", "<|eot_id|>", "<|end_of_text|>"];
+
+/// The calls to tools in `text`, if it holds any; `offered` are the names
+/// of this turn's tools.
+pub fn extract(text: &str, offered: &[&str]) -> Option<TextCalls> {
+    let mut found: Vec<(std::ops::Range<usize>, Value)> = Vec::new();
+    tagged(text, offered, &mut found);
+    if found.is_empty() {
+        fenced(text, offered, &mut found);
+    }
+    if found.is_empty() {
+        let trimmed = text.trim();
+        let start = text.len() - text.trim_start().len();
+        for v in json_values(trimmed).0 {
+            push_calls(v, offered, false, start..start + trimmed.len(), &mut found);
+        }
+        // The whole reply must be the call(s): JSON inside prose is an answer.
+        if json_values(trimmed).1 != trimmed.len() {
+            found.clear();
+        }
+    }
+    if found.is_empty() {
+        return None;
+    }
+    let mut prose = String::new();
+    let mut at = 0;
+    let mut spans: Vec<std::ops::Range<usize>> = found.iter().map(|(r, _)| r.clone()).collect();
+    spans.sort_by_key(|r| r.start);
+    for r in &spans {
+        if r.start >= at {
+            prose.push_str(&text[at..r.start]);
+            at = r.end;
+        } else {
+            at = at.max(r.end);
+        }
+    }
+    prose.push_str(&text[at.min(text.len())..]);
+    let calls = found
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, (_, v))| to_request(&v, i))
+        .collect::<Vec<_>>();
+    (!calls.is_empty()).then(|| TextCalls {
+        calls,
+        prose: prose.trim().to_owned(),
+    })
+}
+
+/// `<tool_call>…`, `[TOOL_CALLS]…` and `<|python_tag|>…`: each runs to its
+/// closing tag (`</tool_call>`, or the wrong `</tools>`), the next opening,
+/// or the end of the reply.
+fn tagged(text: &str, offered: &[&str], found: &mut Vec<(std::ops::Range<usize>, Value)>) {
+    let lower = text.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some((start, tag)) = TAGS
+        .iter()
+        .filter_map(|t| lower[from..].find(t).map(|i| (from + i, *t)))
+        .min_by_key(|(i, _)| *i)
+    {
+        let body_start = start + tag.len();
+        let rest = &lower[body_start..];
+        let next_open = TAGS
+            .iter()
+            .filter_map(|t| rest.find(t))
+            .min()
+            .unwrap_or(rest.len());
+        let closers: &[&str] = match tag {
+            "<tool_call>" => &["</tool_call>", "</tools>", "</tool>"],
+            "<|python_tag|>" => &PYTHON_TAG_ENDS,
+            _ => &[],
+        };
+        let (body_end, end) = closers
+            .iter()
+            .filter_map(|c| rest.find(c).map(|i| (i, i + c.len())))
+            .filter(|(i, _)| *i <= next_open)
+            .min_by_key(|(i, _)| *i)
+            .unwrap_or((next_open, next_open));
+        let body = &text[body_start..body_start + body_end];
+        let span = start..body_start + end;
+        if tag == "[tool_calls]" {
+            mistral(body, offered, span.clone(), found);
+        } else {
+            // Llama may put several calls on the line, separated by `;`.
+            let mut rest = strip_fence(body).trim();
+            loop {
+                let (values, used) = json_values(rest);
+                if values.is_empty() {
+                    break;
+                }
+                for v in values {
+                    push_calls(v, offered, true, span.clone(), found);
+                }
+                match rest[used..].trim_start().strip_prefix(';') {
+                    Some(more) => rest = more.trim_start(),
+                    None => break,
+                }
+            }
+        }
+        from = span.end.max(body_start);
+    }
+}
+
+/// Mistral: `[TOOL_CALLS][{"name": …, "arguments": {…}}]`, or the newer
+/// `[TOOL_CALLS]name[ARGS]{…}`.
+fn mistral(
+    body: &str,
+    offered: &[&str],
+    span: std::ops::Range<usize>,
+    found: &mut Vec<(std::ops::Range<usize>, Value)>,
+) {
+    let trimmed = body.trim();
+    if let Some((name, args)) = trimmed.split_once("[ARGS]") {
+        if let Some(v) = json_values(args.trim()).0.into_iter().next() {
+            let call = serde_json::json!({"name": name.trim(), "arguments": v});
+            push_calls(call, offered, true, span, found);
+        }
+        return;
+    }
+    for v in json_values(trimmed).0 {
+        push_calls(v, offered, true, span.clone(), found);
+    }
+}
+
+/// Fenced blocks labelled json / tool_call (or unlabelled, holding JSON).
+fn fenced(text: &str, offered: &[&str], found: &mut Vec<(std::ops::Range<usize>, Value)>) {
+    let mut from = 0;
+    while let Some(i) = text[from..].find("```") {
+        let open = from + i;
+        let after = open + 3;
+        let line_end = text[after..].find('\n').map_or(text.len(), |j| after + j);
+        let label = text[after..line_end].trim().to_ascii_lowercase();
+        let body_start = (line_end + 1).min(text.len());
+        let (body_end, end) = match text[body_start..].find("```") {
+            Some(j) => (body_start + j, body_start + j + 3),
+            None => (text.len(), text.len()),
+        };
+        let body = &text[body_start..body_end];
+        let labelled = FENCE_LABELS.contains(&label.as_str());
+        if labelled || (label.is_empty() && body.trim_start().starts_with(['{', '['])) {
+            let explicit = label.starts_with("tool_c");
+            for v in json_values(body.trim()).0 {
+                push_calls(v, offered, explicit, open..end, found);
+            }
+        }
+        from = end.max(after);
+    }
+}
+
+/// A fence around a tag's body (some models write both).
+fn strip_fence(body: &str) -> &str {
+    let t = body.trim();
+    match t.strip_prefix("```") {
+        Some(rest) => {
+            let rest = rest.split_once('\n').map_or("", |(_, r)| r);
+            rest.trim_end().strip_suffix("```").unwrap_or(rest)
+        }
+        None => t,
+    }
+}
+
+/// The JSON values at the start of `s`, one after another (whitespace
+/// between), and how many bytes of `s` they took.
+fn json_values(s: &str) -> (Vec<Value>, usize) {
+    let mut out = Vec::new();
+    let mut it = serde_json::Deserializer::from_str(s).into_iter::<Value>();
+    let mut used = 0;
+    while let Some(Ok(v)) = it.next() {
+        out.push(v);
+        used = it.byte_offset();
+    }
+    let used = used + (s.len() - used - s[used..].trim_start().len());
+    (out, used)
+}
+
+/// Adds the call(s) in `v` (an object, or a list of them) to `found`.
+fn push_calls(
+    v: Value,
+    offered: &[&str],
+    explicit: bool,
+    span: std::ops::Range<usize>,
+    found: &mut Vec<(std::ops::Range<usize>, Value)>,
+) {
+    match v {
+        Value::Array(items) => {
+            for item in items {
+                push_calls(item, offered, explicit, span.clone(), found);
+            }
+        }
+        Value::Object(obj) => {
+            if let Some(call) = call_of(obj, offered, explicit) {
+                found.push((span, call));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The call an object describes, normalised to `{name, arguments}`.
+fn call_of(mut obj: Map<String, Value>, offered: &[&str], explicit: bool) -> Option<Value> {
+    if let Some(Value::Object(f)) = obj.get("function")
+        && f.get("name").is_some_and(Value::is_string)
+    {
+        let f = f.clone();
+        return call_of(f, offered, explicit);
+    }
+    let name = obj.get("name")?.as_str()?.trim().to_owned();
+    if name.is_empty() {
+        return None;
+    }
+    let key = ["arguments", "parameters", "args", "input"]
+        .into_iter()
+        .find(|k| obj.contains_key(*k));
+    let args = match key.and_then(|k| obj.remove(k)) {
+        Some(Value::Object(m)) => Value::Object(m),
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
+            Ok(Value::Object(m)) => Value::Object(m),
+            _ => return None,
+        },
+        Some(Value::Null) | None => Value::Object(Map::new()),
+        Some(_) => return None,
+    };
+    let only_call_keys = obj.keys().all(|k| k == "name" || k == "type" || k == "id");
+    let known = offered.contains(&name.as_str());
+    let shaped = only_call_keys && key.is_some();
+    (known || ((explicit || shaped) && only_call_keys))
+        .then(|| serde_json::json!({"name": name, "arguments": args}))
+}
+
+fn to_request(v: &Value, i: usize) -> Option<ToolCallRequest> {
+    Some(ToolCallRequest {
+        id: format!("call_text_{:08x}_{i}", fastrand::u32(..)),
+        name: v.get("name")?.as_str()?.to_owned(),
+        arguments: v.get("arguments")?.to_string(),
+    })
+}
+
+/// Keeps back streamed text that may be a call written as text, so it is
+/// not shown as the answer before the reply is complete: from an opening
+/// tag or a ```json / ```tool_call fence on, and a whole reply that starts
+/// like JSON. Text before it streams as usual.
+#[derive(Debug, Default)]
+pub struct Holdback {
+    pending: String,
+    held: bool,
+    shown_any: bool,
+}
+
+/// Openings held back (lower-case, matched without case).
+const OPENINGS: [&str; 6] = [
+    "<tool_call>",
+    "[tool_calls]",
+    "<|python_tag|>",
+    "```json",
+    "```tool_c",
+    "```\n{",
+];
+
+impl Holdback {
+    /// Takes a chunk of text; returns what may be shown now.
+    pub fn push(&mut self, t: &str) -> String {
+        self.pending.push_str(t);
+        if self.held {
+            return String::new();
+        }
+        if !self.shown_any {
+            let start = self.pending.trim_start();
+            if start.is_empty() {
+                return String::new();
+            }
+            if start.starts_with(['{', '[']) {
+                self.held = true;
+                return String::new();
+            }
+        }
+        let lower = self.pending.to_ascii_lowercase();
+        if let Some(i) = OPENINGS.iter().filter_map(|o| lower.find(o)).min() {
+            self.held = true;
+            let shown: String = self.pending.drain(..i).collect();
+            self.shown_any |= !shown.is_empty();
+            return shown;
+        }
+        // Keep a tail that may be the start of an opening.
+        let keep = (1..=lower.len())
+            .rev()
+            .map(|n| lower.len() - n)
+            .filter(|&i| lower.is_char_boundary(i))
+            .find(|&i| OPENINGS.iter().any(|o| o.starts_with(&lower[i..])))
+            .unwrap_or(lower.len());
+        let shown: String = self.pending.drain(..keep).collect();
+        self.shown_any |= !shown.is_empty();
+        shown
+    }
+
+    /// The text still held back at the end of the reply.
+    pub fn finish(self) -> String {
+        self.pending
+    }
+}
+
+#[cfg(test)]
+#[path = "text_calls_tests.rs"]
+mod tests;

@@ -1,0 +1,168 @@
+//! Replies as small local models wrote them (Qwen2.5-Coder 1.5B under
+//! llama-server with its own template, Hermes-style, Mistral, Llama 3.1).
+use super::*;
+
+const TOOLS: [&str; 5] = [
+    "read_file",
+    "edit_file",
+    "write_file",
+    "run_command",
+    "find",
+];
+
+fn calls(text: &str) -> Vec<(String, Value)> {
+    extract(text, &TOOLS)
+        .map(|t| {
+            t.calls
+                .into_iter()
+                .map(|c| (c.name, serde_json::from_str(&c.arguments).unwrap()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn qwen_tool_call_closed_by_tools() {
+    // Qwen2.5-Coder 1.5B, llama-server --jinja with the model's own template.
+    let text = "<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"command\": \"ls -la\"}}\n</tools>";
+    assert_eq!(
+        calls(text),
+        [(
+            "run_command".into(),
+            serde_json::json!({"command": "ls -la"})
+        )]
+    );
+    let t = extract(text, &TOOLS).unwrap();
+    assert_eq!(t.prose, "");
+}
+
+#[test]
+fn tool_call_closed_properly_unclosed_and_several() {
+    let text = "I will read the file first.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/lib.rs\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"find\", \"arguments\": {\"pattern\": \"*.toml\"}}";
+    let t = extract(text, &TOOLS).unwrap();
+    assert_eq!(t.calls.len(), 2);
+    assert_eq!(t.calls[0].name, "read_file");
+    assert_eq!(t.calls[1].name, "find");
+    assert_eq!(t.prose, "I will read the file first.");
+    assert_ne!(t.calls[0].id, t.calls[1].id);
+}
+
+#[test]
+fn fenced_json_with_arguments_or_parameters() {
+    let text = "To count the lines, run:\n\n```json\n{\n  \"name\": \"run_command\",\n  \"arguments\": {\n    \"command\": \"wc -l data.txt\"\n  }\n}\n```";
+    assert_eq!(
+        calls(text),
+        [(
+            "run_command".into(),
+            serde_json::json!({"command": "wc -l data.txt"})
+        )]
+    );
+    let text =
+        "```tool_call\n{\"name\": \"read_file\", \"parameters\": {\"path\": \"README.md\"}}\n```";
+    assert_eq!(
+        calls(text),
+        [("read_file".into(), serde_json::json!({"path": "README.md"}))]
+    );
+    // Arguments as JSON text, and the OpenAI `function` shape.
+    let text = "```json\n{\"type\": \"function\", \"function\": {\"name\": \"read_file\", \"arguments\": \"{\\\"path\\\": \\\"a.py\\\"}\"}}\n```";
+    assert_eq!(
+        calls(text),
+        [("read_file".into(), serde_json::json!({"path": "a.py"}))]
+    );
+}
+
+#[test]
+fn bare_object_that_is_the_whole_reply() {
+    let text = "  {\"name\": \"edit_file\", \"arguments\": {\"path\": \"a.py\", \"old_string\": \"x = 1\", \"new_string\": \"x = 2\"}}\n";
+    assert_eq!(calls(text).len(), 1);
+    // JSON inside prose is an answer, not a call.
+    let text = "The config should be {\"name\": \"read_file\", \"arguments\": {}} as shown.";
+    assert!(extract(text, &TOOLS).is_none());
+}
+
+#[test]
+fn mistral_tool_calls_both_forms() {
+    let text = "[TOOL_CALLS][{\"name\": \"read_file\", \"arguments\": {\"path\": \"main.go\"}}, {\"name\": \"run_command\", \"arguments\": {\"command\": \"go test ./...\"}}]";
+    let c = calls(text);
+    assert_eq!(c.len(), 2);
+    assert_eq!(c[1].1["command"], "go test ./...");
+    let text = "[TOOL_CALLS]run_command[ARGS]{\"command\": \"pytest -q\"}";
+    assert_eq!(
+        calls(text),
+        [(
+            "run_command".into(),
+            serde_json::json!({"command": "pytest -q"})
+        )]
+    );
+}
+
+#[test]
+fn llama_python_tag() {
+    let text = "<|python_tag|>{\"name\": \"run_command\", \"parameters\": {\"command\": \"cargo test\"}}<|eom_id|>";
+    assert_eq!(
+        calls(text),
+        [(
+            "run_command".into(),
+            serde_json::json!({"command": "cargo test"})
+        )]
+    );
+    let text = "<|python_tag|>{\"name\": \"read_file\", \"parameters\": {\"path\": \"a\"}}; {\"name\": \"read_file\", \"parameters\": {\"path\": \"b\"}}";
+    assert_eq!(calls(text).len(), 2);
+}
+
+#[test]
+fn unknown_names_only_where_the_form_says_call() {
+    // A tag: taken as a call so the agent can say the tool does not exist.
+    let c =
+        calls("<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"cmd\": \"ls\"}}\n</tool_call>");
+    assert_eq!(c[0].0, "bash");
+    // A bare object of exactly name + arguments is a call too.
+    assert_eq!(
+        calls("{\"name\": \"shell\", \"arguments\": {\"command\": \"ls\"}}")[0].0,
+        "shell"
+    );
+    // JSON data in an answer with an unknown name is not.
+    let text = "Here is the package file:\n```json\n{\"name\": \"my-app\", \"version\": \"1.0.0\", \"scripts\": {}}\n```";
+    assert!(extract(text, &TOOLS).is_none());
+    let text =
+        "```json\n{\"name\": \"widget\", \"parameters\": {\"size\": 3}, \"color\": \"red\"}\n```";
+    assert!(extract(text, &TOOLS).is_none());
+    // Other code fences are left alone.
+    assert!(extract("```python\nprint({'name': 1})\n```", &TOOLS).is_none());
+    assert!(extract("Just an answer.", &TOOLS).is_none());
+}
+
+#[test]
+fn holdback_streams_prose_and_keeps_calls() {
+    let mut h = Holdback::default();
+    let mut shown = String::new();
+    for piece in [
+        "Let me ",
+        "look. <to",
+        "ol_call>\n{\"name\": ",
+        "\"read_file\"}",
+    ] {
+        shown.push_str(&h.push(piece));
+    }
+    assert_eq!(shown, "Let me look. ");
+    assert!(h.finish().starts_with("<tool_call>"));
+
+    // A reply that starts like JSON is held whole.
+    let mut h = Holdback::default();
+    assert_eq!(h.push("  "), "");
+    assert_eq!(h.push("{\"name\""), "");
+    assert_eq!(h.finish(), "  {\"name\"");
+
+    // A fence is held until its label is known.
+    let mut h = Holdback::default();
+    assert_eq!(h.push("Run:\n``"), "Run:\n");
+    assert_eq!(h.push("`py"), "```py");
+    let mut h = Holdback::default();
+    assert_eq!(h.push("Run:\n```"), "Run:\n");
+    assert_eq!(h.push("JSON\n{}"), "");
+    // Plain prose streams at once, multi-byte text included.
+    let mut h = Holdback::default();
+    assert_eq!(h.push("Grüße, "), "Grüße, ");
+    assert_eq!(h.push("done <"), "done ");
+    assert_eq!(h.push("b>"), "<b>");
+}

@@ -1,0 +1,326 @@
+//! What small local models need from the agent: tool calls written as
+//! text, the server's real context window, edits that land, no loops.
+
+use super::common::{ready, ready_with};
+use crate::support::{FakeModel, Reply, Workspace, chunk};
+use serde_json::{Value, json};
+
+fn notes() -> Workspace {
+    Workspace::builder()
+        .file("notes.txt", "hi from notes\n")
+        .build()
+}
+
+/// Qwen2.5-Coder under llama-server wrote its call as text, closed by the
+/// wrong tag, streamed in pieces: it runs as a call, and the raw text never
+/// reaches the editor as the answer.
+#[tokio::test]
+async fn tool_call_written_as_text_runs_as_a_call() {
+    let model = FakeModel::start().await;
+    model.push(Reply::stream([
+        chunk::role(),
+        chunk::text("<tool"),
+        chunk::text("_call>\n{\"name\": \"read_file\", "),
+        chunk::text("\"arguments\": {\"path\": \"notes.txt\"}}\n</tools>"),
+        chunk::finish("stop"),
+    ]));
+    model.push(Reply::text("The file says hi."));
+    let r = ready_with(&model, &[], notes()).await;
+    let result = r.editor.prompt(&r.sid, "what is in notes.txt?").await;
+    assert_eq!(result["stopReason"], "end_turn");
+    assert_eq!(r.editor.agent_text(&r.sid), "The file says hi.");
+    let calls = r.editor.updates_of_kind(&r.sid, "tool_call");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["kind"], "read");
+    let requests = model.chat_requests();
+    assert_eq!(requests.len(), 2);
+    let msgs = requests[1].messages();
+    let assistant = msgs
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "assistant")
+        .unwrap();
+    assert_eq!(assistant["tool_calls"][0]["function"]["name"], "read_file");
+    let id = assistant["tool_calls"][0]["id"].as_str().unwrap();
+    let result = model.tool_result_for(id).unwrap();
+    assert!(result.contains("hi from notes"), "{result}");
+}
+
+/// A fenced call to a tool that was not offered is never run: the model is
+/// told which tools there are. A fenced JSON answer stays an answer.
+#[tokio::test]
+async fn text_call_to_an_unknown_tool_is_told_and_json_answers_stay() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text(
+        "```tool_call\n{\"name\": \"bash\", \"arguments\": {\"command\": \"rm -rf /\"}}\n```",
+    ));
+    model.push(Reply::text("Sorry."));
+    let answer = "Use this:\n```json\n{\"name\": \"my-app\", \"version\": \"1.0.0\"}\n```\nDone.";
+    model.push(Reply::text(answer));
+    let r = ready(&model).await;
+    r.editor.prompt(&r.sid, "clean up").await;
+    let requests = model.chat_requests();
+    let assistant = requests[1]
+        .messages()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "assistant")
+        .cloned()
+        .unwrap();
+    let id = assistant["tool_calls"][0]["id"].as_str().unwrap();
+    let told = model.tool_result_for(id).unwrap();
+    assert!(
+        told.contains("no tool named \"bash\"") && told.contains("read_file"),
+        "{told}"
+    );
+    assert_eq!(r.editor.agent_text(&r.sid), "Sorry.");
+    let r2 = r.editor.prompt(&r.sid, "package.json?").await;
+    assert_eq!(r2["stopReason"], "end_turn");
+    assert!(r.editor.agent_text(&r.sid).ends_with(answer));
+}
+
+fn usage_size(r: &super::common::Ready) -> Value {
+    r.editor
+        .updates_of_kind(&r.sid, "usage_update")
+        .last()
+        .map(|u| u["size"].clone())
+        .unwrap_or(Value::Null)
+}
+
+/// llama-server `-c 8192`: the window comes from `/props`, usage reports
+/// it, and the first request (every built-in tool offered, the short prompt
+/// a small window gets) fits it with room to spare.
+#[tokio::test]
+async fn context_window_comes_from_llama_server_props() {
+    let model = FakeModel::start().await;
+    model.set_route(
+        "GET",
+        "/props",
+        Reply::json(json!({"default_generation_settings": {"n_ctx": 8192}, "n_ctx_train": 32768})),
+    );
+    model.push(Reply::text("ok").with_usage(900, 10));
+    let r = ready(&model).await;
+    r.editor.prompt(&r.sid, "hello").await;
+    assert_eq!(usage_size(&r), 8192);
+    let first = &model.chat_requests()[0];
+    let system = first.messages()[0]["content"].as_str().unwrap().to_owned();
+    assert!(
+        system.contains("Use tools to act"),
+        "short prompt: {system}"
+    );
+    assert!(first.tool_names().contains(&"edit_file".to_owned()));
+    // About four bytes a token: the first request takes under a third of 8k.
+    assert!(
+        first.raw_body.len() < 8192 * 4 / 3,
+        "{} bytes",
+        first.raw_body.len()
+    );
+}
+
+/// Ollama: the model's `num_ctx` parameter; LM Studio: the loaded length.
+#[tokio::test]
+async fn context_window_comes_from_ollama_and_lm_studio() {
+    let model = FakeModel::start().await;
+    model.set_route(
+        "POST",
+        "/api/show",
+        Reply::json(json!({
+            "parameters": "num_ctx 6144\nstop \"<|im_end|>\"",
+            "model_info": {"qwen2.context_length": 32768}
+        })),
+    );
+    model.push(Reply::text("ok").with_usage(100, 10));
+    let r = ready(&model).await;
+    r.editor.prompt(&r.sid, "hello").await;
+    assert_eq!(usage_size(&r), 6144);
+    let shown = model
+        .requests()
+        .into_iter()
+        .find(|q| q.path == "/api/show")
+        .unwrap();
+    assert_eq!(shown.body["model"], "fake-model");
+
+    let model = FakeModel::start().await;
+    model.set_route(
+        "GET",
+        "/api/v0/models",
+        Reply::json(json!({"data": [{"id": "fake-model", "max_context_length": 32768, "loaded_context_length": 20000}]})),
+    );
+    model.push(Reply::text("ok").with_usage(100, 10));
+    let r = ready(&model).await;
+    r.editor.prompt(&r.sid, "hello").await;
+    assert_eq!(usage_size(&r), 20000);
+    // A window above 16k keeps the full prompt.
+    let system = model.chat_requests()[0].messages()[0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(!system.contains("Use tools to act"), "{system}");
+}
+
+/// An edit of a file the model never read, with an old_string that is not
+/// there: the model gets the file's content to match; its next try lands.
+#[tokio::test]
+async fn blind_edit_gets_the_file_and_the_next_try_lands() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::builder()
+        .file("app.py", "def add(a, b):\n    return a - b\n")
+        .build();
+    model.push(Reply::tool_call(
+        "e1",
+        "edit_file",
+        json!({"path": "app.py", "old_string": "return a-b", "new_string": "return a + b"}),
+    ));
+    // Right text, wrong indentation: matched with whitespace ignored.
+    model.push(Reply::tool_call(
+        "e2",
+        "edit_file",
+        json!({"path": "app.py", "old_string": "return a - b", "new_string": "return a + b"}),
+    ));
+    // A small window (the small-model mode): a blind write_file over an
+    // existing file is not done, the model gets the file; the same call
+    // again writes.
+    model.set_route(
+        "GET",
+        "/props",
+        Reply::json(json!({"default_generation_settings": {"n_ctx": 8192}})),
+    );
+    let write = json!({"path": "notes.txt", "content": "new notes\n"});
+    model.push(Reply::tool_call("w1", "write_file", write.clone()));
+    model.push(Reply::tool_call("w2", "write_file", write));
+    model.push(Reply::text("Fixed."));
+    let ws = {
+        ws.write("notes.txt", "old notes\n");
+        ws
+    };
+    let r = ready_with(&model, &[], ws).await;
+    r.editor.set_mode(&r.sid, "accept-edits").await;
+    r.editor.prompt(&r.sid, "fix add").await;
+    let first = model.tool_result_for("e1").unwrap();
+    assert!(
+        first.contains("You have not read this file") && first.contains("     2\t    return a - b"),
+        "{first}"
+    );
+    let blind = model.tool_result_for("w1").unwrap();
+    assert!(
+        blind.contains("not overwritten") && blind.contains("     1\told notes"),
+        "{blind}"
+    );
+    assert_eq!(r.ws.read("notes.txt"), "new notes\n");
+    assert_eq!(
+        r.ws.read("app.py"),
+        "def add(a, b):\n    return a + b\n",
+        "{:?}",
+        model.tool_result_for("e2")
+    );
+}
+
+/// The same failing call again and again: told at the third, the turn
+/// ends at the fifth with a reason the user reads.
+#[tokio::test]
+async fn repeated_failing_call_is_told_then_the_turn_ends() {
+    let model = FakeModel::start().await;
+    for i in 1..=5 {
+        model.push(Reply::tool_call(
+            &format!("c{i}"),
+            "read_file",
+            json!({"path": "missing.txt"}),
+        ));
+    }
+    let r = ready(&model).await;
+    let result = r.editor.prompt(&r.sid, "read missing.txt").await;
+    assert_eq!(result["stopReason"], "end_turn");
+    assert!(!model.tool_result_for("c2").unwrap().contains("repeating"));
+    let third = model.tool_result_for("c3").unwrap();
+    assert!(third.contains("You are repeating yourself"), "{third}");
+    assert_eq!(model.chat_requests().len(), 5, "no request after the limit");
+    assert_eq!(model.unscripted_requests(), 0);
+    let text = r.editor.agent_text(&r.sid);
+    assert!(
+        text.contains("Stopped: the model made the same `read_file` call"),
+        "{text}"
+    );
+}
+
+/// No key and no base URL: the local servers on the probe list are asked
+/// (here: a port nothing listens on, one that lists no model, and the
+/// scripted model); the first listing a model is used, `doctor` and the
+/// first `session/new` say which, and the turn goes there.
+#[tokio::test]
+async fn a_local_server_is_found_without_configuration() {
+    use crate::support::{FakeEditor, SpawnOptions, full_capabilities};
+    let empty = FakeModel::start().await;
+    empty.set_models(&[]);
+    let model = FakeModel::start().await;
+    model.set_models(&["qwen2.5-coder-1.5b-instruct"]);
+    model.push(Reply::text("hello from local"));
+    let servers = format!(
+        "Nothing=http://127.0.0.1:1/v1,Empty={},Fake Ollama={}",
+        empty.base_url(),
+        model.base_url()
+    );
+
+    let run = super::cli_common::CliEnv::new()
+        .env("ACP_CODER_LOCAL_SERVERS", &servers)
+        .run(&["doctor"])
+        .await;
+    run.assert_stdout_has(&format!(
+        "uses the local Fake Ollama server at {} with model qwen2.5-coder-1.5b-instruct",
+        model.base_url()
+    ));
+    run.assert_stdout_has("no API key needed");
+
+    let ws = Workspace::new();
+    let editor = FakeEditor::spawn_with(SpawnOptions {
+        envs: vec![("ACP_CODER_LOCAL_SERVERS".into(), servers)],
+        ..SpawnOptions::default()
+    });
+    editor.initialize(full_capabilities()).await;
+    let new = editor.new_session_full(ws.path()).await;
+    let notice = new["_meta"]["acp-coder"]["notice"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(notice.contains("Fake Ollama"), "{new}");
+    let sid = new["sessionId"].as_str().unwrap().to_owned();
+    let again = editor.new_session_full(ws.path()).await;
+    assert!(
+        again.get("_meta").is_none(),
+        "only the first session: {again}"
+    );
+    let result = editor.prompt(&sid, "hi").await;
+    assert_eq!(result["stopReason"], "end_turn");
+    assert_eq!(editor.agent_text(&sid), "hello from local");
+    let request = &model.chat_requests()[0];
+    assert_eq!(request.body["model"], "qwen2.5-coder-1.5b-instruct");
+    assert!(request.header("authorization").is_none());
+}
+
+/// The short prompt for small windows keeps every tool and is much
+/// smaller; the sizes are printed for BENCHMARKS.md
+/// (`cargo test --test all first_request_sizes -- --nocapture`).
+#[tokio::test]
+async fn first_request_sizes() {
+    let mut sizes = Vec::new();
+    for n_ctx in [131072, 16384] {
+        let model = FakeModel::start().await;
+        model.set_route(
+            "GET",
+            "/props",
+            Reply::json(json!({"default_generation_settings": {"n_ctx": n_ctx}})),
+        );
+        model.push(Reply::text("ok"));
+        let r = ready(&model).await;
+        r.editor.prompt(&r.sid, "hello").await;
+        let first = model.chat_requests()[0].clone();
+        sizes.push((first.raw_body.len(), first.tool_names()));
+    }
+    let ((full, full_tools), (short, short_tools)) = (&sizes[0], &sizes[1]);
+    eprintln!(
+        "first request: full prompt {full} bytes (~{} tokens), short prompt {short} bytes (~{} tokens), {} tools",
+        full / 4,
+        short / 4,
+        full_tools.len()
+    );
+    assert_eq!(full_tools, short_tools, "same tools");
+    assert!(short * 10 < full * 7, "{short} vs {full}");
+}
