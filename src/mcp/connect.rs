@@ -6,9 +6,12 @@ use std::sync::Arc;
 use rmcp::model::{ClientConfig, ErrorData, Implementation, ProgressNotificationParam};
 #[allow(deprecated)] // roots and logging: see src/mcp/client.rs
 use rmcp::model::{ListRootsResult, LoggingMessageNotificationParam};
+use rmcp::model::ProtocolVersion;
 use rmcp::service::{
-    ClientInitializeError, NotificationContext, RequestContext, RoleClient, serve_client_with_ct,
+    ClientInitializeError, ClientLifecycleMode, NotificationContext, RequestContext, RoleClient,
+    RunningService, serve_client_with_lifecycle_and_ct,
 };
+use rmcp::transport::IntoTransport;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -61,6 +64,27 @@ fn init_error(e: &ClientInitializeError) -> String {
     }
 }
 
+/// The MCP handshake on any transport: `server/discover` first (protocol
+/// 2026-07-28, where a server may be stateless and have no `initialize`),
+/// and `initialize` when the server answers as one of the older versions
+/// (or does not answer the discovery within rmcp's 10 s).
+pub(super) async fn handshake<H, T, E, A>(
+    handler: H,
+    transport: T,
+    ct: CancellationToken,
+) -> Result<RunningService<RoleClient, H>, ClientInitializeError>
+where
+    H: rmcp::service::Service<RoleClient>,
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: None,
+    };
+    serve_client_with_lifecycle_and_ct(handler, transport, lifecycle, ct).await
+}
+
 /// Connects to one server over its transport and does the MCP handshake;
 /// an HTTP server that answers 401 gets the OAuth sign-in (`oauth_flow`),
 /// its link shown as `present` says.
@@ -90,7 +114,7 @@ pub(super) async fn connect(
                 &options.cwd,
                 &options.secret_env,
             )?;
-            match serve_client_with_ct(handler, (stdout, stdin), ct).await {
+            match handshake(handler, (stdout, stdin), ct).await {
                 Ok(service) => Ok((service, Some(child))),
                 Err(e) => {
                     let how = child.wait_then_stop(EXIT_WAIT).await;
@@ -108,7 +132,7 @@ pub(super) async fn connect(
         }
         McpTransportSpec::Acp { server_id } => {
             let transport = acp_transport::connect(links, server_id).await?;
-            let service = serve_client_with_ct(handler, transport, ct)
+            let service = handshake(handler, transport, ct)
                 .await
                 .map_err(|e| McpError::Handshake(init_error(&e)))?;
             Ok((service, None))

@@ -17,7 +17,7 @@ use crate::tools::{Tool, ToolSource};
 
 use super::connect::Handler;
 use super::tool::McpTool;
-use super::{client, names, oauth, prompts, resources};
+use super::{client, input, names, oauth, prompts, resources};
 
 mod server_task;
 
@@ -73,6 +73,9 @@ struct Slot {
     auth: oauth::AuthStatus,
     /// Progress tokens of this server's running calls.
     progress: Arc<client::Progress>,
+    /// Answers its elicitation, sampling and roots requests, sent on their
+    /// own or as the input requests of an `input_required` result.
+    asker: Arc<input::Asker>,
     /// Its prompts (`prompts/list` entries as JSON) while ready.
     prompts: Mutex<Vec<serde_json::Value>>,
 }
@@ -123,15 +126,30 @@ impl McpManager {
         options: McpOptions,
     ) -> Arc<McpManager> {
         let total = specs.len();
+        let roots: client::Roots = Arc::new(std::sync::RwLock::new(options.roots.clone()));
         let inner = Arc::new(Inner {
             slots: specs
                 .into_iter()
-                .map(|spec| Slot {
-                    spec,
-                    state: Mutex::new(State::Starting),
-                    auth: Default::default(),
-                    progress: Arc::default(),
-                    prompts: Mutex::default(),
+                .map(|spec| {
+                    let progress = Arc::<client::Progress>::default();
+                    let asker = Arc::new(input::Asker::new(
+                        Arc::new(super::elicit::Relay::new(editor.clone(), &spec.name)),
+                        Arc::new(super::sampling::Sampler::new(
+                            options.sampling.clone(),
+                            editor.clone(),
+                            &spec.name,
+                            progress.clone(),
+                        )),
+                        roots.clone(),
+                    ));
+                    Slot {
+                        spec,
+                        state: Mutex::new(State::Starting),
+                        auth: Default::default(),
+                        progress,
+                        asker,
+                        prompts: Mutex::default(),
+                    }
                 })
                 .collect(),
             editor,
@@ -144,7 +162,7 @@ impl McpManager {
             settled: watch::channel(0).0,
             startup_over: AtomicBool::new(false),
             commands: watch::channel(0).0,
-            roots: Arc::new(std::sync::RwLock::new(options.roots.clone())),
+            roots,
             turn_begun: watch::channel(false).0,
             options,
         });
@@ -290,10 +308,16 @@ impl ToolSource for McpManager {
             let Some(prompt) = found else { continue };
             let arguments = prompts::parse_input(&prompt, input);
             let (peer, server) = (peer.clone(), slot.spec.name.clone());
+            let asker = slot.asker.clone();
             let prompt_name = prompt["name"].as_str().unwrap_or_default().to_owned();
             let timeout = self.inner.options.call_timeout;
             return Some(Box::pin(async move {
-                prompts::fetch(peer, server, prompt_name, arguments?, timeout).await
+                let fetch = prompts::Fetch {
+                    peer,
+                    asker,
+                    server,
+                };
+                fetch.run(prompt_name, arguments?, timeout).await
             }));
         }
         None
@@ -375,6 +399,7 @@ impl Inner {
                     with_resources.push(resources::Server {
                         name: slot.spec.name.clone(),
                         peer: peer.clone(),
+                        asker: slot.asker.clone(),
                     });
                 }
             }
@@ -391,7 +416,8 @@ impl Inner {
                 let slot = &self.slots[idx];
                 Arc::new(
                     McpTool::new(name, &slot.spec.name, def, peer, self.options.call_timeout)
-                        .with_progress(slot.progress.clone()),
+                        .with_progress(slot.progress.clone())
+                        .with_asker(slot.asker.clone()),
                 ) as Arc<dyn Tool>
             })
             .collect();
@@ -433,6 +459,7 @@ impl Inner {
                     Some(resources::Server {
                         name: slot.spec.name.clone(),
                         peer: peer.clone(),
+                        asker: slot.asker.clone(),
                     })
                 }
                 _ => None,

@@ -93,13 +93,8 @@ fn client_handler(inner: &Inner, idx: usize) -> (Handler, Changes) {
         server: name.clone(),
         roots: inner.roots.clone(),
         progress: inner.slots[idx].progress.clone(),
-        elicit: Arc::new(super::super::elicit::Relay::new(inner.editor.clone(), name)),
-        sampling: Arc::new(super::super::sampling::Sampler::new(
-            inner.options.sampling.clone(),
-            inner.editor.clone(),
-            name,
-            inner.slots[idx].progress.clone(),
-        )),
+        elicit: inner.slots[idx].asker.elicit.clone(),
+        sampling: inner.slots[idx].asker.sampling.clone(),
     };
     let changes = Changes {
         tools_tx,
