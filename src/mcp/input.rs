@@ -58,7 +58,9 @@ impl std::fmt::Display for InputError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             InputError::Request(e) => write!(f, "{e}"),
-            InputError::Answer(e) => write!(f, "answering its request for input failed: {}", e.message),
+            InputError::Answer(e) => {
+                write!(f, "answering its request for input failed: {}", e.message)
+            }
             InputError::Rounds => write!(
                 f,
                 "it still asked for input after {MAX_ROUNDS} rounds of answers; acp-coder stops there"
@@ -111,7 +113,10 @@ impl Asker {
                 state_only += 1;
             } else {
                 state_only = 0;
-                tracing::info!(count = requests.len(), "MCP server asked for input (input_required)");
+                tracing::info!(
+                    count = requests.len(),
+                    "MCP server asked for input (input_required)"
+                );
                 responses = Some(
                     self.answer(requests, tool_call)
                         .await

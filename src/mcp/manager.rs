@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::Tool as McpToolDef;
-use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -15,7 +15,7 @@ use crate::config::McpServerSpec;
 use crate::editor::Editor;
 use crate::tools::{Tool, ToolSource};
 
-use super::connect::Handler;
+pub use super::options::McpOptions;
 use super::tool::McpTool;
 use super::{client, input, names, oauth, prompts, resources};
 
@@ -24,37 +24,6 @@ mod server_task;
 /// A server still starting when `session/new` returned gets this long in all
 /// (`npx`/`uvx` may download first) before it counts as failed.
 const BACKGROUND_START_LIMIT: Duration = Duration::from_secs(300);
-/// After its connection closed, how long a stdio server gets to exit by
-/// itself before its group is killed (its exit status goes in the report).
-pub(super) const EXIT_WAIT: Duration = Duration::from_millis(500);
-/// stderr lines quoted when a stdio server fails.
-pub(super) const STDERR_LINES: usize = 3;
-
-/// Settings of a session's MCP servers.
-#[derive(Debug, Clone)]
-pub struct McpOptions {
-    /// How long [`McpManager::start`] waits for the servers.
-    pub startup_timeout: Duration,
-    /// How long one tool call may run.
-    pub call_timeout: Duration,
-    /// Working directory of stdio servers (the session's cwd).
-    pub cwd: PathBuf,
-    /// Variables removed from the environment of stdio servers.
-    pub secret_env: Vec<String>,
-    /// How many tools the servers may add in all.
-    pub tool_budget: usize,
-    /// Where HTTP servers' OAuth tokens are stored (`mcp-oauth/` under it).
-    pub data_dir: PathBuf,
-    /// The session's directories, answered to `roots/list`.
-    pub roots: Vec<PathBuf>,
-    /// The session's sampling state (the running turn's model).
-    pub sampling: Arc<super::sampling::Hub>,
-    /// MCP over ACP: the connection's registry of links to the editor's
-    /// own MCP servers (`type: "acp"`), when the agent serves an editor.
-    pub acp_links: Option<Arc<super::acp_transport::Links>>,
-}
-
-pub(super) type Service = RunningService<RoleClient, Handler>;
 
 enum State {
     Starting,

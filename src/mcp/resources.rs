@@ -43,8 +43,8 @@ impl Server {
         uri: &str,
         tool_call: Option<&str>,
     ) -> Result<rmcp::model::ReadResourceResult, super::input::InputError> {
-        use rmcp::model::ReadResourceResponse;
         use super::input::Round;
+        use rmcp::model::ReadResourceResponse;
         self.asker
             .drive(tool_call, |input_responses, request_state| {
                 let mut params = ReadResourceRequestParams::new(uri.to_owned());

@@ -232,7 +232,9 @@ impl Action for Call {
                 Some(asker) => asker.drive(Some(&tool_call_id), round).await,
                 None => match round(None, None).await {
                     Ok(Round::Done(r)) => Ok(r),
-                    Ok(Round::Input(_)) => Err(InputError::Request(ServiceError::UnexpectedResponse)),
+                    Ok(Round::Input(_)) => {
+                        Err(InputError::Request(ServiceError::UnexpectedResponse))
+                    }
                     Err(e) => Err(InputError::Request(e)),
                 },
             }

@@ -10,9 +10,10 @@ use rmcp::service::{Peer, RoleClient};
 use tokio::sync::mpsc;
 
 use super::super::McpError;
-use super::super::connect::{Handler, connect, with_stderr};
+use super::super::connect::{EXIT_WAIT, Service, connect, with_stderr};
+use super::super::handler::Handler;
 use super::super::stdio::StdioChild;
-use super::{BACKGROUND_START_LIMIT, EXIT_WAIT, Inner, Service, State, lock};
+use super::{BACKGROUND_START_LIMIT, Inner, State, lock};
 
 /// Counts a server as settled exactly once, however its start ends (or
 /// when it waits for the user to sign in: `session/new` does not wait for that).
