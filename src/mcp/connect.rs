@@ -88,6 +88,16 @@ where
     serve_client_with_lifecycle_and_ct(handler, transport, lifecycle, ct).await
 }
 
+/// Whether a handshake broke because the server answered `server/discover`
+/// after rmcp had given up on it and sent `initialize` (see [`handshake`]).
+fn discovery_timed_out(e: &ClientInitializeError) -> bool {
+    matches!(
+        e,
+        ClientInitializeError::ConflictInitResponseId(..)
+            | ClientInitializeError::UncorrelatedErrorResponse { .. }
+    )
+}
+
 /// Connects to one server over its transport and does the MCP handshake;
 /// an HTTP server that answers 401 gets the OAuth sign-in (`oauth_flow`),
 /// its link shown as `present` says.
@@ -109,15 +119,40 @@ pub(super) async fn connect(
     };
     match &spec.transport {
         McpTransportSpec::Stdio { command, args, env } => {
-            let (child, stdout, stdin) = stdio::spawn(
-                &spec.name,
-                command,
-                args,
-                env,
-                &options.cwd,
-                &options.secret_env,
-            )?;
-            match handshake(handler, (stdout, stdin), ct).await {
+            let start = || {
+                stdio::spawn(
+                    &spec.name,
+                    command,
+                    args,
+                    env,
+                    &options.cwd,
+                    &options.secret_env,
+                )
+            };
+            let (child, stdout, stdin) = start()?;
+            let mut answer = handshake(handler.clone(), (stdout, stdin), ct.clone()).await;
+            let mut child = child;
+            if let Err(e) = &answer
+                && discovery_timed_out(e)
+            {
+                // rmcp gives `server/discover` 10 s, then sends `initialize`
+                // on the same pipe; a server slower than that to start (an
+                // `npx` download) answers the discovery late and the
+                // handshake breaks. Such a server gets a fresh start with
+                // `initialize` alone, as before 2026-07-28.
+                tracing::info!(server = %spec.name, error = %e, "MCP server slow to answer server/discover: started again with initialize");
+                child.stop().await;
+                let (again, stdout, stdin) = start()?;
+                child = again;
+                answer = serve_client_with_lifecycle_and_ct(
+                    handler,
+                    (stdout, stdin),
+                    ClientLifecycleMode::Initialize,
+                    ct,
+                )
+                .await;
+            }
+            match answer {
                 Ok(service) => Ok((service, Some(child))),
                 Err(e) => {
                     let how = child.wait_then_stop(EXIT_WAIT).await;

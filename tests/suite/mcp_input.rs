@@ -70,7 +70,7 @@ async fn forms_urls_sampling_and_roots_answer_input_required_and_the_call_is_ret
         json!({"action": "accept", "content": {"name": "Ada"}}),
     ));
     let text = call(&editor, &model, &sid, "b1", "book", json!({})).await;
-    assert_eq!(text, "booked for Ada (state round-1)");
+    assert!(text.starts_with("booked for Ada (state round-1)"), "{text}");
     let asked = elicitations(&editor);
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert_eq!(asked[0]["mode"], "form");
@@ -81,12 +81,15 @@ async fn forms_urls_sampling_and_roots_answer_input_required_and_the_call_is_ret
     // A declined form is the server's to handle: it gets "decline".
     editor.push_elicitation_answer(Some(json!({"action": "decline"})));
     let text = call(&editor, &model, &sid, "b2", "book", json!({})).await;
-    assert_eq!(text, "not booked: decline (state round-1)");
+    assert!(
+        text.starts_with("not booked: decline (state round-1)"),
+        "{text}"
+    );
 
     // A URL elicitation, also tied to the call.
     editor.push_elicitation_answer(Some(json!({"action": "accept"})));
     let text = call(&editor, &model, &sid, "u1", "sign_up", json!({})).await;
-    assert_eq!(text, "sign-up: accept");
+    assert!(text.starts_with("sign-up: accept"), "{text}");
     let url = &elicitations(&editor)[2];
     assert_eq!(url["mode"], "url");
     assert_eq!(url["url"], "https://example.com/signup");
@@ -117,7 +120,7 @@ async fn forms_urls_sampling_and_roots_answer_input_required_and_the_call_is_ret
         "{sample}"
     );
     let text = tool_result(&model, model.chat_requests().len() - 1, "s1");
-    assert_eq!(text, "summary: short; roots 1");
+    assert!(text.starts_with("summary: short; roots 1"), "{text}");
     let asked = editor.permission_requests();
     assert_eq!(asked.len(), 1);
     let sampling = asked[0].params["toolCall"]["toolCallId"].as_str().unwrap();
@@ -186,7 +189,14 @@ async fn rounds_are_bounded_and_a_cancel_ends_them_at_once() {
     editor.push_elicitation_answer(None);
     model.push(Reply::tool_call("b1", "mcp__py__book", json!({})));
     let pending = editor.start_prompt(&sid, "go").await;
-    let asked = editor.wait_for_reverse_request("elicitation/create").await;
+    crate::support::eventually("the question of b1", || elicitations(&editor).len() == 11).await;
+    let asked = editor
+        .reverse_requests()
+        .into_iter()
+        .filter(|r| r["method"] == "elicitation/create")
+        .nth(10)
+        .unwrap();
+    assert_eq!(asked["params"]["toolCallId"], "b1");
     let asked_id = RpcId::from_json(&asked["id"]).unwrap();
     let began = std::time::Instant::now();
     editor
@@ -201,5 +211,5 @@ async fn rounds_are_bounded_and_a_cancel_ends_them_at_once() {
         json!({"action": "accept", "content": {"name": "Ada"}}),
     ));
     let text = call(&editor, &model, &sid, "b2", "book", json!({})).await;
-    assert_eq!(text, "booked for Ada (state round-1)");
+    assert!(text.starts_with("booked for Ada (state round-1)"), "{text}");
 }
