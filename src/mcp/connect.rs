@@ -137,20 +137,35 @@ pub(super) async fn connect(
             {
                 // rmcp gives `server/discover` 10 s, then sends `initialize`
                 // on the same pipe; a server slower than that to start (an
-                // `npx` download) answers the discovery late and the
-                // handshake breaks. Such a server gets a fresh start with
-                // `initialize` alone, as before 2026-07-28.
-                tracing::info!(server = %spec.name, error = %e, "MCP server slow to answer server/discover: started again with initialize");
-                child.stop().await;
-                let (again, stdout, stdin) = start()?;
-                child = again;
-                answer = serve_client_with_lifecycle_and_ct(
-                    handler,
-                    (stdout, stdin),
+                // `npx` download, a busy machine) answers the discovery late
+                // and the handshake breaks. Such a server gets a fresh start
+                // with the discovery alone (no time limit), and if it turns
+                // out to be of an older version, another with `initialize`.
+                tracing::info!(server = %spec.name, error = %e, "MCP server slow to answer server/discover: started again");
+                for lifecycle in [
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
                     ClientLifecycleMode::Initialize,
-                    ct,
-                )
-                .await;
+                ] {
+                    let legacy = matches!(lifecycle, ClientLifecycleMode::Initialize);
+                    if legacy && !matches!(&answer, Err(ClientInitializeError::JsonRpcError(_))) {
+                        break;
+                    }
+                    child.stop().await;
+                    let (again, stdout, stdin) = start()?;
+                    child = again;
+                    answer = serve_client_with_lifecycle_and_ct(
+                        handler.clone(),
+                        (stdout, stdin),
+                        lifecycle,
+                        ct.clone(),
+                    )
+                    .await;
+                    if answer.is_ok() {
+                        break;
+                    }
+                }
             }
             match answer {
                 Ok(service) => Ok((service, Some(child))),
