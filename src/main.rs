@@ -31,6 +31,8 @@ Environment:
   OPENAI_BASE_URL   endpoint base URL, like --base-url
   ACP_CODER_MODEL   model id, like --model
   ACP_CODER_LOG     log level or filter, like --log-level
+  ACP_CODER_A2A_TOKEN  bearer token of `acp-coder a2a` when the config file has no a2a_token
+  ACP_CODER_CHANGES    `walk`: find the files a command changed by walking the roots (no file watcher)
   NO_COLOR          no colour in exec, doctor and login output
   XDG_CONFIG_HOME, XDG_STATE_HOME, XDG_DATA_HOME   where config, logs and data live
 
@@ -41,7 +43,7 @@ const EXEC_HELP: &str = "\
 Exit codes:
   0    the turn ended normally (end_turn)
   1    other failure
-  2    bad usage or configuration (flags, config file, empty prompt)
+  2    bad usage or configuration (flags, config file, empty prompt, missing directory)
   3    authentication: no API key, or the endpoint rejected it
   4    the model endpoint failed (unreachable, HTTP error after retries, no model)
   5    the model refused (stop reason refusal)

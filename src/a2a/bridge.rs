@@ -14,7 +14,8 @@ use crate::acp::method;
 use crate::rpc::{Peer, RpcError};
 
 use super::client::{relative, unified};
-use super::tasks::{Hub, Task};
+use super::hub::Hub;
+use super::tasks::Task;
 use super::wire::{self, A2aError, SendParams, code, state};
 
 /// How long `CancelTask` waits for the turn to stop before marking it canceled.
@@ -74,8 +75,9 @@ impl Bridge {
         message["contextId"] = json!(context_id);
         let task = Task::new(&context_id, cwd, message);
         self.hub.start(task.clone())?;
-        task.set_state(state::WORKING, None);
+        // The stream opens on the task as submitted, then it works.
         let started = started(task.clone(), stream);
+        task.set_state(state::WORKING, None);
         let this = self.clone();
         tokio::spawn(async move { this.run_turn(task, blocks).await });
         Ok(started)
@@ -125,9 +127,20 @@ impl Bridge {
         };
         message["contextId"] = json!(task.context_id);
         task.push_history(message);
+        // "always" for a command that offers no such option (one whose
+        // reach cannot be scoped) runs it once: the status says so.
+        let note = wire::always_unavailable(parts, &options, &choice).then(|| {
+            wire::agent_message(
+                &task.context_id,
+                &task.id,
+                vec![wire::text_part(
+                    "This command offers no \"always\" option, so it runs this once; the next such command asks again.",
+                )],
+            )
+        });
         // Working before the answer reaches the agent, so the stream starts
         // with what follows it.
-        task.set_state(state::WORKING, None);
+        task.set_state(state::WORKING, note);
         let started = started(task.clone(), stream);
         task.answer_pending(Some(choice));
         Ok(started)
@@ -282,10 +295,10 @@ impl Bridge {
                 ("name", "answer".into()),
                 ("parts", Value::Array(vec![wire::text_part(&answer)])),
             ]);
-            task.add_artifact(artifact, true);
+            task.add_artifact(artifact);
         }
         if let Some(diff) = diff_artifact(&task) {
-            task.add_artifact(diff, false);
+            task.add_artifact(diff);
         }
         let (final_state, text) = match &result {
             Ok(r) => match r.stop_reason.as_str() {

@@ -16,7 +16,7 @@ use crate::acp::method;
 use crate::editor::local::{self, LocalEditor, WriteParams};
 use crate::rpc::{Handler, Reply, RpcError};
 
-use super::tasks::Hub;
+use super::hub::Hub;
 use super::wire;
 
 pub struct A2aClient {

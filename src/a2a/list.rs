@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::tasks::{Hub, Task};
+use super::hub::Hub;
+use super::tasks::Task;
 use super::wire::{self, A2aError, state};
 
 const DEFAULT_PAGE: i64 = 50;
@@ -108,7 +109,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::a2a::tasks::Limits;
+    use crate::a2a::hub::Limits;
 
     fn hub_with(n: usize) -> (Hub, Vec<std::sync::Arc<Task>>) {
         let hub = Hub::new(Limits {
@@ -160,7 +161,7 @@ mod tests {
     #[test]
     fn filters_history_and_artifacts() {
         let (hub, tasks) = hub_with(2);
-        tasks[0].add_artifact(json!({"artifactId": "answer", "parts": []}), false);
+        tasks[0].add_artifact(json!({"artifactId": "answer", "parts": []}));
         let one = list(&hub, json!({"contextId": "c0"})).unwrap();
         assert_eq!(ids(&one), [tasks[0].id.clone()]);
         assert!(one["tasks"][0].get("artifacts").is_none());

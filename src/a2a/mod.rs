@@ -17,6 +17,7 @@
 mod bridge;
 mod client;
 mod compat;
+mod hub;
 mod list;
 mod server;
 mod tasks;
@@ -41,7 +42,7 @@ use crate::config::Mode;
 use crate::exec::UntilCancelled;
 use crate::rpc::{self, Connection, ServeOptions};
 
-pub use tasks::Limits;
+pub use hub::Limits;
 
 /// The environment variable holding the bearer token.
 pub const TOKEN_ENV: &str = "ACP_CODER_A2A_TOKEN";
@@ -180,7 +181,7 @@ pub async fn run(opts: A2aOptions, mut config: AgentConfig) -> Result<(), ServeE
         .local_addr()
         .map_err(|source| ServeError::Bind { addr, source })?;
 
-    let hub = Arc::new(tasks::Hub::new(opts.limits));
+    let hub = Arc::new(hub::Hub::new(opts.limits));
     let agent = InProcessAgent::start(config, hub.clone()).await?;
     let url = format!("http://{local}/");
     let bridge = Arc::new(bridge::Bridge {
@@ -256,7 +257,7 @@ struct InProcessAgent {
 }
 
 impl InProcessAgent {
-    async fn start(config: AgentConfig, hub: Arc<tasks::Hub>) -> Result<Self, ServeError> {
+    async fn start(config: AgentConfig, hub: Arc<hub::Hub>) -> Result<Self, ServeError> {
         let (client_side, agent_side) = tokio::io::duplex(1 << 20);
         let (agent_r, agent_w) = tokio::io::split(agent_side);
         let (client_r, client_w) = tokio::io::split(client_side);

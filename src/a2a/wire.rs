@@ -325,6 +325,33 @@ pub fn permission_answer(parts: &[Value], options: &[Value]) -> Option<String> {
     (!text.trim().is_empty()).then(|| by_word(&text)).flatten()
 }
 
+/// Whether an answer asked for "always" but `choice` (what
+/// [`permission_answer`] picked) is not an `allow_always` option: the
+/// command offers none, so it runs once and the next one asks again.
+pub fn always_unavailable(parts: &[Value], options: &[Value], choice: &str) -> bool {
+    let always = |w: &str| {
+        matches!(
+            w.trim()
+                .trim_end_matches(['.', '!'])
+                .to_ascii_lowercase()
+                .as_str(),
+            "always" | "allow always" | "allow_always" | "always allow"
+        )
+    };
+    let asked = parts.iter().any(|p| {
+        p.get("data").is_some_and(|d| {
+            ["optionId", "decision", "answer"]
+                .iter()
+                .any(|k| d.get(k).and_then(Value::as_str).is_some_and(always))
+        })
+    }) || always(&message_text(parts));
+    let kind = options
+        .iter()
+        .find(|o| o.get("optionId").and_then(Value::as_str) == Some(choice))
+        .and_then(|o| o.get("kind")?.as_str());
+    asked && kind != Some("allow_always")
+}
+
 /// A fresh id (a random UUID v4 spelling: tasks, messages, artifacts).
 pub fn new_id() -> String {
     let (a, b) = (fastrand::u64(..), fastrand::u64(..));

@@ -62,6 +62,13 @@ impl Recorder {
         })
     }
 
+    /// Whether nothing is written: the session is open read-only because
+    /// another process holds its log (`session/load` of a session that
+    /// `acp-coder a2a` has open).
+    pub fn read_only(&self) -> bool {
+        self.log.is_none()
+    }
+
     /// Appends a record; failures are logged (and surfaced by [`Session::record`]).
     pub fn record(&self, record: &Record) {
         let Some(log) = &self.log else { return };
@@ -190,6 +197,12 @@ pub struct Session {
 }
 
 impl Session {
+    /// Open read-only: another process holds the session's log
+    /// ([`Recorder::read_only`]); prompts are refused with a note.
+    pub fn read_only(&self) -> bool {
+        self.recorder.read_only()
+    }
+
     pub fn new(init: SessionInit, store: Option<store::Store>) -> Arc<Self> {
         let roots = std::iter::once(&init.cwd)
             .chain(init.additional_dirs.iter())

@@ -1,22 +1,28 @@
-//! Connecting to one MCP server: the transport, the handshake, and our side
-//! of the connection (the rmcp client handler), with failures in words.
-use rmcp::ClientHandler;
-use std::sync::Arc;
-
-use rmcp::model::{ClientConfig, ErrorData, Implementation, ProgressNotificationParam};
-#[allow(deprecated)] // roots and logging: see src/mcp/client.rs
-use rmcp::model::{ListRootsResult, LoggingMessageNotificationParam};
+//! Connecting to one MCP server: the transport and the handshake, with
+//! failures in words (our side of the connection is [`super::handler`]).
+use rmcp::model::ProtocolVersion;
 use rmcp::service::{
-    ClientInitializeError, NotificationContext, RequestContext, RoleClient, serve_client_with_ct,
+    ClientInitializeError, ClientLifecycleMode, RoleClient, RunningService,
+    serve_client_with_lifecycle_and_ct,
 };
-use tokio::sync::mpsc;
+use rmcp::transport::IntoTransport;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{McpServerSpec, McpTransportSpec};
 
-use super::manager::{EXIT_WAIT, McpOptions, STDERR_LINES, Service};
+use super::handler::Handler;
+use super::options::McpOptions;
 use super::stdio::{self, StdioChild};
-use super::{McpError, acp_transport, client, oauth, oauth_connect};
+use super::{McpError, acp_transport, oauth, oauth_connect};
+
+/// A connected server: rmcp's service running our [`Handler`].
+pub(super) type Service = RunningService<RoleClient, Handler>;
+
+/// After its connection closed, how long a stdio server gets to exit by
+/// itself before its group is killed (its exit status goes in the report).
+pub(super) const EXIT_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+/// stderr lines quoted when a stdio server fails.
+pub(super) const STDERR_LINES: usize = 3;
 
 pub(super) fn with_stderr(mut text: String, child: &StdioChild) -> String {
     let tail = child.stderr_tail(STDERR_LINES);
@@ -61,6 +67,37 @@ fn init_error(e: &ClientInitializeError) -> String {
     }
 }
 
+/// The MCP handshake on any transport: `server/discover` first (protocol
+/// 2026-07-28, where a server may be stateless and have no `initialize`),
+/// and `initialize` when the server answers as one of the older versions
+/// (or does not answer the discovery within rmcp's 10 s).
+pub(super) async fn handshake<H, T, E, A>(
+    handler: H,
+    transport: T,
+    ct: CancellationToken,
+) -> Result<RunningService<RoleClient, H>, ClientInitializeError>
+where
+    H: rmcp::service::Service<RoleClient>,
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: None,
+    };
+    serve_client_with_lifecycle_and_ct(handler, transport, lifecycle, ct).await
+}
+
+/// Whether a handshake broke because the server answered `server/discover`
+/// after rmcp had given up on it and sent `initialize` (see [`handshake`]).
+fn discovery_timed_out(e: &ClientInitializeError) -> bool {
+    matches!(
+        e,
+        ClientInitializeError::ConflictInitResponseId(..)
+            | ClientInitializeError::UncorrelatedErrorResponse { .. }
+    )
+}
+
 /// Connects to one server over its transport and does the MCP handshake;
 /// an HTTP server that answers 401 gets the OAuth sign-in (`oauth_flow`),
 /// its link shown as `present` says.
@@ -82,15 +119,55 @@ pub(super) async fn connect(
     };
     match &spec.transport {
         McpTransportSpec::Stdio { command, args, env } => {
-            let (child, stdout, stdin) = stdio::spawn(
-                &spec.name,
-                command,
-                args,
-                env,
-                &options.cwd,
-                &options.secret_env,
-            )?;
-            match serve_client_with_ct(handler, (stdout, stdin), ct).await {
+            let start = || {
+                stdio::spawn(
+                    &spec.name,
+                    command,
+                    args,
+                    env,
+                    &options.cwd,
+                    &options.secret_env,
+                )
+            };
+            let (child, stdout, stdin) = start()?;
+            let mut answer = handshake(handler.clone(), (stdout, stdin), ct.clone()).await;
+            let mut child = child;
+            if let Err(e) = &answer
+                && discovery_timed_out(e)
+            {
+                // rmcp gives `server/discover` 10 s, then sends `initialize`
+                // on the same pipe; a server slower than that to start (an
+                // `npx` download, a busy machine) answers the discovery late
+                // and the handshake breaks. Such a server gets a fresh start
+                // with the discovery alone (no time limit), and if it turns
+                // out to be of an older version, another with `initialize`.
+                tracing::info!(server = %spec.name, error = %e, "MCP server slow to answer server/discover: started again");
+                for lifecycle in [
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                    ClientLifecycleMode::Initialize,
+                ] {
+                    let legacy = matches!(lifecycle, ClientLifecycleMode::Initialize);
+                    if legacy && !matches!(&answer, Err(ClientInitializeError::JsonRpcError(_))) {
+                        break;
+                    }
+                    child.stop().await;
+                    let (again, stdout, stdin) = start()?;
+                    child = again;
+                    answer = serve_client_with_lifecycle_and_ct(
+                        handler.clone(),
+                        (stdout, stdin),
+                        lifecycle,
+                        ct.clone(),
+                    )
+                    .await;
+                    if answer.is_ok() {
+                        break;
+                    }
+                }
+            }
+            match answer {
                 Ok(service) => Ok((service, Some(child))),
                 Err(e) => {
                     let how = child.wait_then_stop(EXIT_WAIT).await;
@@ -108,7 +185,7 @@ pub(super) async fn connect(
         }
         McpTransportSpec::Acp { server_id } => {
             let transport = acp_transport::connect(links, server_id).await?;
-            let service = serve_client_with_ct(handler, transport, ct)
+            let service = handshake(handler, transport, ct)
                 .await
                 .map_err(|e| McpError::Handshake(init_error(&e)))?;
             Ok((service, None))
@@ -117,113 +194,5 @@ pub(super) async fn connect(
             let service = sign_in.serve(true, (url, headers), handler, ct).await?;
             Ok((service, None))
         }
-    }
-}
-
-/// Our side of each connection: forwards tool-list changes; answers roots,
-/// progress and log messages through [`client`].
-#[derive(Clone)]
-pub struct Handler {
-    pub(super) changed: mpsc::UnboundedSender<()>,
-    pub(super) prompts_changed: mpsc::UnboundedSender<()>,
-    pub(super) server: String,
-    pub(super) roots: client::Roots,
-    pub(super) progress: Arc<client::Progress>,
-    /// Where server elicitations go (issue 18 item 3, `super::elicit`).
-    pub(super) elicit: Arc<super::elicit::Relay>,
-    /// Where server sampling requests go (issue 18 item 2, `super::sampling`).
-    pub(super) sampling: Arc<super::sampling::Sampler>,
-}
-
-impl ClientHandler for Handler {
-    /// `notifications/tools/list_changed` outside a subscription (protocol
-    /// versions before 2026-07-28).
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.changed.send(());
-    }
-
-    /// `roots/list`: the session's directories (MCP "Client features: Roots").
-    #[allow(deprecated)]
-    async fn list_roots(
-        &self,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ListRootsResult, ErrorData> {
-        Ok(client::list_roots(
-            &self.roots.read().unwrap_or_else(|e| e.into_inner()),
-        ))
-    }
-
-    /// `notifications/progress` for a running call: shown in its tool call.
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.progress.notify(&self.server, &params);
-    }
-
-    /// `notifications/prompts/list_changed`: the slash commands are rebuilt.
-    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.prompts_changed.send(());
-    }
-
-    /// `notifications/message`: to the log file at its level.
-    #[allow(deprecated)]
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        client::log_message(&self.server, &params);
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let mut capabilities = client::capabilities();
-        capabilities.elicitation = self.elicit.capability();
-        capabilities.sampling = Some(Default::default());
-        ClientConfig::new(
-            capabilities,
-            Implementation::new("acp-coder", env!("CARGO_PKG_VERSION")),
-        )
-    }
-
-    /// A server's `elicitation/create`, relayed to the editor (issue 18 item 3).
-    async fn create_elicitation(
-        &self,
-        request: rmcp::model::ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ElicitResult, ErrorData> {
-        self.elicit.relay(request).await
-    }
-
-    /// A server's `sampling/createMessage`, answered by the session's model
-    /// after the user allows it (issue 18 item 2).
-    #[allow(deprecated)]
-    async fn create_message(
-        &self,
-        params: rmcp::model::CreateMessageRequestParams,
-        context: RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
-        self.sampling.create_message(params, context.ct).await
-    }
-
-    /// A request rmcp could not read into its type (e.g. a form schema that
-    /// is not flat): a clear error (issue 18, "bad input from a server").
-    async fn on_custom_request(
-        &self,
-        request: rmcp::model::CustomRequest,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::CustomResult, ErrorData> {
-        tracing::warn!(server = %self.server, method = %request.method, "MCP server request not understood");
-        Err(super::elicit::untyped_request(&request))
-    }
-
-    /// `notifications/elicitation/complete` for a relayed URL elicitation.
-    async fn on_custom_notification(
-        &self,
-        notification: rmcp::model::CustomNotification,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.elicit.notification(&notification);
     }
 }

@@ -57,6 +57,16 @@ impl Relay {
 
     /// Relays one server elicitation.
     pub async fn relay(&self, request: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
+        self.relay_in(request, None).await
+    }
+
+    /// Relays one elicitation, shown with ACP tool call `tool_call` when it
+    /// belongs to one (an input request of a `tools/call`, `super::input`).
+    pub async fn relay_in(
+        &self,
+        request: ElicitRequestParams,
+        tool_call: Option<&str>,
+    ) -> Result<ElicitResult, ErrorData> {
         let editor = &self.editor;
         let server = &self.server;
         let answer = match request {
@@ -72,7 +82,7 @@ impl Relay {
                     .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                 check_form(&schema)?;
                 editor
-                    .elicit_form(None, &format!("{server}: {message}"), &schema)
+                    .elicit_form(tool_call, &format!("{server}: {message}"), &schema)
                     .await
             }
             ElicitRequestParams::UrlElicitationParams {
@@ -98,7 +108,7 @@ impl Relay {
                     elicitation_id
                 };
                 let answer = editor
-                    .open_url_with_id(None, &id, &format!("{server}: {message}"), &url)
+                    .open_url_with_id(tool_call, &id, &format!("{server}: {message}"), &url)
                     .await;
                 if matches!(answer, Ok(Answer::Accept(_))) {
                     lock(&self.open_urls).insert(id);

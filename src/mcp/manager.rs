@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::Tool as McpToolDef;
-use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -15,46 +15,15 @@ use crate::config::McpServerSpec;
 use crate::editor::Editor;
 use crate::tools::{Tool, ToolSource};
 
-use super::connect::Handler;
+pub use super::options::McpOptions;
 use super::tool::McpTool;
-use super::{client, names, oauth, prompts, resources};
+use super::{client, input, names, oauth, prompts, resources};
 
 mod server_task;
 
 /// A server still starting when `session/new` returned gets this long in all
 /// (`npx`/`uvx` may download first) before it counts as failed.
 const BACKGROUND_START_LIMIT: Duration = Duration::from_secs(300);
-/// After its connection closed, how long a stdio server gets to exit by
-/// itself before its group is killed (its exit status goes in the report).
-pub(super) const EXIT_WAIT: Duration = Duration::from_millis(500);
-/// stderr lines quoted when a stdio server fails.
-pub(super) const STDERR_LINES: usize = 3;
-
-/// Settings of a session's MCP servers.
-#[derive(Debug, Clone)]
-pub struct McpOptions {
-    /// How long [`McpManager::start`] waits for the servers.
-    pub startup_timeout: Duration,
-    /// How long one tool call may run.
-    pub call_timeout: Duration,
-    /// Working directory of stdio servers (the session's cwd).
-    pub cwd: PathBuf,
-    /// Variables removed from the environment of stdio servers.
-    pub secret_env: Vec<String>,
-    /// How many tools the servers may add in all.
-    pub tool_budget: usize,
-    /// Where HTTP servers' OAuth tokens are stored (`mcp-oauth/` under it).
-    pub data_dir: PathBuf,
-    /// The session's directories, answered to `roots/list`.
-    pub roots: Vec<PathBuf>,
-    /// The session's sampling state (the running turn's model).
-    pub sampling: Arc<super::sampling::Hub>,
-    /// MCP over ACP: the connection's registry of links to the editor's
-    /// own MCP servers (`type: "acp"`), when the agent serves an editor.
-    pub acp_links: Option<Arc<super::acp_transport::Links>>,
-}
-
-pub(super) type Service = RunningService<RoleClient, Handler>;
 
 enum State {
     Starting,
@@ -73,6 +42,9 @@ struct Slot {
     auth: oauth::AuthStatus,
     /// Progress tokens of this server's running calls.
     progress: Arc<client::Progress>,
+    /// Answers its elicitation, sampling and roots requests, sent on their
+    /// own or as the input requests of an `input_required` result.
+    asker: Arc<input::Asker>,
     /// Its prompts (`prompts/list` entries as JSON) while ready.
     prompts: Mutex<Vec<serde_json::Value>>,
 }
@@ -123,15 +95,30 @@ impl McpManager {
         options: McpOptions,
     ) -> Arc<McpManager> {
         let total = specs.len();
+        let roots: client::Roots = Arc::new(std::sync::RwLock::new(options.roots.clone()));
         let inner = Arc::new(Inner {
             slots: specs
                 .into_iter()
-                .map(|spec| Slot {
-                    spec,
-                    state: Mutex::new(State::Starting),
-                    auth: Default::default(),
-                    progress: Arc::default(),
-                    prompts: Mutex::default(),
+                .map(|spec| {
+                    let progress = Arc::<client::Progress>::default();
+                    let asker = Arc::new(input::Asker::new(
+                        Arc::new(super::elicit::Relay::new(editor.clone(), &spec.name)),
+                        Arc::new(super::sampling::Sampler::new(
+                            options.sampling.clone(),
+                            editor.clone(),
+                            &spec.name,
+                            progress.clone(),
+                        )),
+                        roots.clone(),
+                    ));
+                    Slot {
+                        spec,
+                        state: Mutex::new(State::Starting),
+                        auth: Default::default(),
+                        progress,
+                        asker,
+                        prompts: Mutex::default(),
+                    }
                 })
                 .collect(),
             editor,
@@ -144,7 +131,7 @@ impl McpManager {
             settled: watch::channel(0).0,
             startup_over: AtomicBool::new(false),
             commands: watch::channel(0).0,
-            roots: Arc::new(std::sync::RwLock::new(options.roots.clone())),
+            roots,
             turn_begun: watch::channel(false).0,
             options,
         });
@@ -290,10 +277,16 @@ impl ToolSource for McpManager {
             let Some(prompt) = found else { continue };
             let arguments = prompts::parse_input(&prompt, input);
             let (peer, server) = (peer.clone(), slot.spec.name.clone());
+            let asker = slot.asker.clone();
             let prompt_name = prompt["name"].as_str().unwrap_or_default().to_owned();
             let timeout = self.inner.options.call_timeout;
             return Some(Box::pin(async move {
-                prompts::fetch(peer, server, prompt_name, arguments?, timeout).await
+                let fetch = prompts::Fetch {
+                    peer,
+                    asker,
+                    server,
+                };
+                fetch.run(prompt_name, arguments?, timeout).await
             }));
         }
         None
@@ -375,6 +368,7 @@ impl Inner {
                     with_resources.push(resources::Server {
                         name: slot.spec.name.clone(),
                         peer: peer.clone(),
+                        asker: slot.asker.clone(),
                     });
                 }
             }
@@ -391,7 +385,8 @@ impl Inner {
                 let slot = &self.slots[idx];
                 Arc::new(
                     McpTool::new(name, &slot.spec.name, def, peer, self.options.call_timeout)
-                        .with_progress(slot.progress.clone()),
+                        .with_progress(slot.progress.clone())
+                        .with_asker(slot.asker.clone()),
                 ) as Arc<dyn Tool>
             })
             .collect();
@@ -433,6 +428,7 @@ impl Inner {
                     Some(resources::Server {
                         name: slot.spec.name.clone(),
                         peer: peer.clone(),
+                        asker: slot.asker.clone(),
                     })
                 }
                 _ => None,

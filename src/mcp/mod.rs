@@ -16,17 +16,22 @@
 //! - [`resources`]: the `list_mcp_resources` and `read_mcp_resource` tools.
 //! - [`prompts`]: servers' prompts as slash commands.
 //! - [`sampling`]: servers' `sampling/createMessage` answered by the model.
+//! - [`input`]: `input_required` results (protocol 2026-07-28) answered
+//!   the same ways, and the request sent again.
 //! - [`prompt_links`]: prompt `resource_link`s read through their server.
 pub mod acp_transport;
 pub mod client;
 mod connect;
 pub mod elicit;
+mod handler;
 pub mod http;
+pub mod input;
 pub mod manager;
 pub mod names;
 pub mod oauth;
 pub mod oauth_connect;
 pub mod oauth_flow;
+mod options;
 pub mod prompt_links;
 pub mod prompts;
 pub mod resources;

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rmcp::ClientHandler;
-use rmcp::service::{RoleClient, RunningService, serve_client_with_ct};
+use rmcp::service::{RoleClient, RunningService};
 use tokio_util::sync::CancellationToken;
 
 use super::oauth::{AuthStatus, TokenStore};
@@ -89,12 +89,12 @@ impl SignIn<'_> {
                 }
                 other => other?,
             };
-            return serve_client_with_ct(handler, transport, ct)
+            return super::connect::handshake(handler, transport, ct)
                 .await
                 .map_err(handshake);
         }
         let transport = http::streamable(url, headers, manager)?;
-        let e = match serve_client_with_ct(handler.clone(), transport, ct.clone()).await {
+        let e = match super::connect::handshake(handler.clone(), transport, ct.clone()).await {
             Ok(service) => return Ok(service),
             Err(e) => e,
         };
@@ -103,7 +103,7 @@ impl SignIn<'_> {
         };
         let manager = self.run(url, &challenge, store).await?;
         let transport = http::streamable(url, headers, manager)?;
-        serve_client_with_ct(handler, transport, ct)
+        super::connect::handshake(handler, transport, ct)
             .await
             .map_err(handshake)
     }

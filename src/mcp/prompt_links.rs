@@ -6,7 +6,7 @@
 //! (`file://` read through the editor, others named).
 use std::time::Duration;
 
-use rmcp::model::{ReadResourceRequestParams, Resource, ResourceTemplate};
+use rmcp::model::{Resource, ResourceTemplate};
 
 use super::resources::{Server, convert_contents};
 use crate::tools::ToolOutput;
@@ -29,9 +29,7 @@ pub async fn read(servers: Vec<Server>, uri: String, timeout: Duration) -> Optio
             continue;
         }
         tracing::info!(server = %server.name, %uri, "prompt resource link read through its MCP server");
-        let read = server
-            .peer
-            .read_resource(ReadResourceRequestParams::new(uri.clone()));
+        let read = server.read(&uri, None);
         return Some(match tokio::time::timeout(timeout, read).await {
             Err(_) => Err(format!(
                 "the MCP server {} did not answer within {} s",

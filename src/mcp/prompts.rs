@@ -142,33 +142,70 @@ pub fn parse_input(prompt: &Value, input: &str) -> Result<Map<String, Value>, St
     Ok(out)
 }
 
-/// `prompts/get`, its messages as the blocks of the turn's prompt.
-pub async fn fetch(
-    peer: Peer<RoleClient>,
-    server: String,
-    prompt: String,
-    arguments: Map<String, Value>,
-    timeout: Duration,
-) -> Result<Vec<ContentBlock>, String> {
-    let mut params = GetPromptRequestParams::new(prompt.clone());
-    if !arguments.is_empty() {
-        params = params.with_arguments(arguments);
+/// One server's `prompts/get`.
+pub struct Fetch {
+    pub peer: Peer<RoleClient>,
+    /// Answers its input requests (`input_required`, `super::input`).
+    pub asker: std::sync::Arc<super::input::Asker>,
+    pub server: String,
+}
+
+impl Fetch {
+    /// `prompts/get`, its messages as the blocks of the turn's prompt; the
+    /// server's input requests are answered in between.
+    pub async fn run(
+        self,
+        prompt: String,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<Vec<ContentBlock>, String> {
+        use super::input::Round;
+        use rmcp::model::GetPromptResponse;
+        let Fetch {
+            peer,
+            asker,
+            server,
+        } = self;
+        let get = asker.drive(None, |input_responses, request_state| {
+            let mut params = GetPromptRequestParams::new(prompt.clone());
+            if !arguments.is_empty() {
+                params = params.with_arguments(arguments.clone());
+            }
+            params.input_responses = input_responses;
+            params.request_state = request_state;
+            let peer = peer.clone();
+            async move {
+                match peer.get_prompt_once(params).await? {
+                    GetPromptResponse::Complete(r) => Ok(Round::Done(r)),
+                    GetPromptResponse::InputRequired(r) => Ok(Round::Input(r)),
+                    _ => Err(rmcp::service::ServiceError::UnexpectedResponse),
+                }
+            }
+        });
+        let result = match tokio::time::timeout(timeout, get).await {
+            Err(_) => {
+                return Err(format!(
+                    "the MCP server {server} did not return the prompt {prompt} within {} s",
+                    timeout.as_secs()
+                ));
+            }
+            Ok(Err(e)) => {
+                return Err(format!(
+                    "the MCP server {server} could not give the prompt {prompt}: {e}"
+                ));
+            }
+            Ok(Ok(r)) => r,
+        };
+        blocks_of(&server, &prompt, &result)
     }
-    let result = match tokio::time::timeout(timeout, peer.get_prompt(params)).await {
-        Err(_) => {
-            return Err(format!(
-                "the MCP server {server} did not return the prompt {prompt} within {} s",
-                timeout.as_secs()
-            ));
-        }
-        Ok(Err(e)) => {
-            return Err(format!(
-                "the MCP server {server} could not give the prompt {prompt}: {e}"
-            ));
-        }
-        Ok(Ok(r)) => r,
-    };
-    let value = serde_json::to_value(&result).unwrap_or(Value::Null);
+}
+
+fn blocks_of(
+    server: &str,
+    prompt: &str,
+    result: &rmcp::model::GetPromptResult,
+) -> Result<Vec<ContentBlock>, String> {
+    let value = serde_json::to_value(result).unwrap_or(Value::Null);
     let blocks = to_blocks(&value);
     if blocks.is_empty() {
         return Err(format!(

@@ -7,6 +7,7 @@
 //!
 //! The tools are offered while at least one ready server declares the
 //! `resources` capability; the manager rebuilds them with the tool list.
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::ReadResourceRequestParams;
@@ -30,6 +31,36 @@ const LIST_MAX: usize = 200;
 pub struct Server {
     pub name: String,
     pub peer: Peer<RoleClient>,
+    /// Answers its input requests (`input_required`, `super::input`).
+    pub asker: Arc<super::input::Asker>,
+}
+
+impl Server {
+    /// `resources/read`, answering the server's input requests in between
+    /// (shown with ACP tool call `tool_call`, if any).
+    pub async fn read(
+        &self,
+        uri: &str,
+        tool_call: Option<&str>,
+    ) -> Result<rmcp::model::ReadResourceResult, super::input::InputError> {
+        use super::input::Round;
+        use rmcp::model::ReadResourceResponse;
+        self.asker
+            .drive(tool_call, |input_responses, request_state| {
+                let mut params = ReadResourceRequestParams::new(uri.to_owned());
+                params.input_responses = input_responses;
+                params.request_state = request_state;
+                let peer = self.peer.clone();
+                async move {
+                    match peer.read_resource_once(params).await? {
+                        ReadResourceResponse::Complete(r) => Ok(Round::Done(r)),
+                        ReadResourceResponse::InputRequired(r) => Ok(Round::Input(r)),
+                        _ => Err(rmcp::service::ServiceError::UnexpectedResponse),
+                    }
+                }
+            })
+            .await
+    }
 }
 
 /// `list_mcp_resources` or `read_mcp_resource` over the current servers.
@@ -275,14 +306,14 @@ struct Read {
 
 #[async_trait::async_trait]
 impl Action for Read {
-    async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let Read {
             server,
             uri,
             timeout,
         } = *self;
-        let params = ReadResourceRequestParams::new(uri.clone());
-        let result = match tokio::time::timeout(timeout, server.peer.read_resource(params)).await {
+        let read = server.read(&uri, Some(&ctx.tool_call_id));
+        let result = match tokio::time::timeout(timeout, read).await {
             Err(_) => {
                 return Err(ToolError::Failed(format!(
                     "the MCP server {} did not answer within {} s (mcp_tool_timeout_secs in the config)",

@@ -163,8 +163,20 @@ impl Sampler {
         params: CreateMessageRequestParams,
         withdrawn: CancellationToken,
     ) -> Result<CreateMessageResult, ErrorData> {
+        self.create_message_in(params, withdrawn, None).await
+    }
+
+    /// Answers one sampling request of ACP tool call `parent` (an input
+    /// request of a call, `super::input`), or of the server's running tool
+    /// call when `None`.
+    pub async fn create_message_in(
+        &self,
+        params: CreateMessageRequestParams,
+        withdrawn: CancellationToken,
+        parent: Option<&str>,
+    ) -> Result<CreateMessageResult, ErrorData> {
         let server = &self.server;
-        let (turn, parent) = self.admit(&params)?;
+        let (turn, parent) = self.admit(&params, parent)?;
         let model = pick_model(&params, &turn.model_id(), &turn.known_models());
         let sample = to_sample(
             &params,
@@ -242,6 +254,7 @@ impl Sampler {
     fn admit(
         &self,
         params: &CreateMessageRequestParams,
+        parent: Option<&str>,
     ) -> Result<(Arc<dyn TurnModel>, String), ErrorData> {
         let server = &self.server;
         let size = request_bytes(params);
@@ -255,7 +268,10 @@ impl Sampler {
                 None,
             ));
         }
-        let (Some(turn), Some(parent)) = (self.hub.current(), self.calls.running_call()) else {
+        let parent = parent
+            .map(str::to_owned)
+            .or_else(|| self.calls.running_call());
+        let (Some(turn), Some(parent)) = (self.hub.current(), parent) else {
             tracing::info!(server, "MCP sampling request outside a tool call: refused");
             return Err(refuse(format!(
                 "sampling is only available while the agent is running a tool of this server \

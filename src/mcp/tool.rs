@@ -12,6 +12,7 @@ use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::Value;
 
 use super::client::Progress;
+use super::input::{Asker, InputError, Round};
 
 use crate::acp::{ContentBlock, ResourceContents, ToolCallContent, ToolKind};
 use crate::tools::{Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput};
@@ -27,6 +28,8 @@ pub struct McpTool {
     pub timeout: Duration,
     /// Where this server's progress notifications are routed.
     progress: Arc<Progress>,
+    /// Answers an `input_required` result's requests (`super::input`).
+    asker: Option<Arc<Asker>>,
 }
 
 impl McpTool {
@@ -51,12 +54,19 @@ impl McpTool {
             peer,
             timeout,
             progress: Arc::default(),
+            asker: None,
         }
     }
 
     /// Shares the server's progress routing (see [`super::client`]).
     pub fn with_progress(mut self, progress: Arc<Progress>) -> Self {
         self.progress = progress;
+        self
+    }
+
+    /// Answers the server's input requests (`input_required` results).
+    pub fn with_asker(mut self, asker: Arc<Asker>) -> Self {
+        self.asker = Some(asker);
         self
     }
 
@@ -174,6 +184,7 @@ impl Tool for McpTool {
                 arguments,
                 timeout: self.timeout,
                 progress: self.progress.clone(),
+                asker: self.asker.clone(),
                 tool_call_id: ctx.tool_call_id.clone(),
             }),
         })
@@ -187,6 +198,7 @@ struct Call {
     arguments: serde_json::Map<String, Value>,
     timeout: Duration,
     progress: Arc<Progress>,
+    asker: Option<Arc<Asker>>,
     tool_call_id: String,
 }
 
@@ -203,10 +215,30 @@ impl Action for Call {
             arguments,
             timeout,
             progress,
+            asker,
             tool_call_id,
         } = *self;
         let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
-        let call = call_with_progress(&peer, params, &progress, &ctx.editor, tool_call_id);
+        let round = |input_responses, request_state| {
+            let mut params = params.clone();
+            params.input_responses = input_responses;
+            params.request_state = request_state;
+            let (peer, progress) = (peer.clone(), progress.clone());
+            let (editor, id) = (ctx.editor.clone(), tool_call_id.clone());
+            async move { call_with_progress(&peer, params, &progress, &editor, &id).await }
+        };
+        let call = async {
+            match &asker {
+                Some(asker) => asker.drive(Some(&tool_call_id), round).await,
+                None => match round(None, None).await {
+                    Ok(Round::Done(r)) => Ok(r),
+                    Ok(Round::Input(_)) => {
+                        Err(InputError::Request(ServiceError::UnexpectedResponse))
+                    }
+                    Err(e) => Err(InputError::Request(e)),
+                },
+            }
+        };
         let result = match tokio::time::timeout(timeout, call).await {
             Err(_) => {
                 return Err(ToolError::Failed(format!(
@@ -215,7 +247,14 @@ impl Action for Call {
                     timeout.as_secs()
                 )));
             }
-            Ok(Err(e)) => return Err(ToolError::Failed(call_error(&server, &tool, &e))),
+            Ok(Err(InputError::Request(e))) => {
+                return Err(ToolError::Failed(call_error(&server, &tool, &e)));
+            }
+            Ok(Err(e)) => {
+                return Err(ToolError::Failed(format!(
+                    "the MCP tool {tool} of server {server} did not finish: {e}"
+                )));
+            }
             Ok(Ok(r)) => r,
         };
         let value = serde_json::to_value(&result).unwrap_or(Value::Null);
@@ -234,26 +273,33 @@ impl Action for Call {
     }
 }
 
-/// `tools/call` with rmcp's progress token routed to the ACP tool call while
-/// it runs (MCP "Utilities: Progress"). Dropped before the answer (turn
-/// cancelled, timeout), it sends `notifications/cancelled` for the request.
+/// One round of `tools/call` with rmcp's progress token routed to the ACP
+/// tool call while it runs (MCP "Utilities: Progress"). Dropped before the
+/// answer (turn cancelled, timeout), it sends `notifications/cancelled` for
+/// the request.
 async fn call_with_progress(
     peer: &Peer<RoleClient>,
     params: CallToolRequestParams,
     progress: &Progress,
     editor: &crate::editor::Editor,
-    tool_call_id: String,
-) -> Result<CallToolResult, ServiceError> {
+    tool_call_id: &str,
+) -> Result<Round<CallToolResult>, ServiceError> {
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let handle = peer
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await?;
-    let _routed = progress.register(handle.progress_token.clone(), editor.clone(), tool_call_id);
+    let _routed = progress.register(
+        handle.progress_token.clone(),
+        editor.clone(),
+        tool_call_id.to_owned(),
+    );
     let mut abandon = Abandon(Some((peer.clone(), handle.id.clone())));
     let answer = handle.await_response().await;
     abandon.0 = None;
     match answer? {
-        ServerResult::CallToolResult(r) => Ok(r),
+        ServerResult::CallToolResult(r) => Ok(Round::Done(r)),
+        // Protocol 2026-07-28: the server needs answers first (`super::input`).
+        ServerResult::InputRequiredResult(r) => Ok(Round::Input(r)),
         _ => Err(ServiceError::UnexpectedResponse),
     }
 }

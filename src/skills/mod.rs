@@ -154,6 +154,17 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// The folders of the user-wide skills: reading their files does not
+    /// ask (`permission::Bounds::skill_dirs`). Project skills live in the
+    /// session's roots already.
+    pub fn user_dirs(&self) -> Vec<PathBuf> {
+        self.skills
+            .iter()
+            .filter(|s| matches!(s.scope, Scope::User))
+            .map(|s| s.dir.clone())
+            .collect()
+    }
+
     pub fn get(&self, name: &str) -> Option<&Skill> {
         self.skills.iter().find(|s| s.file.name == name)
     }
@@ -184,8 +195,10 @@ impl Catalog {
         Some(format!("- **Skills**: {} loaded{notes}", self.skills.len()))
     }
 
-    /// The Markdown answer to `/skills`.
-    pub fn describe(&self) -> String {
+    /// The Markdown answer to `/skills`; `without_command` names the skills
+    /// whose slash command a built-in or prompt-file command has, and what
+    /// has it (`commands::skills_without_command`).
+    pub fn describe(&self, without_command: &[(String, &str)]) -> String {
         let mut s = String::from("**Skills**\n");
         if self.skills.is_empty() {
             s.push_str("No skills found. Put skill folders (each with a SKILL.md) in `.agents/skills/` in the project or in `~/.agents/skills/`.\n");
@@ -205,6 +218,13 @@ impl Catalog {
                 k.file.name,
                 k.scope.label(),
                 k.dir.display()
+            );
+        }
+        for (name, by) in without_command {
+            let _ = writeln!(
+                s,
+                "- `{name}` has no slash command: `/{name}` is {by}. Ask for the skill in a prompt \
+                 instead (\"use the {name} skill to …\"); the model loads it with `load_skill`"
             );
         }
         for b in &self.broken {

@@ -105,7 +105,7 @@ fn discovery_shadows_and_skips_broken() {
     assert!(cat.broken[0].path.ends_with("broken/SKILL.md"));
     assert!(cat.index.contains("- deploy: Project deploy\n"));
     assert!(cat.status_line().unwrap().contains("1 broken"));
-    let d = cat.describe();
+    let d = cat.describe(&[]);
     assert!(d.contains("skipped") && d.contains("shadowed by"), "{d}");
 }
 
@@ -205,7 +205,7 @@ fn hostile_skill_folders() {
         reasons.iter().all(|r| !r.contains("TOPSECRET")),
         "{reasons:?}"
     );
-    assert!(!cat.describe().contains("TOPSECRET"));
+    assert!(!cat.describe(&[]).contains("TOPSECRET"));
     assert_eq!(cat.skills.len(), 1);
     assert!(
         cat.index

@@ -49,14 +49,16 @@ async fn an_editor_side_server_is_reached_over_the_acp_connection() {
         .await
         .unwrap_or_else(|e| editor.fail(&format!("session/new failed: {e}")));
     let sid = result["sessionId"].as_str().unwrap().to_owned();
+    // The test server (rmcp) speaks protocol 2026-07-28: discovery, no
+    // `initialize`, and list changes on a `subscriptions/listen` stream.
     let log = editor.mcp_over_acp_log();
     assert_eq!(
         log[..4],
         [
             "connect srv-1",
-            "agent request initialize",
-            "agent notification notifications/initialized",
-            "agent request tools/list"
+            "agent request server/discover",
+            "agent request tools/list",
+            "agent request subscriptions/listen"
         ],
         "{log:?}"
     );

@@ -26,6 +26,7 @@ mod mcp_acp;
 mod mcp_client;
 mod mcp_common;
 mod mcp_elicitation;
+mod mcp_input;
 mod mcp_lifecycle;
 mod mcp_oauth;
 mod mcp_reference;

@@ -172,6 +172,47 @@ async fn restart_then_load_replays_everything_and_continues_with_full_history() 
     editor.shut_down().await;
 }
 
+/// A session another process has open (`acp-coder a2a` serving it as a
+/// conversation, another editor) opens read-only instead of failing: load
+/// and resume answer, the replay ends with a note saying why and what to do,
+/// a prompt says it again and runs nothing; once that process lets it go,
+/// the session loads as usual.
+#[tokio::test]
+async fn a_session_open_in_another_process_opens_read_only() {
+    let (home, ws, model, editor, sid) = first_turn("remember 42", "first answer").await;
+    // `editor`'s agent still holds the session.
+    let other = started_in(home.path(), &model).await;
+    other.load_session(&sid, ws.path()).await;
+    let text = other.agent_text(&sid);
+    assert!(text.contains("first answer"), "{text}");
+    assert!(
+        text.contains("open in another acp-coder process (pid ")
+            && text.contains("read-only")
+            && text.contains("then open the session again"),
+        "{text}"
+    );
+    let before = model.chat_requests().len();
+    let r = other.prompt(&sid, "go on").await;
+    assert_eq!(r["stopReason"], "end_turn", "{r}");
+    assert_eq!(model.chat_requests().len(), before, "nothing ran");
+    assert_eq!(other.agent_text(&sid).matches("read-only").count(), 2);
+    other.resume_session(&sid, ws.path()).await;
+
+    // Let go: the first agent ends; the session loads writable again, and
+    // the refused prompt was never saved.
+    editor.shut_down().await;
+    other.shut_down().await;
+    let third = started_in(home.path(), &model).await;
+    third.load_session(&sid, ws.path()).await;
+    assert!(!third.agent_text(&sid).contains("read-only"));
+    model.push(Reply::text("it was 42"));
+    third.prompt(&sid, "what number?").await;
+    assert_eq!(model.chat_requests().len(), before + 1);
+    let sent = model.chat_requests().last().unwrap().messages().to_vec();
+    assert!(!Value::Array(sent).to_string().contains("go on"));
+    third.shut_down().await;
+}
+
 #[tokio::test]
 async fn resume_restores_without_replay() {
     let (home, ws, model, editor, sid) = first_turn("remember 42", "first answer").await;

@@ -293,7 +293,7 @@ async fn load_skill_then_a_script_from_the_skill_folder() {
 }
 
 #[tokio::test]
-async fn a_user_skill_outside_the_roots_loads_without_asking_but_its_scripts_ask() {
+async fn a_user_skill_outside_the_roots_loads_and_reads_without_asking_but_its_scripts_ask() {
     let home = tempfile::tempdir().expect("home");
     let dir = skill(
         home.path(),
@@ -333,18 +333,31 @@ async fn a_user_skill_outside_the_roots_loads_without_asking_but_its_scripts_ask
     assert_eq!(asked[0].params["toolCall"]["toolCallId"], "c2");
     assert!(tool_result(&model, "c2").contains("USER-SCRIPT-RAN"));
 
-    // Loading the skill granted nothing: reading its files still asks.
+    // The skill's own files are its content: reading them does not ask. A
+    // file beside the folder still asks, also through a symlink in it.
+    std::fs::write(dir.join("reference.md"), "REFERENCE-TEXT\n").unwrap();
+    std::fs::write(home.path().join("beside.md"), "BESIDE\n").unwrap();
+    std::os::unix::fs::symlink(home.path().join("beside.md"), dir.join("escape.md")).unwrap();
+    let reference = std::fs::canonicalize(dir.join("reference.md")).unwrap();
+    let beside = dir.join("escape.md");
     model.push(Reply::tool_call(
         "c5",
         "read_file",
-        json!({"path": script.display().to_string()}),
+        json!({"path": reference.display().to_string()}),
+    ));
+    model.push(Reply::tool_call(
+        "c6",
+        "read_file",
+        json!({"path": beside.display().to_string()}),
     ));
     model.push(Reply::text("done"));
     editor.push_permission(PermissionDecision::RejectOnce);
     editor.prompt(&sid, "read it").await;
+    assert!(tool_result(&model, "c5").contains("REFERENCE-TEXT"));
     let asked = editor.permission_requests();
     assert_eq!(asked.len(), 2, "{asked:?}");
-    assert_eq!(asked[1].params["toolCall"]["toolCallId"], "c5");
+    assert_eq!(asked[1].params["toolCall"]["toolCallId"], "c6");
+    assert!(!tool_result(&model, "c6").contains("BESIDE"));
 
     // Rejected, it does not run.
     model.push(Reply::tool_call(
@@ -392,6 +405,19 @@ async fn a_skill_is_a_slash_command_and_built_ins_keep_their_names() {
     let reviews: Vec<_> = cmds.iter().filter(|c| c.0 == "review").collect();
     assert_eq!(reviews.len(), 1);
     assert_eq!(reviews[0].1, "Review the uncommitted changes");
+    // `/skills` says the skill lost its command, and how else to use it.
+    editor.prompt(&sid, "/skills").await;
+    let said = editor.agent_text(&sid);
+    assert!(
+        said.contains("`review` has no slash command: `/review` is the built-in command")
+            && said.contains("use the review skill")
+            && said.contains("load_skill"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("`release-notes` has no slash command"),
+        "{said}"
+    );
 
     let r = editor.prompt(&sid, "/release-notes for v1.2 only").await;
     assert_eq!(r["stopReason"], "end_turn");

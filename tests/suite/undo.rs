@@ -234,6 +234,9 @@ async fn rewind_n_turns(via: Via) {
     assert_eq!(h.ws.read("f.txt"), "v3\n");
     let said = slash(&h, "/rewind 3").await;
     assert!(said.contains("Rewound 3 turns"), "{said}");
+    // Two turns wrote f.txt: it is listed once.
+    assert!(said.contains("Restored:\n- f.txt"), "{said}");
+    assert_eq!(said.matches("f.txt").count(), 1, "{said}");
     assert_eq!(h.ws.read("f.txt"), "v1\n");
     h.model.push(Reply::text("ok"));
     h.editor.prompt(&h.sid, "after rewind").await;

@@ -220,11 +220,13 @@ impl Call<'_> {
     ) -> Step<bool> {
         let session = self.session;
         let roots = session.roots();
+        let skill_dirs = session.skills.get().user_dirs();
         let decision = {
             let grants = session.grants.lock().unwrap_or_else(|e| e.into_inner());
             let bounds = permission::Bounds {
                 roots: &roots,
                 protected: &session.protected,
+                skill_dirs: &skill_dirs,
             };
             permission::decide(session.mode(), access, tool, &bounds, &grants)
         };

@@ -40,12 +40,19 @@ struct Opening {
     meta: SessionMeta,
     history: Vec<ChatMessage>,
     used_tool_ids: HashSet<String>,
-    log: store::Log,
+    /// `None`: open read-only, another process holds the log.
+    log: Option<store::Log>,
 }
 
 impl Opening {
     /// A session without history yet; a restored one fills in its past.
-    fn fresh(id: &str, place: Place, mode: Mode, meta: SessionMeta, log: store::Log) -> Self {
+    fn fresh(
+        id: &str,
+        place: Place,
+        mode: Mode,
+        meta: SessionMeta,
+        log: Option<store::Log>,
+    ) -> Self {
         let (cwd, additional, mcp_servers) = place;
         Opening {
             id: id.to_string(),
@@ -107,7 +114,7 @@ impl Agent {
         let log = self.store.create(&summary).hold(claim.ok());
         let mut unborn = Unborn::new(self, &id);
         let place = (cwd, additional, req.mcp_servers);
-        let opening = Opening::fresh(&id, place, settings.default_mode, meta, log);
+        let opening = Opening::fresh(&id, place, settings.default_mode, meta, Some(log));
         let session = self.open(opening, &settings).await;
         tracing::info!(session = %id, "session created");
         let reply = self.answer_new(id, session).await;
@@ -173,6 +180,11 @@ impl Agent {
                 session.editor.replay(update);
             }
         }
+        if let Some(holder) = &restored.held_by {
+            session
+                .editor
+                .replay(&SessionUpdate::agent_text(read_only_note(holder), None));
+        }
         let response = LoadSessionResponse {
             modes: Mode::state(session.mode()),
             config_options: self.session_options(&session).await,
@@ -188,11 +200,17 @@ impl Agent {
         let mut additional = additional_dirs(&req.additional_directories)?;
         let settings = self.usable_settings()?;
         let records = self.read_records(&req.session_id)?;
-        // One writer per log: a session another process holds is refused
+        // One writer per log: a session another process holds (`acp-coder
+        // a2a` serving it as a context, another editor) opens read-only
         // (this process's own live copy shares the claim).
+        let mut held_by = None;
         let claim = match self.store.claim(&req.session_id) {
             Ok(c) => Some(c),
-            Err(e @ StoreError::Locked { .. }) => return Err(locked(&req.session_id, &e)),
+            Err(StoreError::Locked { pid, .. }) => {
+                tracing::info!(session = %req.session_id, holder = ?pid, "session open in another process: opened read-only");
+                held_by = Some(pid);
+                None
+            }
             Err(e) => {
                 tracing::warn!(session = %req.session_id, error = %e, "cannot lock the session's log; loading it unlocked");
                 None
@@ -237,12 +255,14 @@ impl Agent {
         };
         let id = req.session_id.clone();
         let place = (cwd, additional, req.mcp_servers);
-        let log = self.store.open(&id).hold(claim);
+        let log = held_by.is_none().then(|| self.store.open(&id).hold(claim));
         let mut opening = Opening::fresh(&id, place, mode, meta, log);
         opening.history = restored.history.clone();
         opening.used_tool_ids = restored.tool_ids.clone();
         let session = self.open(opening, &settings).await;
         tracing::info!(session = %id, messages = restored.history.len(), "session restored");
+        let mut restored = restored;
+        restored.held_by = held_by;
         Ok((session, restored))
     }
 
@@ -301,7 +321,7 @@ impl Agent {
             meta: o.meta,
             history: o.history,
             used_tool_ids: o.used_tool_ids,
-            recorder: Recorder::new(Some(o.log)),
+            recorder: Recorder::new(o.log),
             protected: protected_for(settings),
             skills,
             sampling,
@@ -604,6 +624,23 @@ pub(in crate::agent) fn unknown_session(id: &str) -> RpcError {
         "unknown session {id:?}: create one with session/new first"
     ))
     .with_data(serde_json::json!({ "sessionId": id }))
+}
+
+/// What a session opened read-only says, at the end of its replay and to
+/// each prompt: who holds it and how to go on.
+pub(in crate::agent) fn read_only_note(holder: &Option<u32>) -> String {
+    let who = match holder {
+        Some(pid) => {
+            format!("another acp-coder process (pid {pid}), such as `acp-coder a2a` serving it,")
+        }
+        None => "another acp-coder process, such as `acp-coder a2a` serving it,".to_owned(),
+    };
+    format!(
+        "This session is open in {who} so it is shown here read-only: prompts are not run and \
+         nothing is saved. To continue it here, let that process finish with it (an A2A \
+         server lets a conversation go 30 minutes after its last task, or when it stops), \
+         then open the session again; or start a new session."
+    )
 }
 
 /// A session held by another process (its log has one writer): the error

@@ -57,6 +57,18 @@ impl Agent {
         mut prompt: Vec<ContentBlock>,
         token: &tokio_util::sync::CancellationToken,
     ) -> Result<StopReason, RpcError> {
+        if session.read_only() {
+            let text = match self.store.claim(&session.id) {
+                Err(crate::agent::store::StoreError::Locked { pid, .. }) => {
+                    crate::agent::handlers::lifecycle::read_only_note(&pid)
+                }
+                _ => "The other acp-coder process has let this session go: open it again to \
+                      continue it here (this copy stays read-only)."
+                    .to_owned(),
+            };
+            say(session, &text);
+            return Ok(StopReason::EndTurn);
+        }
         if let Some((name, args)) = commands::parse(&prompt)
             && let Some(stop) = self
                 .slash_command(session, settings, &mut prompt, (&name, &args), token)
@@ -353,7 +365,15 @@ impl Agent {
     /// again and sends the new command list (issue 21).
     async fn skills_command(&self, session: &Arc<Session>, args: &str) {
         match args {
-            "" => say(session, &session.skills.get().describe()),
+            "" => {
+                let config_dir = crate::config::config_home().join("acp-coder");
+                let catalog = session.skills.get();
+                let without = commands::skills_without_command(
+                    &commands::available(&session.cwd, &config_dir),
+                    &catalog,
+                );
+                say(session, &catalog.describe(&without));
+            }
             "reload" => {
                 let s = session.clone();
                 if let Err(e) = tokio::task::spawn_blocking(move || s.reload_skills()).await {

@@ -113,10 +113,7 @@ async fn restore_since(session: &Session, cut: usize) -> (Report, usize) {
             gone += 1;
             continue;
         }
-        let r = restore(session, &cp).await;
-        report.restored.extend(r.restored);
-        report.deleted.extend(r.deleted);
-        report.skipped.extend(r.skipped);
+        report.merge(restore(session, &cp).await);
     }
     (report, gone)
 }
@@ -225,6 +222,23 @@ async fn write(editor: &Editor, path: &Path, text: &str) -> Result<(), crate::ed
 }
 
 impl Report {
+    /// Adds what restoring an older checkpoint did: a file several turns
+    /// changed is listed once, as the oldest one left it (that restore ran
+    /// last).
+    fn merge(&mut self, older: Report) {
+        for name in older.restored.iter().chain(&older.deleted) {
+            self.restored.retain(|r| r != name);
+            self.deleted.retain(|d| d != name);
+        }
+        self.restored.extend(older.restored);
+        self.deleted.extend(older.deleted);
+        for s in older.skipped {
+            if !self.skipped.contains(&s) {
+                self.skipped.push(s);
+            }
+        }
+    }
+
     fn render(&self, _cwd: &Path) -> String {
         let mut s = String::new();
         let list = |title: &str, items: &[String]| {

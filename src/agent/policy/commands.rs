@@ -252,6 +252,25 @@ pub fn with_skills(mut list: Vec<Command>, skills: &Catalog) -> Vec<Command> {
     list
 }
 
+/// The skills that get no slash command because a built-in or prompt-file
+/// command in `list` (before [`with_skills`]) has their name, with what
+/// has it: `/skills` says so.
+pub fn skills_without_command(list: &[Command], skills: &Catalog) -> Vec<(String, &'static str)> {
+    skills
+        .skills
+        .iter()
+        .filter_map(|skill| {
+            let taken = list.iter().find(|c| c.name == skill.name())?;
+            let by = match taken.template {
+                Template::Builtin(_) => "the built-in command",
+                Template::Text(_) => "your prompt-file command",
+                Template::Skill | Template::Source => return None,
+            };
+            Some((skill.name().to_owned(), by))
+        })
+        .collect()
+}
+
 /// `list` plus the tool sources' commands (MCP prompts, `/<server>.<prompt>`)
 /// whose names are free.
 pub fn with_sources(
@@ -411,6 +430,9 @@ mod tests {
             Some(Action::Skill("deploy".into()))
         );
         assert_eq!(resolve(&cmds, "skills", "reload"), Some(Action::Skills));
+        let available = available(dir.path(), &dir.path().join("cfg"));
+        let without = skills_without_command(&available, &catalog);
+        assert!(without.iter().all(|(n, _)| n != "deploy"), "{without:?}");
         let text = skill_prompt(catalog.get("deploy").unwrap(), "to prod");
         assert!(
             text.contains("BODY-deploy") && text.ends_with("Task: to prod"),

@@ -140,6 +140,10 @@ impl Grants {
 pub struct Bounds<'a> {
     pub roots: &'a [PathBuf],
     pub protected: &'a Protected,
+    /// The folders of the user-wide skills (canonical): their files are the
+    /// skills' content, read without asking; running their scripts still
+    /// asks like any command.
+    pub skill_dirs: &'a [PathBuf],
 }
 
 impl Bounds<'_> {
@@ -171,7 +175,8 @@ pub fn decide(
     match access {
         Access::None => Decision::Allow,
         Access::Read(paths) => {
-            let out = bounds.outside(paths);
+            let mut out = bounds.outside(paths);
+            out.retain(|p| !is_inside(p, bounds.skill_dirs));
             if out.is_empty() {
                 Decision::Allow
             } else {

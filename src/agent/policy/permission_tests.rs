@@ -12,6 +12,7 @@ fn decide_in(mode: Mode, access: &Access, tool: &str, g: &Grants) -> Decision {
     let bounds = Bounds {
         roots: &roots,
         protected: &protected,
+        skill_dirs: &[],
     };
     decide(mode, access, tool, &bounds, g)
 }
@@ -25,6 +26,39 @@ fn cmd(c: &str) -> Access {
 
 fn read(p: &str) -> Access {
     Access::Read(vec![p.into()])
+}
+
+/// A user-wide skill's own files are read without asking (they are its
+/// content); anything beside the folder, and its scripts, still ask.
+#[test]
+fn reads_in_a_user_skill_folder_do_not_ask() {
+    let roots = roots();
+    let protected = Protected::default();
+    let skills = vec![PathBuf::from("/home/u/.agents/skills/pdf")];
+    let bounds = Bounds {
+        roots: &roots,
+        protected: &protected,
+        skill_dirs: &skills,
+    };
+    let g = Grants::default();
+    let d = |a: &Access| decide(Mode::Ask, a, "read_file", &bounds, &g);
+    assert_eq!(
+        d(&read("/home/u/.agents/skills/pdf/reference/forms.md")),
+        Decision::Allow
+    );
+    assert!(asks(&d(&read("/home/u/.agents/skills/pdf-other/x.md"))));
+    assert!(asks(&d(&read("/home/u/.ssh/id_ed25519"))));
+    let script = Access::Execute {
+        command: "python /home/u/.agents/skills/pdf/scripts/fill.py".into(),
+        cwd: "/proj".into(),
+    };
+    assert!(asks(&decide(
+        Mode::Ask,
+        &script,
+        "run_command",
+        &bounds,
+        &g
+    )));
 }
 
 fn write(p: &str) -> Access {
@@ -342,6 +376,7 @@ fn protected_paths_ask_in_every_mode_and_grants_stay_exact() {
     let bounds = Bounds {
         roots: &roots,
         protected: &protected,
+        skill_dirs: &[],
     };
     assert!(asks(&decide(
         Mode::FullAuto,

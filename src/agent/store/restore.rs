@@ -10,6 +10,9 @@ use crate::agent::store::{Record, StoredMessage};
 
 #[derive(Default)]
 pub struct Restored {
+    /// Set by `session/load` when another process holds the session's log
+    /// (its pid, when known): the session is open read-only.
+    pub held_by: Option<Option<u32>>,
     pub cwd: Option<String>,
     pub additional_directories: Vec<String>,
     /// Added by `/add-dir` during the session, in order.

@@ -10,9 +10,10 @@ use rmcp::service::{Peer, RoleClient};
 use tokio::sync::mpsc;
 
 use super::super::McpError;
-use super::super::connect::{Handler, connect, with_stderr};
+use super::super::connect::{EXIT_WAIT, Service, connect, with_stderr};
+use super::super::handler::Handler;
 use super::super::stdio::StdioChild;
-use super::{BACKGROUND_START_LIMIT, EXIT_WAIT, Inner, Service, State, lock};
+use super::{BACKGROUND_START_LIMIT, Inner, State, lock};
 
 /// Counts a server as settled exactly once, however its start ends (or
 /// when it waits for the user to sign in: `session/new` does not wait for that).
@@ -93,13 +94,8 @@ fn client_handler(inner: &Inner, idx: usize) -> (Handler, Changes) {
         server: name.clone(),
         roots: inner.roots.clone(),
         progress: inner.slots[idx].progress.clone(),
-        elicit: Arc::new(super::super::elicit::Relay::new(inner.editor.clone(), name)),
-        sampling: Arc::new(super::super::sampling::Sampler::new(
-            inner.options.sampling.clone(),
-            inner.editor.clone(),
-            name,
-            inner.slots[idx].progress.clone(),
-        )),
+        elicit: inner.slots[idx].asker.elicit.clone(),
+        sampling: inner.slots[idx].asker.sampling.clone(),
     };
     let changes = Changes {
         tools_tx,

@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::time::{Instant, sleep};
 
-use super::{Hub, Limits, Task, state};
+use super::super::tasks::Task;
+use super::super::wire::state;
+use super::{Hub, Limits};
 
 const IDLE: Duration = Duration::from_secs(60);
 
