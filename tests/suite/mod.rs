@@ -47,6 +47,7 @@ mod session_logs;
 mod sessions;
 mod skills;
 mod soak;
+mod steering;
 mod tools_command;
 mod tools_common;
 mod tools_files;
