@@ -39,6 +39,19 @@ fn notice(
     }
 }
 
+pub fn warning(title: impl Into<String>, description: Option<String>) -> Notice {
+    notice(NoticeSeverity::Warning, title, description)
+}
+
+/// The model endpoint failed or limited the rate: the call is tried again
+/// (attempt `attempt` of `of`) after `wait`.
+pub fn retrying(why: &str, attempt: u32, of: u32, wait: &str) -> Notice {
+    warning(
+        format!("Retrying the model call (attempt {attempt} of {of})"),
+        Some(format!("{why}; trying again in {wait}.")),
+    )
+}
+
 /// A prompt that came while a turn runs waits in line.
 pub fn queued(ahead: usize) -> Notice {
     let turns = if ahead == 1 {

@@ -34,6 +34,7 @@ mod model_errors;
 mod model_floods;
 mod model_http;
 mod modes;
+mod notices;
 mod official_client;
 mod official_unstable;
 mod permission_escapes;
