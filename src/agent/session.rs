@@ -327,7 +327,11 @@ impl Session {
     /// to the user once: the conversation goes on, but may not be restorable.
     pub fn record(&self, record: &Record) {
         self.recorder.record(record);
+        // Told inside a turn only: a strict client drops (or fails on) agent
+        // text outside one (a mode switch is recorded between turns). A
+        // failure then is told at the next one inside a turn.
         if self.recorder.failed.load(Ordering::Relaxed)
+            && self.turns.len() > 0
             && !self.recorder.warned.swap(true, Ordering::Relaxed)
         {
             let dir = self
