@@ -53,6 +53,25 @@ pub struct ClientAuthCapabilities {
 }
 
 impl ClientCapabilities {
+    /// `session.<name>` is an object: the client opted in to that session
+    /// extension (`notices`, `compaction`: omitted or `null` means no).
+    pub fn session_opt_in(&self, name: &str) -> bool {
+        self.session
+            .as_ref()
+            .and_then(|s| s.get(name))
+            .is_some_and(Value::is_object)
+    }
+
+    /// The client shows `notice` updates (schema 1.20 `session.notices`).
+    pub fn notices(&self) -> bool {
+        self.session_opt_in("notices")
+    }
+
+    /// The client follows `compaction_update`s (schema 1.20 `session.compaction`).
+    pub fn compaction(&self) -> bool {
+        self.session_opt_in("compaction")
+    }
+
     /// Whether the editor supports terminal auth (stable capability or the older `_meta` key).
     pub fn terminal_auth(&self) -> bool {
         self.auth.terminal
@@ -81,6 +100,9 @@ pub struct InitializeResponse {
     pub agent_capabilities: AgentCapabilities,
     pub auth_methods: Vec<AuthMethod>,
     pub agent_info: Implementation,
+    /// Extensions: `steering: {supported: true}` (codex-acp's `_session/steering`).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Meta,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -102,6 +102,8 @@ pub mod method {
     pub const MCP_CONNECT: &str = "mcp/connect";
     pub const MCP_MESSAGE: &str = "mcp/message";
     pub const MCP_DISCONNECT: &str = "mcp/disconnect";
+    /// codex-acp's steering extension (advertised in `initialize`'s `_meta`).
+    pub const SESSION_STEERING: &str = "_session/steering";
 }
 
 /// An empty result object `{}` (the wire form of "no result fields").

@@ -160,6 +160,49 @@ pub struct TurnUsage {
     pub output_tokens: u64,
 }
 
+/// `_session/steering` params (codex-acp's extension): a message for the
+/// running turn. `_meta.steering.idleBehavior: "promptRequired"` asks for
+/// no new turn when the session is idle.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SteeringRequest {
+    pub session_id: String,
+    pub prompt: Vec<ContentBlock>,
+    #[serde(rename = "_meta", default, deserialize_with = "super::lenient")]
+    pub meta: Meta,
+}
+
+impl SteeringRequest {
+    /// The client wants `promptRequired` rather than a new turn when idle.
+    pub fn prompt_required_when_idle(&self) -> bool {
+        self.meta
+            .as_ref()
+            .and_then(|m| m.get("steering"))
+            .and_then(|s| s.get("idleBehavior"))
+            .and_then(Value::as_str)
+            == Some("promptRequired")
+    }
+}
+
+/// `_session/steering` result.
+#[derive(Debug, Clone, Serialize)]
+pub struct SteeringResponse {
+    pub outcome: SteeringOutcome,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SteeringOutcome {
+    /// The message joined the running turn (the model has read it).
+    Injected,
+    /// The session was idle: the message started a turn of its own.
+    StartedNewTurn,
+    /// The session was idle and the client asked for a prompt instead.
+    PromptRequired,
+    /// The turn was cancelled before the message reached the model.
+    Failed,
+}
+
 /// Params naming only a session (`session/cancel`, `session/close`, ...).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]

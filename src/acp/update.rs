@@ -24,6 +24,58 @@ pub enum SessionUpdate {
     ConfigOptionUpdate(ConfigOptionUpdate),
     SessionInfoUpdate(SessionInfoUpdate),
     UsageUpdate(UsageUpdate),
+    /// Only when the client advertised `session.notices` (schema 1.20).
+    Notice(Notice),
+    /// Only when the client advertised `session.compaction` (schema 1.20).
+    CompactionUpdate(CompactionUpdate),
+    /// Only when the client advertised `session.compaction` (schema 1.20).
+    CompactionSummaryChunk(CompactionSummaryChunk),
+}
+
+/// Fire-and-forget information for the user (schema 1.20 `Notice`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Notice {
+    pub severity: NoticeSeverity,
+    /// Plain text, never empty.
+    pub title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeSeverity {
+    Info,
+    Warning,
+    Error,
+}
+
+/// A context compaction's state (schema 1.20 `CompactionUpdate`): the first
+/// one with an id fixes its place in the timeline, later ones patch it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionUpdate {
+    pub compaction_id: String,
+    pub status: CompactionStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionStatus {
+    InProgress,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+/// One block appended to a compaction's summary (schema 1.20).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionSummaryChunk {
+    pub compaction_id: String,
+    pub content: ContentBlock,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -8,9 +8,11 @@ pub mod decode;
 mod engine;
 mod handlers;
 mod history;
+mod notices;
 pub mod policy;
 mod session;
 pub mod store;
+mod turns;
 
 pub use session::Session;
 
@@ -189,7 +191,7 @@ impl Agent {
             .map(|(_, s)| s)
             .collect();
         for s in sessions {
-            s.cancel();
+            s.cancel_all();
             // Stops MCP servers; main's kill_all_children is the backstop.
             s.registry.shutdown();
             crate::tools::process::background::kill_session(&s.id);
@@ -241,6 +243,7 @@ impl Handler for Agent {
                 EditorRequest::SetProvider(p) => to_raw(&self.set_provider(p).await?),
                 EditorRequest::DisableProvider(p) => to_raw(&self.disable_provider(p).await?),
                 EditorRequest::McpMessage(p) => self.mcp_links.request(p).await,
+                EditorRequest::Steering(p) => to_raw(&self.clone().steer(p).await?),
             }
         })
     }
@@ -252,8 +255,12 @@ impl Handler for Agent {
     /// queue go on once it has read what it needs (`rpc::release_order`).
     /// `mcp/message` requests (an editor-side MCP server asking its client)
     /// run concurrently too: `session/new` may be waiting for that server.
+    /// A steering message waits for the turn's next model boundary, so it
+    /// runs concurrently too.
     fn sequential(&self, method: &str) -> bool {
-        method != method::SESSION_PROMPT && method != method::MCP_MESSAGE
+        method != method::SESSION_PROMPT
+            && method != method::MCP_MESSAGE
+            && method != method::SESSION_STEERING
     }
 
     /// `$/cancel_request` aborts any request but a prompt (answered

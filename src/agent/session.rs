@@ -183,9 +183,8 @@ pub struct Session {
     mode: Mutex<Mode>,
     pub grants: Mutex<Grants>,
     pub protected: Protected,
-    /// Running (or queued) turns: their numbers and tokens.
-    turns: Mutex<Vec<(u64, CancellationToken)>>,
-    turn_seq: AtomicU64,
+    /// Running and queued turns, and steering messages for them.
+    pub turns: super::turns::Turns,
     used_tool_ids: Mutex<HashSet<String>>,
     tool_seq: AtomicU64,
     recorder: Arc<Recorder>,
@@ -234,8 +233,7 @@ impl Session {
             mode: Mutex::new(init.mode),
             grants: Mutex::new(Grants::default()),
             protected: init.protected,
-            turns: Mutex::new(Vec::new()),
-            turn_seq: AtomicU64::new(0),
+            turns: super::turns::Turns::default(),
             used_tool_ids: Mutex::new(init.used_tool_ids),
             tool_seq: AtomicU64::new(0),
             recorder: init.recorder,
@@ -342,7 +340,11 @@ impl Session {
     /// to the user once: the conversation goes on, but may not be restorable.
     pub fn record(&self, record: &Record) {
         self.recorder.record(record);
+        // Told inside a turn only: a strict client drops (or fails on) agent
+        // text outside one (a mode switch is recorded between turns). A
+        // failure then is told at the next one inside a turn.
         if self.recorder.failed.load(Ordering::Relaxed)
+            && self.turns.len() > 0
             && !self.recorder.warned.swap(true, Ordering::Relaxed)
         {
             let dir = self
@@ -431,41 +433,26 @@ impl Session {
         }
     }
 
-    /// Starts a turn: a fresh token that `cancel` will trigger, and the turn's number.
-    pub fn begin_turn(&self) -> (u64, CancellationToken) {
-        let token = CancellationToken::new();
-        let seq = self.turn_seq.fetch_add(1, Ordering::Relaxed);
-        self.turns
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((seq, token.clone()));
-        (seq, token)
-    }
-
-    /// Registers a turn that ends (is unregistered) when the guard is dropped,
-    /// however the prompt finishes.
+    /// Registers a turn at the end of the session's line; it ends (is
+    /// unregistered) when the guard is dropped, however the prompt finishes.
     pub fn register_turn(self: &Arc<Self>) -> TurnGuard {
-        let (seq, token) = self.begin_turn();
+        let (seq, token, ahead) = self.turns.register();
         TurnGuard {
             session: self.clone(),
             seq,
             token,
+            ahead,
         }
     }
 
-    /// Ends turn `seq`.
-    pub fn end_turn(&self, seq: u64) {
-        self.turns
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|(s, _)| *s != seq);
-    }
-
-    /// `session/cancel`: stops the running turn and any queued one (a no-op when idle).
+    /// `session/cancel`: stops the running turn; queued prompts stay queued.
     pub fn cancel(&self) {
-        for (_, token) in self.turns.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            token.cancel();
-        }
+        self.turns.cancel_running();
+    }
+
+    /// Stops every turn, running and queued (close, delete, reload, shutdown).
+    pub fn cancel_all(&self) {
+        self.turns.cancel_all();
     }
 
     /// A tool-call id unique in this session: the model's own id when it is
@@ -488,12 +475,14 @@ impl Session {
 /// A registered turn (see [`Session::register_turn`]).
 pub struct TurnGuard {
     session: Arc<Session>,
-    seq: u64,
+    pub seq: u64,
     pub token: CancellationToken,
+    /// Turns ahead of this one in the line when it was registered.
+    pub ahead: usize,
 }
 
 impl Drop for TurnGuard {
     fn drop(&mut self) {
-        self.session.end_turn(self.seq);
+        self.session.turns.end(self.seq);
     }
 }

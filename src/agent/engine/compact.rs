@@ -3,6 +3,9 @@
 //! `/compact` runs the same on demand.
 use tokio_util::sync::CancellationToken;
 
+use crate::acp::{
+    CompactionStatus, CompactionSummaryChunk, CompactionUpdate, ContentBlock, SessionUpdate,
+};
 use crate::llm::{ChatMessage, UserPart};
 use crate::rpc::RpcError;
 
@@ -98,26 +101,17 @@ pub async fn run(
         // Nothing before the current turn: make room by trimming old tool output.
         return Ok(trim_tool_outputs(history));
     }
-    status(session, "Compacting the conversation to free context…");
-    let transcript = render(&history.messages[..split], env.context_window());
-    let mut ask =
-        format!("Here is the conversation so far:\n\n{transcript}\n\nWrite the summary now.");
-    if let Some(f) = focus.filter(|f| !f.trim().is_empty()) {
-        ask.push_str(&format!("\n\nThe user asked to focus on: {f}"));
-    }
-    let messages = vec![
-        ChatMessage::System(INSTRUCTIONS.into()),
-        ChatMessage::user_text(ask),
-    ];
-    let request = model_call::request(env, &messages, Vec::new(), false);
-    let summary = match model_call::call_model(env, session, &request, cancel, false).await? {
-        Outcome::Cancelled { .. } => return Ok(false),
-        Outcome::Done(c) if c.text.trim().is_empty() => {
-            return Err(RpcError::internal(
-                "the model returned an empty summary; the conversation was left as it was",
-            ));
+    let shown = Shown::start(session);
+    let summary = match summarize(env, session, history, split, cancel, focus).await {
+        Ok(Some(summary)) => summary,
+        Ok(None) => {
+            shown.end(session, CompactionStatus::Cancelled, None);
+            return Ok(false);
         }
-        Outcome::Done(c) => c.text,
+        Err(e) => {
+            shown.end(session, CompactionStatus::Failed, Some(e.message.clone()));
+            return Err(e);
+        }
     };
     let before = history.messages.len();
     let kept = history.messages.split_off(split);
@@ -135,11 +129,90 @@ pub async fn run(
             .filter_map(StoredMessage::from_chat)
             .collect(),
     });
-    status(
-        session,
-        &format!("Context compacted: {split} of {before} messages replaced by a summary."),
-    );
+    match &shown {
+        Shown::Updates(id) => {
+            let chunk = CompactionSummaryChunk {
+                compaction_id: id.clone(),
+                content: ContentBlock::text(summary.trim()),
+            };
+            session
+                .editor
+                .update(&SessionUpdate::CompactionSummaryChunk(chunk));
+        }
+        Shown::Text => status(
+            session,
+            &format!("Context compacted: {split} of {before} messages replaced by a summary."),
+        ),
+    }
+    shown.end(session, CompactionStatus::Completed, None);
     Ok(true)
+}
+
+/// How the user follows a compaction: `compaction_update`s to a client
+/// that advertised `session.compaction` (schema 1.20), status text otherwise.
+enum Shown {
+    Updates(String),
+    Text,
+}
+
+impl Shown {
+    fn start(session: &Session) -> Shown {
+        if !session.editor.capabilities().compaction() {
+            status(session, "Compacting the conversation to free context…");
+            return Shown::Text;
+        }
+        let id = format!("cmp_{:016x}", fastrand::u64(..));
+        let shown = Shown::Updates(id);
+        shown.send(session, CompactionStatus::InProgress, None);
+        shown
+    }
+
+    fn end(&self, session: &Session, status: CompactionStatus, error: Option<String>) {
+        if let Shown::Updates(_) = self {
+            self.send(session, status, error);
+        }
+    }
+
+    fn send(&self, session: &Session, status: CompactionStatus, error: Option<String>) {
+        if let Shown::Updates(id) = self {
+            session
+                .editor
+                .update(&SessionUpdate::CompactionUpdate(CompactionUpdate {
+                    compaction_id: id.clone(),
+                    status,
+                    error,
+                }));
+        }
+    }
+}
+
+/// Asks the model for the summary of `history[..split]`; `None` when cancelled.
+async fn summarize(
+    env: &TurnEnv,
+    session: &Session,
+    history: &History,
+    split: usize,
+    cancel: &CancellationToken,
+    focus: Option<&str>,
+) -> Result<Option<String>, RpcError> {
+    let transcript = render(&history.messages[..split], env.context_window());
+    let mut ask =
+        format!("Here is the conversation so far:\n\n{transcript}\n\nWrite the summary now.");
+    if let Some(f) = focus.filter(|f| !f.trim().is_empty()) {
+        ask.push_str(&format!("\n\nThe user asked to focus on: {f}"));
+    }
+    let messages = vec![
+        ChatMessage::System(INSTRUCTIONS.into()),
+        ChatMessage::user_text(ask),
+    ];
+    let request = model_call::request(env, &messages, Vec::new(), false);
+    match model_call::call_model(env, session, &request, cancel, false).await? {
+        Outcome::Cancelled { .. } => Ok(None),
+        Outcome::Done(c) if c.text.trim().is_empty() => Err(RpcError::internal(
+            "the model returned an empty summary; the conversation was left as it was",
+        )),
+        Outcome::Done(c) => Ok(Some(c.text)),
+    }
 }
 
 /// A plain-text transcript for the summarizer, newest part kept if too long.

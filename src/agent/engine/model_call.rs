@@ -185,16 +185,24 @@ pub async fn call_model(
                         Some(text_id.clone()),
                     ));
                 }
-                status(
-                    session,
-                    &format!(
-                        "Model endpoint: {} — retrying in {} (attempt {} of {})…",
-                        err.short(),
-                        human_delay(delay),
-                        attempt + 1,
-                        policy.max_retries + 1
-                    ),
+                let notice = crate::agent::notices::retrying(
+                    &format!("Model endpoint: {}", err.short()),
+                    attempt + 1,
+                    policy.max_retries + 1,
+                    &human_delay(delay),
                 );
+                if !crate::agent::notices::send(session, notice) {
+                    status(
+                        session,
+                        &format!(
+                            "Model endpoint: {} — retrying in {} (attempt {} of {})…",
+                            err.short(),
+                            human_delay(delay),
+                            attempt + 1,
+                            policy.max_retries + 1
+                        ),
+                    );
+                }
                 if !retry_wait(delay, cancel).await {
                     return Ok(Outcome::Cancelled {
                         partial: String::new(),

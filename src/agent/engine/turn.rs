@@ -40,6 +40,10 @@ pub async fn run(
     }
     let mut repeats = Repeats::default();
     for _ in 0..env.settings.max_turn_requests {
+        // A model boundary: steering messages sent since join here.
+        if !take_steering(session, &mut history, cancel).await {
+            return Ok(StopReason::Cancelled);
+        }
         if compact::needed(env, session, &history)
             && !compact_or_go_on(env, session, &mut history, cancel).await
         {
@@ -51,8 +55,12 @@ pub async fn run(
             cancel,
             lender: &lender,
         };
-        if let Some(stop) = request(&turn, &mut history, &mut repeats).await? {
-            return Ok(stop);
+        match request(&turn, &mut history, &mut repeats).await? {
+            // The model is done, but a steering message came meanwhile:
+            // the turn goes on so the model reads it.
+            Some(StopReason::EndTurn) if session.turns.has_steering() => {}
+            Some(stop) => return Ok(stop),
+            None => {}
         }
         if let Some(why) = repeats.stop_reason() {
             tracing::info!(reason = %why, "turn ended: the model repeats itself");
@@ -63,6 +71,29 @@ pub async fn run(
         }
     }
     Ok(StopReason::MaxTurnRequests)
+}
+
+/// Adds the steering messages waiting (`_session/steering`) to the history
+/// and the log, as user messages at this point of the turn (a load
+/// replays them here); `false` when the turn was cancelled meanwhile.
+async fn take_steering(
+    session: &Session,
+    history: &mut History,
+    cancel: &CancellationToken,
+) -> bool {
+    for steer in session.turns.take_steering() {
+        let user = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return false,
+            m = crate::agent::engine::model_text::user_message(&steer.prompt, &session.editor, &session.registry) => m,
+        };
+        let user = redacted_user(user);
+        session.record_user(&steer.prompt, &user);
+        history.messages.push(user);
+        tracing::info!(session = %session.id, "steering message joined the turn");
+        steer.delivered();
+    }
+    true
 }
 
 /// Takes the session's history for the turn and adds the prompt to it (and

@@ -76,6 +76,10 @@ impl Agent {
                 title: Some("acp-coder".into()),
                 version: env!("CARGO_PKG_VERSION").into(),
             },
+            // `_session/steering` as codex-acp advertises it (handlers/steering.rs).
+            meta: serde_json::json!({"steering": {"supported": true}})
+                .as_object()
+                .cloned(),
         };
         if terminal_auth {
             response.auth_methods.push(terminal_login_method());

@@ -223,7 +223,7 @@ impl Agent {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&req.session_id)
         {
-            old.cancel();
+            old.cancel_all();
         }
         let restored = restore(records);
         // Directories `/add-dir` added (issue 18 item 1) come back with the
@@ -423,7 +423,7 @@ impl Agent {
             .remove(&req.session_id);
         match session {
             Some(s) => {
-                s.cancel();
+                s.cancel_all();
                 s.registry.shutdown();
                 crate::tools::process::background::kill_session(&s.id);
                 tracing::info!(session = %req.session_id, "session closed");
@@ -441,7 +441,7 @@ impl Agent {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&req.session_id)
         {
-            s.cancel();
+            s.cancel_all();
         }
         crate::tools::process::background::kill_session(&req.session_id);
         self.store.delete(&req.session_id).map_err(|e| match e {
@@ -597,7 +597,7 @@ impl Drop for Unborn {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&self.id);
         if let Some(s) = live {
-            s.cancel();
+            s.cancel_all();
             s.registry.shutdown();
         }
         // The aborted request still holds the session's log (and its lock)

@@ -7,3 +7,4 @@ pub(super) mod logout;
 pub(super) mod prompt;
 pub(super) mod providers;
 pub mod requests;
+pub(super) mod steering;

@@ -32,12 +32,15 @@ impl Agent {
         refuse_audio(&req.prompt)?;
         let turn = turn.unwrap_or_else(|| session.register_turn());
         let settings = self.usable_settings()?;
+        if turn.ahead > 0 {
+            crate::agent::notices::send(&session, crate::agent::notices::queued(turn.ahead));
+        }
         self.set_title(&session, &req.prompt).await;
         tracing::info!(session = %session.id, prompt = %crate::agent::engine::model_text::summary(&req.prompt, 80), "turn start");
         session.registry.turn_started();
         let before = tokens_used(&session).await;
         let result = self
-            .run_prompt(&session, &settings, req.prompt, &turn.token)
+            .run_prompt(&session, &settings, req.prompt, &turn)
             .await;
         let usage = turn_usage(before, tokens_used(&session).await);
         session.registry.turn_ended();
@@ -55,8 +58,9 @@ impl Agent {
         session: &Arc<Session>,
         settings: &Arc<Settings>,
         mut prompt: Vec<ContentBlock>,
-        token: &tokio_util::sync::CancellationToken,
+        turn: &TurnGuard,
     ) -> Result<StopReason, RpcError> {
+        let token = &turn.token;
         if session.read_only() {
             let text = match self.store.claim(&session.id) {
                 Err(crate::agent::store::StoreError::Locked { pid, .. }) => {
@@ -80,7 +84,11 @@ impl Agent {
         crate::tools::process::background::set_limit(settings.max_background_commands);
         let title = crate::agent::engine::model_text::summary(&prompt, 80);
         let max = settings.checkpoint_max_bytes;
-        // A queued turn waits for the running one here; a cancel ends the wait.
+        // A queued turn waits here for those that came before it (first in,
+        // first out); a cancel ends the wait.
+        if !session.turns.wait_for_turn(turn.seq, token).await {
+            return Ok(StopReason::Cancelled);
+        }
         let gate = tokio::select! {
             biased;
             _ = token.cancelled() => return Ok(StopReason::Cancelled),

@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 use crate::acp::{
     AuthenticateRequest, DisableProviderRequest, InitializeRequest, ListSessionsRequest,
     LoadSessionRequest, MessageMcp, NewSessionRequest, PromptRequest, SessionRef,
-    SetConfigOptionRequest, SetModeRequest, SetProviderRequest, method,
+    SetConfigOptionRequest, SetModeRequest, SetProviderRequest, SteeringRequest, method,
 };
 use crate::rpc::{RpcError, decode_params};
 
@@ -41,6 +41,8 @@ pub enum EditorRequest {
     DisableProvider(DisableProviderRequest),
     /// Unstable MCP over ACP: an MCP request from an editor-side server.
     McpMessage(MessageMcp),
+    /// `_session/steering` (codex-acp's extension).
+    Steering(SteeringRequest),
 }
 
 impl EditorRequest {
@@ -69,6 +71,7 @@ impl EditorRequest {
             method::PROVIDERS_SET => Self::SetProvider(decode_params(p)?),
             method::PROVIDERS_DISABLE => Self::DisableProvider(decode_params(p)?),
             method::MCP_MESSAGE => Self::McpMessage(decode_params(p)?),
+            method::SESSION_STEERING => Self::Steering(decode_params(p)?),
             _ => return Ok(None),
         }))
     }

@@ -192,3 +192,19 @@ fn reverse_requests_and_client_messages() {
         json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s"}});
     validate_client_message(&cancel, &HashMap::new());
 }
+
+/// Frames are checked against schema 1.20.0: its new updates pass, and
+/// their rules (a notice's non-empty title) hold.
+#[test]
+fn schema_1_20_updates_are_known() {
+    let update = |u: serde_json::Value| json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": u}});
+    for ok in [
+        json!({"sessionUpdate": "notice", "severity": "info", "title": "Prompt queued"}),
+        json!({"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "in_progress"}),
+        json!({"sessionUpdate": "compaction_summary_chunk", "compactionId": "c1", "content": {"type": "text", "text": "x"}}),
+    ] {
+        validate_agent_message(&update(ok), &HashMap::new());
+    }
+    let bad = update(json!({"sessionUpdate": "notice", "severity": "info", "title": ""}));
+    assert!(check_agent_message(&bad, &HashMap::new()).is_err());
+}

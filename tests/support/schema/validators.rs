@@ -129,8 +129,3 @@ pub fn check_against(validator: &Validator, instance: &Value) -> Result<(), Stri
     }
     Err(msg)
 }
-
-/// Checks a value against the schema of `T`.
-pub fn check_type<T: JsonSchema>(instance: &Value) -> Result<(), String> {
-    check_against(validator::<T>(), instance)
-}
