@@ -54,3 +54,4 @@ mod tools_search;
 mod trace;
 mod turns;
 mod undo;
+mod write_race;

@@ -27,6 +27,8 @@ pub struct CallResult {
     /// The text the model reads as this call's result.
     pub for_model: String,
     pub cancelled: bool,
+    /// The turn must stop after this call ([`ToolError::halts`]).
+    pub halted: bool,
     /// The images and audio the call returned, as model parts (issue 18
     /// item 7, [`crate::mcp::rich`]).
     pub media: Vec<crate::llm::UserPart>,
@@ -309,10 +311,23 @@ impl Call<'_> {
                 CallResult {
                     for_model: trim_for_model(for_model),
                     cancelled: false,
+                    halted: false,
                     media,
                 }
             }
             Err(ToolError::Cancelled) => self.cancelled(),
+            Err(e) if e.halts() => {
+                let msg = e.to_string();
+                tracing::error!(error = %msg, "a write may have left the project; the turn stops");
+                editor.update(&SessionUpdate::agent_text(
+                    format!("\n\n> ⚠ **Stopped.** {msg}\n\n"),
+                    None,
+                ));
+                CallResult {
+                    halted: true,
+                    ..self.fail(msg)
+                }
+            }
             Err(e) => self.fail(e.to_string()),
         }
     }
@@ -330,6 +345,7 @@ impl Call<'_> {
         CallResult {
             for_model: format!("Error: {msg}"),
             cancelled: false,
+            halted: false,
             media: Vec::new(),
         }
     }
@@ -404,6 +420,7 @@ fn cancelled(session: &Session, id: &str) -> CallResult {
     CallResult {
         for_model: "Error: the user cancelled this call before it finished.".into(),
         cancelled: true,
+        halted: false,
         media: Vec::new(),
     }
 }
