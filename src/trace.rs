@@ -223,10 +223,10 @@ pub fn redact(value: &mut Value, secrets: &mut Secrets) {
 /// ([`crate::secrets::looks_like_credential`]), not an ordinary setting like
 /// `/usr/bin`.
 fn hide(v: &mut Value, secret_name: bool, learned: &mut Vec<String>) {
-    if let Value::String(old) = std::mem::replace(v, Value::String(REDACTED.into())) {
-        if secret_name || crate::secrets::looks_like_credential(&old) {
-            learned.push(old);
-        }
+    if let Value::String(old) = std::mem::replace(v, Value::String(REDACTED.into()))
+        && (secret_name || crate::secrets::looks_like_credential(&old))
+    {
+        learned.push(old);
     }
 }
 

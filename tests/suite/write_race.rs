@@ -21,6 +21,8 @@ const ROUNDS: usize = 6;
 const WRITES: usize = 25;
 /// The swapper's bound.
 const MAX_SWAPS: usize = 200_000;
+/// How long the folder stays a link, and then real, per swap.
+const HOLD: std::time::Duration = std::time::Duration::from_micros(300);
 
 /// Swaps `dir` for a link to `outside` and back until `stop`; returns how
 /// many swaps happened.
@@ -40,10 +42,13 @@ fn swapper(dir: &Path, outside: &Path, stop: Arc<AtomicBool>) -> std::thread::Jo
             }
             if std::os::unix::fs::symlink(&outside, &dir).is_ok() {
                 swaps.fetch_add(1, Ordering::Relaxed);
-                std::thread::yield_now();
+                // Each state holds a while, so that a path resolved while
+                // the folder was real is often written while it is a link.
+                std::thread::sleep(HOLD);
                 let _ = std::fs::remove_file(&dir);
             }
             let _ = std::fs::rename(&aside, &dir);
+            std::thread::sleep(HOLD);
         }
         swaps.into_inner()
     })
