@@ -13,7 +13,7 @@
 /// Words that make a variable or header name a secret's name, matched
 /// against the name's words (split at `_`, `-`, `.` and case changes) and
 /// as the end of a word (`APIKEY`, `GITHUBTOKEN`).
-const SECRET_WORDS: [&str; 13] = [
+const SECRET_WORDS: [&str; 15] = [
     "key",
     "token",
     "secret",
@@ -22,12 +22,18 @@ const SECRET_WORDS: [&str; 13] = [
     "passphrase",
     "pass",
     "pwd",
+    "pat",
+    "dsn",
     "credential",
     "credentials",
     "cookie",
     "auth",
     "authorization",
 ];
+
+/// Words that count only on their own, never as the end of a longer word
+/// (`COMPASS`, `SPAT`).
+const WHOLE_WORDS_ONLY: [&str; 4] = ["pass", "pwd", "pat", "dsn"];
 
 /// Last words that name where a secret is, not the secret itself
 /// (`SSH_KEY_PATH=/home/me/.ssh/id`, `TOKEN_FILE`).
@@ -49,7 +55,7 @@ pub fn is_secret_name(name: &str) -> bool {
     words.iter().any(|w| {
         SECRET_WORDS.iter().any(|s| {
             w == s
-                || (w.len() >= s.len() + 2 && w.ends_with(s) && *s != "pass" && *s != "pwd")
+                || (w.len() >= s.len() + 2 && w.ends_with(s) && !WHOLE_WORDS_ONLY.contains(s))
                 || (*s == "auth" && w.starts_with("auth") && !w.starts_with("author"))
         })
     })
@@ -242,6 +248,8 @@ mod tests {
             "SLACK_BOT_TOKEN",
             "ACCESSTOKEN",
             "SSH_PASSPHRASE",
+            "GITHUB_PAT",
+            "SENTRY_DSN",
         ] {
             assert!(is_secret_name(name), "{name} names a secret");
         }
@@ -262,6 +270,7 @@ mod tests {
             "LOG_LEVEL",
             "PASSENGER_COUNT",
             "COMPASS_MODE",
+            "SPAT_COUNT",
         ] {
             assert!(!is_secret_name(name), "{name} names no secret");
         }
