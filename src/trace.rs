@@ -219,14 +219,14 @@ pub fn redact(value: &mut Value, secrets: &mut Secrets) {
 }
 
 /// Replaces `v` and remembers its old value when it is worth hiding
-/// elsewhere too: its name says secret, or it looks like an opaque token
-/// (long, no spaces, not a path), not an ordinary setting like `/usr/bin`.
+/// elsewhere too: its name says secret, or it is shaped like a credential
+/// ([`crate::secrets::looks_like_credential`]), not an ordinary setting like
+/// `/usr/bin`.
 fn hide(v: &mut Value, secret_name: bool, learned: &mut Vec<String>) {
-    if let Value::String(old) = std::mem::replace(v, Value::String(REDACTED.into())) {
-        let opaque = old.len() >= 12 && !old.contains(char::is_whitespace) && !old.contains('/');
-        if secret_name || opaque {
-            learned.push(old);
-        }
+    if let Value::String(old) = std::mem::replace(v, Value::String(REDACTED.into()))
+        && (secret_name || crate::secrets::looks_like_credential(&old))
+    {
+        learned.push(old);
     }
 }
 

@@ -24,6 +24,14 @@ pub enum FileError {
     Io { path: PathBuf, message: String },
     #[error("the editor could not access {}: {message}", path.display())]
     Editor { path: PathBuf, message: String },
+    /// A directory on the path became a symbolic link (or the file is not
+    /// where it was written): something is moving the project's folders
+    /// while the agent writes. The turn stops.
+    #[error(
+        "{} was not written safely: {detail}. Something changed the project's folders while the agent was writing (a command running in the background?); the turn was stopped so that nothing more is written. Check for files written outside the project, stop that process, and try again",
+        path.display()
+    )]
+    Moved { path: PathBuf, detail: String },
 }
 
 /// The most a text file may hold to be read whole (`read_file`, edits):
@@ -114,10 +122,18 @@ pub async fn read_local(path: &Path) -> Result<String, FileError> {
 
 /// Writes via a temporary file in the same directory and a rename, so a crash
 /// never leaves a half-written file; keeps the permissions of an existing file.
-pub async fn write_local(path: &Path, content: &str) -> Result<(), FileError> {
+///
+/// The file is opened beneath the root among `roots` that holds `path`
+/// (`cap-std`: on Linux `openat2` with `RESOLVE_BENEATH`), never through a
+/// path that can change between the check and the write: a directory on the
+/// way that became a symbolic link leading out of the root is refused, not
+/// followed. A path outside every root (a write the user allowed there) is
+/// opened beneath its parent directory.
+pub async fn write_local(roots: &[PathBuf], path: &Path, content: &str) -> Result<(), FileError> {
+    let roots = roots.to_vec();
     let path = path.to_owned();
     let content = content.to_owned();
-    tokio::task::spawn_blocking(move || write_atomic(&path, content.as_bytes()))
+    tokio::task::spawn_blocking(move || write_atomic(&roots, &path, content.as_bytes()))
         .await
         .map_err(|e| FileError::Io {
             path: PathBuf::new(),
@@ -125,36 +141,156 @@ pub async fn write_local(path: &Path, content: &str) -> Result<(), FileError> {
         })?
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
-    use std::io::Write;
-    if path.is_dir() {
-        return Err(FileError::IsDirectory(path.to_owned()));
+/// The root of `roots` that holds `path`, and `path` relative to it; the
+/// parent directory and the file name when no root does.
+fn beneath<'a>(roots: &'a [PathBuf], path: &'a Path) -> Option<(&'a Path, &'a Path)> {
+    roots
+        .iter()
+        .filter_map(|r| Some((r.as_path(), path.strip_prefix(r).ok()?)))
+        .filter(|(_, rel)| rel.file_name().is_some())
+        .max_by_key(|(r, _)| r.as_os_str().len())
+        .or_else(|| Some((path.parent()?, Path::new(path.file_name()?))))
+}
+
+/// The directory `rel`'s file goes in, opened beneath `base` (created when
+/// missing), and the file's name.
+fn open_parent(
+    base: &Path,
+    rel: &Path,
+    path: &Path,
+) -> Result<(cap_std::fs::Dir, std::ffi::OsString), FileError> {
+    let moved = |e: std::io::Error| FileError::Moved {
+        path: path.to_owned(),
+        detail: format!(
+            "its folder could not be opened inside {} without leaving it ({e})",
+            base.display()
+        ),
+    };
+    let name = rel.file_name().ok_or_else(|| FileError::Io {
+        path: path.to_owned(),
+        message: "has no file name".into(),
+    })?;
+    if !base.exists() {
+        // Outside the roots, a folder the user allowed a write in.
+        std::fs::create_dir_all(base).map_err(|e| io(base, e))?;
     }
-    let dir = path.parent().ok_or_else(|| FileError::Io {
+    let root = cap_std::fs::Dir::open_ambient_dir(base, cap_std::ambient_authority())
+        .map_err(|e| io(base, e))?;
+    let dir = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        None => root,
+        Some(sub) => {
+            root.create_dir_all(sub).map_err(moved)?;
+            root.open_dir(sub).map_err(moved)?
+        }
+    };
+    Ok((dir, name.to_owned()))
+}
+
+fn write_atomic(roots: &[PathBuf], path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    use std::io::Write;
+    let (base, rel) = beneath(roots, path).ok_or_else(|| FileError::Io {
         path: path.to_owned(),
         message: "has no parent directory".into(),
     })?;
-    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    let perms = std::fs::metadata(path).ok().map(|m| m.permissions());
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.acp-coder-{}.tmp", fastrand::u64(..)));
+    let (dir, name) = open_parent(base, rel, path)?;
+    let existing = dir.symlink_metadata(&name).ok();
+    if existing.as_ref().is_some_and(|m| m.is_dir()) {
+        return Err(FileError::IsDirectory(path.to_owned()));
+    }
+    let perms = existing.filter(|m| m.is_file()).map(|m| m.permissions());
+    let tmp = format!(
+        ".{}.acp-coder-{}.tmp",
+        name.to_string_lossy(),
+        fastrand::u64(..)
+    );
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = dir.open_with(
+            &tmp,
+            cap_std::fs::OpenOptions::new().write(true).create_new(true),
+        )?;
         f.write_all(bytes)?;
         f.sync_all()?;
         if let Some(p) = perms {
-            std::fs::set_permissions(&tmp, p)?;
+            f.set_permissions(p)?;
         }
-        std::fs::rename(&tmp, path)
+        // Replaces the name itself: a link put there is replaced, not
+        // written through.
+        dir.rename(&tmp, &dir, &name)
     })();
     if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = dir.remove_file(&tmp);
         return Err(io(path, e));
     }
     Ok(())
+}
+
+/// Deletes the file at `path` beneath the root of `roots` that holds it
+/// (see [`write_local`]): a folder on the way that became a link out of
+/// the root is refused, and a link at the name itself is removed, not its
+/// target.
+pub async fn remove_local(roots: &[PathBuf], path: &Path) -> Result<(), FileError> {
+    let roots = roots.to_vec();
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let (base, rel) =
+            beneath(&roots, &path).ok_or_else(|| FileError::NotFound(path.clone()))?;
+        let root = cap_std::fs::Dir::open_ambient_dir(base, cap_std::ambient_authority())
+            .map_err(|e| io(base, e))?;
+        let dir = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+            None => root,
+            Some(sub) => root.open_dir(sub).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => FileError::NotFound(path.clone()),
+                _ => FileError::Moved {
+                    path: path.clone(),
+                    detail: format!(
+                        "its folder could not be opened inside {} without leaving it ({e})",
+                        base.display()
+                    ),
+                },
+            })?,
+        };
+        let name = rel.file_name().unwrap_or_default();
+        dir.remove_file(name).map_err(|e| io(&path, e))
+    })
+    .await
+    .map_err(|e| FileError::Io {
+        path: PathBuf::new(),
+        message: e.to_string(),
+    })?
+}
+
+/// Whether `path` (absolute, resolved when it was checked) still has no
+/// symbolic link in it: what is sent to the editor must name the file the
+/// check approved.
+pub fn check_no_link(path: &Path) -> Result<(), FileError> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(FileError::Moved {
+            path: path.to_owned(),
+            detail: "it is a symbolic link now".into(),
+        });
+    }
+    if crate::tools::paths::canonicalize_lenient(path) != path {
+        return Err(FileError::Moved {
+            path: path.to_owned(),
+            detail: "a folder on its path is a symbolic link now".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether the file beneath its root holds `content` (read without leaving
+/// the root): `None` when it cannot be read there.
+pub fn landed(roots: &[PathBuf], path: &Path, content: &str) -> Option<bool> {
+    use std::io::Read as _;
+    let (base, rel) = beneath(roots, path)?;
+    let root = cap_std::fs::Dir::open_ambient_dir(base, cap_std::ambient_authority()).ok()?;
+    let mut f = root.open(rel).ok()?;
+    let mut bytes = Vec::new();
+    f.by_ref()
+        .take(content.len() as u64 + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes == content.as_bytes())
 }
 
 /// Turns an editor's error for `fs/read_text_file` into a [`FileError`]; editors
@@ -226,10 +362,13 @@ mod tests {
     async fn local_round_trip_keeps_permissions() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("sub/a.sh");
-        write_local(&p, "echo 1\n").await.unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let p = root.join("sub/a.sh");
+        write_local(std::slice::from_ref(&root), &p, "echo 1\n")
+            .await
+            .unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        write_local(&p, "echo 2\n").await.unwrap();
+        write_local(&[], &p, "echo 2\n").await.unwrap();
         assert_eq!(read_local(&p).await.unwrap(), "echo 2\n");
         assert_eq!(
             std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
@@ -279,5 +418,47 @@ mod tests {
             classify_editor_error(&text, err()).await,
             FileError::Editor { .. }
         ));
+    }
+
+    /// A folder on the way that is a symbolic link leading out of the root
+    /// is refused, not followed; outside every root (a write the user
+    /// allowed) the parent directory is the base.
+    #[tokio::test]
+    async fn writes_stay_beneath_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let root = base.join("root");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("sub")).unwrap();
+        let roots = [root.clone()];
+        let r = write_local(&roots, &root.join("sub/f.txt"), "x").await;
+        assert!(matches!(r, Err(FileError::Moved { .. })), "{r:?}");
+        assert!(!outside.join("f.txt").exists());
+        assert!(check_no_link(&root.join("sub/f.txt")).is_err());
+        // A link as the file itself is replaced, not written through.
+        std::fs::write(outside.join("target"), "keep").unwrap();
+        std::os::unix::fs::symlink(outside.join("target"), root.join("l.txt")).unwrap();
+        write_local(&roots, &root.join("l.txt"), "new")
+            .await
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(outside.join("target")).unwrap(),
+            "keep"
+        );
+        assert_eq!(std::fs::read_to_string(root.join("l.txt")).unwrap(), "new");
+        assert_eq!(landed(&roots, &root.join("l.txt"), "new"), Some(true));
+        assert_eq!(landed(&roots, &root.join("l.txt"), "other"), Some(false));
+        assert_eq!(landed(&roots, &root.join("sub/f.txt"), "x"), None);
+        // Outside the roots, as the user allowed.
+        write_local(&roots, &outside.join("new/o.txt"), "o")
+            .await
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(outside.join("new/o.txt")).unwrap(),
+            "o"
+        );
+        check_no_link(&root.join("l.txt")).unwrap();
     }
 }

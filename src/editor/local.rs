@@ -108,7 +108,7 @@ pub async fn read_text_file(p: ReadParams) -> Result<Value, RpcError> {
 
 /// `fs/write_text_file`.
 pub async fn write_text_file(p: &WriteParams) -> Result<Value, RpcError> {
-    write_local(absolute(&p.path)?, &p.content)
+    write_local(&[], absolute(&p.path)?, &p.content)
         .await
         .map_err(file_error)?;
     Ok(json!({}))

@@ -12,7 +12,7 @@ pub mod local;
 pub mod status;
 
 pub use elicit::{Answer, ElicitError, UrlElicitation};
-pub use files::{FileError, looks_binary, read_local, write_local};
+pub use files::{FileError, looks_binary, read_local, remove_local, write_local};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -211,11 +211,25 @@ impl Editor {
     }
 
     /// Writes a whole text file through the editor (so it can show and review
-    /// the change) or atomically to disk.
-    pub async fn write_text_file(&self, path: &Path, content: &str) -> Result<(), FileError> {
+    /// the change) or atomically to disk, beneath the root of `roots` that
+    /// holds it (see [`write_local`]).
+    ///
+    /// The editor resolves the path itself, so what it is sent must have no
+    /// symbolic link in it, checked right before; after it wrote, the file
+    /// beneath the root must hold the content (or, for an editor that keeps
+    /// the write in an unsaved buffer, its view of the path must, with no
+    /// link on the path). Otherwise the write may have gone elsewhere:
+    /// [`FileError::Moved`], which stops the turn.
+    pub async fn write_text_file(
+        &self,
+        roots: &[std::path::PathBuf],
+        path: &Path,
+        content: &str,
+    ) -> Result<(), FileError> {
         if !self.can_write() {
-            return files::write_local(path, content).await;
+            return files::write_local(roots, path, content).await;
         }
+        files::check_no_link(path)?;
         let path_str = path.to_string_lossy();
         let req = WriteTextFileRequest {
             session_id: &self.session_id,
@@ -231,7 +245,20 @@ impl Editor {
             .map_err(|e| FileError::Editor {
                 path: path.to_owned(),
                 message: e.message,
-            })
+            })?;
+        let linked = files::check_no_link(path);
+        if linked.is_ok() && files::landed(roots, path, content) == Some(true) {
+            return Ok(());
+        }
+        linked?;
+        match self.read_text_file(path).await {
+            Ok(now) if now == content => Ok(()),
+            _ => Err(FileError::Moved {
+                path: path.to_owned(),
+                detail: "after the editor wrote it, the file there does not hold what was written"
+                    .into(),
+            }),
+        }
     }
 
     /// Asks the user; `Cancelled` when the editor cancelled the request.

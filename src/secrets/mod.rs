@@ -31,10 +31,12 @@ use std::sync::{Arc, RwLock};
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value;
 
+mod classify;
 pub mod env;
 mod stream;
 mod writer;
 
+pub use classify::{is_secret_name, is_secret_value, looks_like_credential};
 pub use stream::StreamRedactor;
 pub use writer::Writer;
 
@@ -198,36 +200,15 @@ pub fn learn(values: impl IntoIterator<Item = String>) {
 
 /// Learns the value of a named header or variable (an MCP server's `env` or
 /// `headers`, the config's `[headers]`) when it is a secret: its name says so
-/// (see [`is_secret_name`]) or it looks like an opaque token (12+ bytes, no
-/// whitespace, no `/`). Ordinary settings (`PATH=/usr/bin`, `X-Title = app`)
-/// are left alone, or redacting them would mangle everything the agent says.
+/// or it is shaped like a credential ([`is_secret_value`]); the password of a
+/// `user:pass@` URL is learned on its own too. Plain words, paths and numbers
+/// (`DB_NAME=inventory_service_prod`, `PATH=/usr/bin`) are left alone, or
+/// redacting them would mangle everything the agent says about them.
 pub fn learn_named(name: &str, value: &str) {
     if is_secret_value(name, value) {
-        learn([value.to_owned()]);
+        let pass = classify::url_password(value.trim()).map(str::to_owned);
+        learn(std::iter::once(value.to_owned()).chain(pass));
     }
-}
-
-/// See [`learn_named`].
-pub fn is_secret_value(name: &str, value: &str) -> bool {
-    is_secret_name(name)
-        || (value.len() >= 12 && !value.contains(char::is_whitespace) && !value.contains('/'))
-}
-
-/// Whether a header or variable name looks like it holds a secret.
-pub fn is_secret_name(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    [
-        "authorization",
-        "token",
-        "key",
-        "secret",
-        "pass",
-        "cookie",
-        "auth",
-        "credential",
-    ]
-    .iter()
-    .any(|w| n.contains(w))
 }
 
 /// [`Redactor::redact`] with the process-wide secrets.
@@ -351,14 +332,6 @@ mod tests {
         );
         assert_eq!(r, "Incorrect API key provided: sk-[redacted] [redacted]");
         assert_eq!(redact_key_shapes("risk-free sk-"), "risk-free sk-");
-    }
-
-    #[test]
-    fn named_values_are_secret_by_name_or_shape() {
-        assert!(is_secret_value("GITHUB_TOKEN", "ghp1"));
-        assert!(is_secret_value("X", "abcdefghijklmnop"));
-        assert!(!is_secret_value("PATH", "/usr/bin:/bin"));
-        assert!(!is_secret_value("X-Title", "my app"));
     }
 }
 

@@ -292,7 +292,7 @@ impl Action for Edit {
             None => apply(&current, &self.args, &self.shown)?,
         };
         ctx.editor
-            .write_text_file(&self.path, &edit.new_text)
+            .write_text_file(&ctx.roots, &self.path, &edit.new_text)
             .await?;
         let lf = edit.new_text.replace("\r\n", "\n");
         let (a, b) = edit.changed;

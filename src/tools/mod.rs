@@ -169,6 +169,14 @@ pub enum ToolError {
     Cancelled,
 }
 
+impl ToolError {
+    /// Whether the turn must stop here: a write may have gone somewhere
+    /// other than where it was approved ([`FileError::Moved`]).
+    pub fn halts(&self) -> bool {
+        matches!(self, ToolError::File(FileError::Moved { .. }))
+    }
+}
+
 /// A model-facing tool.
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync {

@@ -152,7 +152,9 @@ impl Action for Write {
                 old => (self.content, old.is_some()),
             },
         };
-        ctx.editor.write_text_file(&self.path, &content).await?;
+        ctx.editor
+            .write_text_file(&ctx.roots, &self.path, &content)
+            .await?;
         let lines = content.lines().count();
         let verb = if existed { "Wrote" } else { "Created" };
         Ok(ToolOutput {

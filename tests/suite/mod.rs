@@ -58,3 +58,4 @@ mod tools_search;
 mod trace;
 mod turns;
 mod undo;
+mod write_race;

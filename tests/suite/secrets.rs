@@ -238,3 +238,62 @@ async fn a_secret_in_an_edited_file_is_written_back_as_it_was() {
         "the writes went through the editor"
     );
 }
+
+/// Only secrets are secret: an MCP server's `DB_NAME=inventory_service_prod`
+/// is a plain setting and reaches the model and the user as it is, while a
+/// token-named value beside it and a value shaped like a GitHub token under
+/// a harmless name stay hidden.
+#[tokio::test]
+async fn plain_mcp_settings_reach_the_model_and_secrets_do_not() {
+    const DB: &str = "inventory_service_prod";
+    const TOKEN: &str = "plainword-but-named-a-token";
+    const SHAPED: &str = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345";
+    let model = FakeModel::start().await;
+    let editor = super::common::spawn(&model, &[]);
+    let ws = Workspace::builder()
+        .file(
+            "deploy.txt",
+            format!("database {DB}\ntoken {TOKEN}\nmirror {SHAPED}\n"),
+        )
+        .build();
+    editor.initialize(no_capabilities()).await;
+    let env = json!([
+        {"name": "DB_NAME", "value": DB},
+        {"name": "DB_PATH", "value": "/var/lib/inventory/data"},
+        {"name": "SERVICE_API_TOKEN", "value": TOKEN},
+        {"name": "MIRROR", "value": SHAPED},
+    ]);
+    let servers = json!([{"name": "db", "command": "/bin/true", "args": [], "env": env}]);
+    let sid = editor.new_session_with_servers(ws.path(), servers).await;
+    model.push(Reply::tool_call(
+        "call_read",
+        "read_file",
+        json!({"path": "deploy.txt"}),
+    ));
+    model.push(Reply::text(&format!("The database is {DB}.")));
+    assert_eq!(
+        editor.prompt(&sid, "which database?").await["stopReason"],
+        "end_turn"
+    );
+    let requests = model.chat_requests();
+    let read = requests
+        .last()
+        .unwrap()
+        .messages()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .unwrap();
+    assert!(read.contains(&format!("database {DB}")), "{read}");
+    assert!(read.contains("token [redacted]"), "{read}");
+    assert!(read.contains("mirror [redacted]"), "{read}");
+    assert_no_secret("what the model was sent", &read, &[TOKEN, SHAPED]);
+    assert!(
+        editor
+            .agent_text(&sid)
+            .ends_with(&format!("The database is {DB}.")),
+        "{}",
+        editor.agent_text(&sid)
+    );
+}

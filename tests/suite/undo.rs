@@ -135,14 +135,12 @@ async fn undo_after_command(via: Via) {
     let said = slash(&h, "/undo").await;
     // f.txt's content before the turn is known (the write recorded it).
     assert_eq!(h.ws.read("f.txt"), "A\n");
-    // keep.txt was deleted by a command: no copy, so it is reported, and
-    // (it might have been a move) made.txt is kept.
-    assert!(
-        said.contains("keep.txt: not restored: a command changed or deleted it, and its earlier content was never read by the agent"),
-        "{said}"
-    );
-    assert!(said.contains("made.txt: kept"), "{said}");
-    assert!(h.ws.exists("made.txt"));
+    // keep.txt was deleted by a command the model never read: its copy was
+    // kept before the command ran, so it comes back, and made.txt goes.
+    assert!(said.contains("- keep.txt"), "{said}");
+    assert_eq!(h.ws.read("keep.txt"), "K\n");
+    assert!(said.contains("- made.txt"), "{said}");
+    assert!(!h.ws.exists("made.txt"));
 
     // A turn whose command only created a file: /undo deletes it.
     h.run_tool("c3", "run_command", json!({"command": "echo x > only.txt"}))
@@ -156,10 +154,16 @@ async fn undo_after_command(via: Via) {
 }
 both!(undo_restores_command_changes, undo_after_command);
 
-/// A hostile or careless `mv`: the moved file's only copy is never deleted.
+/// A hostile or careless `mv`: the moved file comes back; and when no copy
+/// of it could be kept (too big), the file it was moved to, its only copy,
+/// is never deleted.
 #[tokio::test]
 async fn a_moved_file_is_never_lost() {
-    let ws = Workspace::builder().file("precious.txt", "data\n").build();
+    let big = "x".repeat(1100 * 1024);
+    let ws = Workspace::builder()
+        .file("precious.txt", "data\n")
+        .file("huge.txt", big.clone())
+        .build();
     let h = auto(Via::Local, ws).await;
     h.run_tool(
         "m1",
@@ -168,11 +172,23 @@ async fn a_moved_file_is_never_lost() {
     )
     .await;
     let said = slash(&h, "/undo").await;
+    assert!(said.contains("Restored:\n- precious.txt"), "{said}");
+    assert_eq!(h.ws.read("precious.txt"), "data\n");
+    assert!(!h.ws.exists("elsewhere.txt"), "{said}");
+
+    h.run_tool(
+        "m2",
+        "run_command",
+        json!({"command": "mv huge.txt moved.txt"}),
+    )
+    .await;
+    let said = slash(&h, "/undo").await;
     assert!(
-        said.contains("precious.txt: not restored: a command changed or deleted it, and its earlier content was never read by the agent"),
+        said.contains("huge.txt: not restored: a command changed or deleted it, and no copy was kept before it ran: it held 1100 KiB, more than the 1024 KiB kept per file"),
         "{said}"
     );
-    assert_eq!(h.ws.read("elsewhere.txt"), "data\n");
+    assert!(said.contains("moved.txt: kept"), "{said}");
+    assert_eq!(h.ws.read("moved.txt"), big);
 }
 
 async fn skips_files_changed_since(via: Via) {
@@ -364,9 +380,9 @@ async fn changed_files_list(via: Via) {
 }
 both!(changed_files_are_listed, changed_files_list);
 
-/// Issue 19: a file a command changed is restorable when the model had read
-/// it: its content is kept before each command. One it never read is
-/// named, with the reason.
+/// A file a command changed is restorable whether or not the model read
+/// it: the content of the files under the roots is kept before each
+/// command.
 async fn undo_after_sed_of_a_read_file(via: Via) {
     let ws = Workspace::builder()
         .file("a.txt", "old line\n")
@@ -389,13 +405,9 @@ async fn undo_after_sed_of_a_read_file(via: Via) {
     );
     assert_eq!(h.ws.read("a.txt"), "new line\n");
     let said = slash(&h, "/undo").await;
-    assert!(said.contains("Restored:\n- a.txt"), "{said}");
-    assert!(
-        said.contains("unread.txt: not restored: a command changed or deleted it, and its earlier content was never read by the agent"),
-        "{said}"
-    );
+    assert!(said.contains("Restored:\n- a.txt\n- unread.txt"), "{said}");
     assert_eq!(h.ws.read("a.txt"), "old line\n");
-    assert_eq!(h.ws.read("unread.txt"), "new too\n");
+    assert_eq!(h.ws.read("unread.txt"), "old too\n");
     // A file the model read and a command deleted comes back too.
     h.run_tool("s2", "run_command", json!({"command": "rm a.txt"}))
         .await;
@@ -527,3 +539,120 @@ async fn the_walk_fallback_lists_and_undoes_the_same() {
     assert!(said.contains("Restored:\n- a.txt"), "{said}");
     assert_eq!(h.ws.read("a.txt"), "old\n");
 }
+
+/// The user-message texts and tool-call ids `session/load` replayed.
+fn replayed(editor: &FakeEditor, sid: &str) -> (Vec<String>, Vec<String>) {
+    let users = editor
+        .updates_of_kind(sid, "user_message_chunk")
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str().map(str::to_owned))
+        .collect();
+    let calls = editor
+        .updates_of_kind(sid, "tool_call")
+        .iter()
+        .filter_map(|u| u["toolCallId"].as_str().map(str::to_owned))
+        .collect();
+    (users, calls)
+}
+
+/// A reloaded session shows what the model sees: after `/undo` and after
+/// `/rewind`, `session/load` replays neither the undone user message nor
+/// its tool call and diff.
+#[tokio::test]
+async fn a_reloaded_session_does_not_replay_undone_turns() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = Workspace::builder().file("a.txt", "before\n").build();
+    let model = FakeModel::start().await;
+    let editor = spawn_in(home.path(), &model);
+    editor.initialize(no_capabilities()).await;
+    let sid = editor.new_session(ws.path()).await;
+    editor.set_mode(&sid, "full-auto").await;
+    model.push(Reply::text("hi"));
+    editor.prompt(&sid, "first question").await;
+    let write = |id: &str, content: &str| {
+        Reply::tool_call(
+            id,
+            "write_file",
+            json!({"path": "a.txt", "content": content}),
+        )
+    };
+    model.push(write("w_undone", "after\n"));
+    model.push(Reply::text("written"));
+    editor.prompt(&sid, "please write").await;
+    editor.prompt(&sid, "/undo").await;
+    assert_eq!(ws.read("a.txt"), "before\n");
+    model.push(write("w_kept", "kept\n"));
+    model.push(Reply::text("written"));
+    editor.prompt(&sid, "write it again").await;
+    model.push(write("w_rewound", "rewound\n"));
+    model.push(Reply::text("written"));
+    editor.prompt(&sid, "and once more").await;
+    editor.prompt(&sid, "/rewind 1").await;
+    assert_eq!(ws.read("a.txt"), "kept\n");
+    editor.shut_down().await;
+
+    let editor = restarted(home.path(), &model, &sid, ws.path()).await;
+    let (users, calls) = replayed(&editor, &sid);
+    assert!(users.iter().any(|u| u == "first question"), "{users:?}");
+    assert!(users.iter().any(|u| u == "write it again"), "{users:?}");
+    assert!(!users.iter().any(|u| u == "please write"), "{users:?}");
+    assert!(!users.iter().any(|u| u == "and once more"), "{users:?}");
+    assert_eq!(
+        calls,
+        ["w_kept"],
+        "the undone turns' diffs are not replayed"
+    );
+}
+
+/// `/undo` restores what a command changed, whether or not the model read
+/// it: files it edited and deleted come back, files it created go; a file
+/// too big to keep and a file the user changed since are named, with why.
+async fn undo_restores_unread_files(via: Via) {
+    let big = format!("{}\n", "y".repeat(1100 * 1024));
+    let ws = Workspace::builder()
+        .file("b.txt", "b before\n")
+        .file("src/d.txt", "d before\n")
+        .file("e.txt", "e before\n")
+        .file("big.txt", big.clone())
+        .build();
+    let h = auto(via, ws).await;
+    h.run_tool(
+        "c1",
+        "run_command",
+        json!({"command": "sed -i s/before/after/ b.txt e.txt big.txt && rm src/d.txt && mkdir -p gen && echo new > gen/c.txt"}),
+    )
+    .await;
+    assert_eq!(h.ws.read("b.txt"), "b after\n");
+    // The user edits e.txt after the turn.
+    std::fs::write(h.ws.join("e.txt"), "e mine\n").unwrap();
+    if via == Via::Editor {
+        h.editor.open_buffer(h.ws.join("b.txt"), "b after\n");
+    }
+    let said = slash(&h, "/undo").await;
+    assert_eq!(h.ws.read("b.txt"), "b before\n", "{said}");
+    assert_eq!(h.ws.read("src/d.txt"), "d before\n", "{said}");
+    assert!(!h.ws.exists("gen/c.txt"), "{said}");
+    assert!(said.contains("- b.txt"), "{said}");
+    assert!(said.contains("- src/d.txt"), "{said}");
+    assert!(said.contains("- gen/c.txt"), "{said}");
+    assert!(
+        said.contains("e.txt: it changed after that turn (on disk or in the editor), so it was not overwritten"),
+        "{said}"
+    );
+    assert_eq!(h.ws.read("e.txt"), "e mine\n");
+    assert!(
+        said.contains("big.txt: not restored: a command changed or deleted it, and no copy was kept before it ran: it held 1101 KiB, more than the 1024 KiB kept per file"),
+        "{said}"
+    );
+    if via == Via::Editor {
+        assert_eq!(
+            h.editor.buffer(h.ws.join("b.txt")).as_deref(),
+            Some("b before\n"),
+            "the editor's buffer follows"
+        );
+    }
+}
+both!(
+    undo_restores_files_the_model_never_read,
+    undo_restores_unread_files
+);

@@ -33,6 +33,8 @@ pub struct CallResult {
     /// The call failed: an error, a refusal, or a command that exited
     /// non-zero (the turn's repeat check counts these).
     pub failed: bool,
+    /// The turn must stop after this call ([`ToolError::halts`]).
+    pub halted: bool,
     /// The images and audio the call returned, as model parts (issue 18
     /// item 7, [`crate::mcp::rich`]).
     pub media: Vec<crate::llm::UserPart>,
@@ -336,10 +338,23 @@ impl Call<'_> {
                     for_model: trim_to(for_model, self.limits.result_bytes),
                     cancelled: false,
                     failed,
+                    halted: false,
                     media,
                 }
             }
             Err(ToolError::Cancelled) => self.cancelled(),
+            Err(e) if e.halts() => {
+                let msg = e.to_string();
+                tracing::error!(error = %msg, "a write may have left the project; the turn stops");
+                editor.update(&SessionUpdate::agent_text(
+                    format!("\n\n> ⚠ **Stopped.** {msg}\n\n"),
+                    None,
+                ));
+                CallResult {
+                    halted: true,
+                    ..self.fail(msg)
+                }
+            }
             Err(e) => self.fail(e.to_string()),
         }
     }
@@ -358,6 +373,7 @@ impl Call<'_> {
             for_model: format!("Error: {msg}"),
             cancelled: false,
             failed: true,
+            halted: false,
             media: Vec::new(),
         }
     }
@@ -448,6 +464,7 @@ fn cancelled(session: &Session, id: &str) -> CallResult {
         for_model: "Error: the user cancelled this call before it finished.".into(),
         cancelled: true,
         failed: true,
+        halted: false,
         media: Vec::new(),
     }
 }

@@ -175,8 +175,7 @@ async fn request(
             _ => StopReason::EndTurn,
         }));
     }
-    let cancelled = run_calls(turn, history, &calls, repeats).await;
-    Ok(cancelled.then_some(StopReason::Cancelled))
+    Ok(run_calls(turn, history, &calls, repeats).await)
 }
 
 /// The prompt as the model and the log get it: a secret the user pasted is
@@ -231,15 +230,16 @@ async fn compact_or_go_on(
 }
 
 /// Runs the model's tool calls in order and feeds their results back (ACP
-/// §6.2); once the turn is cancelled the rest are answered "not run".
-/// Returns whether the turn was cancelled. A call the model keeps repeating
-/// gets a note in its result ([`Repeats`]).
+/// §6.2); once the turn is cancelled, or a write may have left the project
+/// (`CallResult::halted`), the rest are answered "not run". Returns the stop
+/// reason when the turn ends here: cancelled, or refused after such a write.
+/// A call the model keeps repeating gets a note in its result ([`Repeats`]).
 async fn run_calls(
     turn: &Turn<'_>,
     history: &mut History,
     calls: &[ToolCallRequest],
     repeats: &mut Repeats,
-) -> bool {
+) -> Option<StopReason> {
     let Turn {
         env,
         session,
@@ -252,12 +252,17 @@ async fn run_calls(
         guard_overwrites: env.settings.compact_prompt_for(window),
     };
     let mut was_cancelled = false;
+    // A write may have left the project (`CallResult::halted`): the
+    // rest of the model's calls are not run and the turn ends.
+    let mut halted = false;
     let mut media = Vec::new();
     let images_on = env.settings.model_accepts_images(&env.model_id);
     let audio_on = env.settings.model_accepts_audio(&env.model_id);
     for req in calls {
         let content = if was_cancelled {
             "Error: not run; the user cancelled the turn.".to_owned()
+        } else if halted {
+            "Error: not run; the turn was stopped (see the previous result).".to_owned()
         } else {
             let result = tool_call::run(
                 session,
@@ -270,6 +275,7 @@ async fn run_calls(
             .await;
             was_cancelled = result.cancelled || cancel.is_cancelled();
             let note_repeat = repeats.record(req, result.failed);
+            halted = result.halted;
             // Sampling a server asked for during the call counts in the turn.
             lender.count(history);
             let mut text = result.for_model;
@@ -295,7 +301,13 @@ async fn run_calls(
         session.record_user(&[], &msg);
         history.messages.push(msg);
     }
-    was_cancelled
+    if was_cancelled {
+        Some(StopReason::Cancelled)
+    } else if halted {
+        Some(StopReason::Refusal)
+    } else {
+        None
+    }
 }
 
 /// Token and cost accounting after a call, reported as `usage_update` (ACP §7).

@@ -13,16 +13,16 @@
 //!   checkpoint.
 //!
 //! Content before a command: a command's changes are only seen after it
-//! ran, so, before each command, the current content of every file the
-//! model has read or written in this session is kept in memory (text files
-//! up to [`COPY_MAX_FILE`] bytes each, [`COPY_MAX_TOTAL`] in all; a copy is
-//! reused while the file's size, mtime and inode are unchanged, so this is
-//! one `lstat` per such file). A file such a command changes or deletes
-//! (`sed -i`, a formatter, a code generator) can then be restored by
-//! `/undo`. The tradeoff: other files a command changes (ones the model
-//! never read) have no earlier copy, and `/undo` says so rather than guess;
-//! copying every file under the roots before every command would cost a
-//! full read of the project per command.
+//! ran, so, before each command, the current content of the files it may
+//! change (every file under the roots the watch tracks) is kept in memory:
+//! text files up to [`COPY_MAX_FILE`] bytes each, [`COPY_MAX_TOTAL`] in all,
+//! read within [`COPY_MAX_TIME`]; the files the model read or wrote come
+//! first, then the most recently modified. A copy is reused while the file's
+//! size, mtime and inode are unchanged, so once the copies are warm a
+//! command costs one lookup per file and a read of what changed since the
+//! last one. `/undo` then puts back every file a command changed or deleted;
+//! for a file without a copy it says why ([`Unkept`]): too big, the limit
+//! was reached, not text, too many files to track.
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -39,12 +39,67 @@ use crate::agent::session::Session;
 const LIST_LIMIT: usize = 50;
 
 /// Largest file whose content is kept before a command.
-pub const COPY_MAX_FILE: u64 = 256 * 1024;
+pub const COPY_MAX_FILE: u64 = 1024 * 1024;
 /// Most content kept before a command, in all.
-pub const COPY_MAX_TOTAL: u64 = 8 * 1024 * 1024;
+pub const COPY_MAX_TOTAL: u64 = 32 * 1024 * 1024;
+/// Longest time spent reading files to keep before one command (reused
+/// copies cost no reading).
+pub const COPY_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Contents of seen files, kept before a command.
-type Copies = HashMap<PathBuf, Arc<str>>;
+/// How much [`keep_copies`] may keep and read.
+#[derive(Debug, Clone, Copy)]
+struct Bounds {
+    file: u64,
+    total: u64,
+    time: std::time::Duration,
+}
+
+const BOUNDS: Bounds = Bounds {
+    file: COPY_MAX_FILE,
+    total: COPY_MAX_TOTAL,
+    time: COPY_MAX_TIME,
+};
+
+/// Why a file's content before a command was not kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unkept {
+    TooBig(u64),
+    Limit,
+    NotText,
+    TooManyFiles,
+}
+
+impl Unkept {
+    fn why(self) -> String {
+        match self {
+            Unkept::TooBig(size) => format!(
+                "it held {} KiB, more than the {} KiB kept per file",
+                size.div_ceil(1024),
+                COPY_MAX_FILE >> 10
+            ),
+            Unkept::Limit => format!(
+                "the copies kept before the command had reached their limit ({} MiB, {} s)",
+                COPY_MAX_TOTAL >> 20,
+                COPY_MAX_TIME.as_secs()
+            ),
+            Unkept::NotText => "it is not a text file".into(),
+            Unkept::TooManyFiles => format!(
+                "the project has more than {} files, more than are tracked",
+                crate::tools::snapshot::MAX_ENTRIES
+            ),
+        }
+    }
+}
+
+/// Contents of the files a command may change, kept before it.
+#[derive(Default)]
+struct Copies {
+    texts: HashMap<PathBuf, Arc<str>>,
+    unkept: HashMap<PathBuf, Unkept>,
+    /// The list of files was cut short: a file not in it has no copy.
+    truncated: bool,
+}
+
 type CopyCache = HashMap<PathBuf, (Stamp, Arc<str>)>;
 
 /// How the model last saw a file.
@@ -105,32 +160,73 @@ impl Tracker {
     }
 }
 
-/// The content now of the `seen` files (see the module docs for the
-/// bounds); `cache` holds the last copies. Blocking.
-fn keep_copies(seen: Vec<PathBuf>, cache: &Mutex<CopyCache>) -> Copies {
+/// The content now of `files` (see the module docs for the bounds and the
+/// order), those in `seen` first; `cache` holds the last copies. Blocking.
+fn keep_copies(
+    mut files: Vec<(PathBuf, Stamp)>,
+    truncated: bool,
+    seen: &std::collections::HashSet<PathBuf>,
+    cache: &Mutex<CopyCache>,
+    bounds: Bounds,
+) -> Copies {
+    let started = std::time::Instant::now();
     let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut out = Copies::new();
+    files.sort_by_key(|(p, s)| (!seen.contains(p), std::cmp::Reverse(s.mtime_ns())));
+    let mut out = Copies {
+        truncated,
+        ..Copies::default()
+    };
     let mut total = 0;
-    for path in seen {
-        let Some(stamp) = Stamp::lstat(&path) else {
+    for (path, stamp) in files {
+        if stamp.size() > bounds.file {
+            out.unkept.insert(path, Unkept::TooBig(stamp.size()));
             continue;
-        };
-        if stamp.size() > COPY_MAX_FILE || total + stamp.size() > COPY_MAX_TOTAL {
+        }
+        if total + stamp.size() > bounds.total {
+            out.unkept.insert(path, Unkept::Limit);
             continue;
         }
         let text = match cache.get(&path) {
             Some((s, t)) if *s == stamp => t.clone(),
-            _ => match std::fs::read(&path).map(String::from_utf8) {
-                Ok(Ok(t)) if !t.contains('\0') => Arc::from(t),
-                _ => continue,
+            _ if started.elapsed() > bounds.time => {
+                out.unkept.insert(path, Unkept::Limit);
+                continue;
+            }
+            _ => match read_regular(&path, bounds.file) {
+                Some(t) => Arc::from(t),
+                None => {
+                    out.unkept.insert(path, Unkept::NotText);
+                    continue;
+                }
             },
         };
         total += text.len() as u64;
         cache.insert(path.clone(), (stamp, text.clone()));
-        out.insert(path, text);
+        out.texts.insert(path, text);
     }
-    cache.retain(|p, _| out.contains_key(p));
+    cache.retain(|p, _| out.texts.contains_key(p));
     out
+}
+
+/// The text of the regular file at `path` (no link followed at its end),
+/// `None` when it is not one or not text.
+fn read_regular(path: &Path, max: u64) -> Option<String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    f.by_ref().take(max + 1).read_to_end(&mut bytes).ok()?;
+    if bytes.len() as u64 > max || crate::editor::looks_binary(&bytes) {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
 }
 
 /// What [`before`] found out, for [`after`].
@@ -161,23 +257,15 @@ fn watch(session: &Session) -> Arc<Watch> {
 /// A mark for now and the copies kept with it.
 async fn mark(session: &Session) -> Option<(Mark, Copies)> {
     let watch = watch(session);
-    let seen: Vec<PathBuf> = session.tracker.seen().keys().cloned().collect();
+    let seen: std::collections::HashSet<PathBuf> = session.tracker.seen().keys().cloned().collect();
     let cache = session.tracker.copies.clone();
     tokio::task::spawn_blocking(move || {
-        let copies = keep_copies(seen, &cache);
-        (watch.mark(), copies)
+        let (mark, files, truncated) = watch.mark_listed();
+        let copies = keep_copies(files, truncated, &seen, &cache, BOUNDS);
+        (mark, copies)
     })
     .await
     .ok()
-}
-
-/// The copies kept now.
-async fn copies(session: &Session) -> Copies {
-    let seen: Vec<PathBuf> = session.tracker.seen().keys().cloned().collect();
-    let cache = session.tracker.copies.clone();
-    tokio::task::spawn_blocking(move || keep_copies(seen, &cache))
-        .await
-        .unwrap_or_default()
 }
 
 /// What changed since `mark`, and a mark for now.
@@ -203,7 +291,9 @@ pub async fn before(session: &Session, tool: &str, access: &Access) -> Pre {
             let before = match read_now(&session.editor, path).await {
                 Ok(Some(text)) => Before::Text(text),
                 Ok(None) => Before::Absent,
-                Err(_) => Before::Unknown,
+                Err(e) => {
+                    Before::Unkept(format!("it could not be read before it was written ({e})"))
+                }
             };
             session.tracker.checkpoints.note(path, before);
         }
@@ -274,7 +364,8 @@ pub async fn after(
     if let Some(h) = handle
         && running
     {
-        let copies = self::copies(session).await;
+        // Its next read counts from `now`, with the files as they are now.
+        let copies = mark(session).await.map(|(_, c)| c).unwrap_or_default();
         session.tracker.background().insert(h, (now, copies));
     }
     if let Some(text) = describe(&changes, &session.tracker.seen(), &session.cwd) {
@@ -287,10 +378,24 @@ pub async fn after(
 /// already there keeps its earlier, known "before").
 fn note_changes(session: &Session, changes: &Changes, copies: &Copies) {
     for (path, change) in changes.all() {
-        let before = match (change, copies.get(path)) {
+        let before = match (change, copies.texts.get(path)) {
             (Change::Created, _) => Before::Absent,
             (_, Some(text)) => Before::Text(text.to_string()),
-            (_, None) => Before::Unknown,
+            (_, None) => {
+                let why = copies
+                    .unkept
+                    .get(path)
+                    .copied()
+                    .unwrap_or(if copies.truncated {
+                        Unkept::TooManyFiles
+                    } else {
+                        Unkept::Limit
+                    });
+                Before::Unkept(format!(
+                    "a command changed or deleted it, and no copy was kept before it ran: {}",
+                    why.why()
+                ))
+            }
         };
         session.tracker.checkpoints.note(path, before);
     }
@@ -461,5 +566,52 @@ mod tests {
             "{text}"
         );
         assert_eq!(describe(&Changes::default(), &seen, cwd), None);
+    }
+
+    /// Every file a command may change is kept, within the bounds, the
+    /// files the model saw first; reused copies cost no read, and what was
+    /// not kept says why.
+    #[test]
+    fn copies_are_bounded_and_say_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let file = |name: &str, bytes: &[u8]| {
+            let p = root.join(name);
+            std::fs::write(&p, bytes).unwrap();
+            (p.clone(), Stamp::lstat(&p).unwrap())
+        };
+        let files = vec![
+            file("a.txt", b"aaaa"),
+            file("seen.txt", b"ssss"),
+            file("big.txt", &[b'b'; 20]),
+            file("bin.dat", b"x\0y"),
+            file("c.txt", b"cccc"),
+        ];
+        let seen = std::collections::HashSet::from([root.join("seen.txt")]);
+        let cache = Mutex::new(CopyCache::new());
+        let bounds = Bounds {
+            file: 10,
+            total: 11,
+            time: std::time::Duration::from_secs(60),
+        };
+        let kept = keep_copies(files.clone(), false, &seen, &cache, bounds);
+        assert_eq!(&*kept.texts[&root.join("seen.txt")], "ssss");
+        assert_eq!(kept.texts.len(), 2, "{:?}", kept.texts.keys());
+        assert_eq!(kept.unkept[&root.join("big.txt")], Unkept::TooBig(20));
+        assert_eq!(kept.unkept[&root.join("bin.dat")], Unkept::NotText);
+        let limited = kept
+            .unkept
+            .values()
+            .filter(|u| **u == Unkept::Limit)
+            .count();
+        assert_eq!(limited, 1, "{:?}", kept.unkept);
+        assert!(Unkept::TooBig(2 << 20).why().contains("2048 KiB"));
+        // A kept copy is reused while the file's stamp is the same.
+        let again = keep_copies(files, false, &seen, &cache, bounds);
+        assert_eq!(again.texts.len(), 2);
+        assert!(Arc::ptr_eq(
+            &kept.texts[&root.join("seen.txt")],
+            &again.texts[&root.join("seen.txt")]
+        ));
     }
 }

@@ -9,11 +9,10 @@
 //! that only says the turn existed, so `/undo` can tell the user it is gone.
 //!
 //! "Before" is known exactly for tool writes (the file is read first). For a
-//! file a command changed or deleted it is known when a tool had written it
-//! earlier in the same turn, or when the model had read or written it in
-//! the session (its content is kept before each command: see
-//! `changes`); a file it created is "absent before". The rest is recorded
-//! as unknown and reported as not restorable.
+//! file a command changed or deleted it is the copy kept before the command
+//! ran (every file under the roots, within bounds: see `changes`); a file it
+//! created is "absent before". A file without a copy is recorded with the
+//! reason, and reported as not restorable.
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -25,8 +24,11 @@ use serde::{Deserialize, Serialize};
 pub enum Before {
     Absent,
     Text(String),
-    /// A command changed or deleted it and no copy was kept.
+    /// A command changed or deleted it and no copy was kept (checkpoints
+    /// of earlier versions, which kept copies of read files only).
     Unknown,
+    /// Its content before the turn is not known: why, for the user.
+    Unkept(String),
 }
 
 /// One file of a checkpoint.

@@ -13,7 +13,6 @@
 //! history.
 use std::path::Path;
 
-use crate::editor::Editor;
 use crate::llm::ChatMessage;
 
 use super::changes::{read_now, user_text_at};
@@ -142,17 +141,27 @@ async fn drop_turn(session: &Session, cp: &Checkpoint) -> String {
 /// Puts the checkpoint's files back, skipping those changed since.
 async fn restore(session: &Session, cp: &Checkpoint) -> Report {
     let mut report = Report::default();
-    // A command that deleted or changed a file acp-coder has no copy of may
-    // have moved it (`mv a b`): the file it "created" may hold the only copy
-    // of the data, so nothing of that turn is deleted.
-    let keep_created = cp.files.iter().any(|f| f.before == Before::Unknown);
+    // A command that deleted a file acp-coder has no copy of may have moved
+    // it (`mv a b`): the file it "created" may hold the only copy of the
+    // data, so nothing of that turn is deleted.
+    let keep_created = cp
+        .files
+        .iter()
+        .any(|f| matches!(f.before, Before::Unknown | Before::Unkept(_)) && f.after.is_none());
     for f in &cp.files {
         let shown = super::changes::shown(&f.path, &session.cwd);
-        if f.before == Before::Unknown {
-            report.skipped.push(format!(
-                "{shown}: not restored: a command changed or deleted it, and its earlier content was never read by the agent (acp-coder keeps, before a command, only the files the model read or wrote, text files up to 256 KiB)"
-            ));
-            continue;
+        match &f.before {
+            Before::Unknown => {
+                report.skipped.push(format!(
+                    "{shown}: not restored: a command changed or deleted it, and no copy was kept before it ran"
+                ));
+                continue;
+            }
+            Before::Unkept(why) => {
+                report.skipped.push(format!("{shown}: not restored: {why}"));
+                continue;
+            }
+            _ => {}
         }
         if let Some(why) = unsafe_target(&f.path) {
             report.skipped.push(format!("{shown}: {why}"));
@@ -174,21 +183,21 @@ async fn restore(session: &Session, cp: &Checkpoint) -> Report {
             continue;
         }
         match &f.before {
-            Before::Text(text) => match write(&session.editor, &f.path, text).await {
+            Before::Text(text) => match write(session, &f.path, text).await {
                 Ok(()) => report.restored.push(shown),
                 Err(e) => report.skipped.push(format!("{shown}: {e}")),
             },
             Before::Absent if keep_created => report.skipped.push(format!(
-                "{shown}: kept, although that turn created it: the turn also changed or deleted files that cannot be restored, and this one may hold their content (a move)"
+                "{shown}: kept, although that turn created it: the turn also deleted files that cannot be restored, and this one may hold their content (a move)"
             )),
-            Before::Absent => match tokio::fs::remove_file(&f.path).await {
+            Before::Absent => match crate::editor::remove_local(&session.roots(), &f.path).await {
                 Ok(()) => report.deleted.push(shown),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(crate::editor::FileError::NotFound(_)) => {}
                 Err(e) => report
                     .skipped
                     .push(format!("{shown}: cannot delete it ({e})")),
             },
-            Before::Unknown => {}
+            Before::Unknown | Before::Unkept(_) => {}
         }
     }
     report
@@ -212,13 +221,19 @@ fn unsafe_target(path: &Path) -> Option<&'static str> {
     }
 }
 
-async fn write(editor: &Editor, path: &Path, text: &str) -> Result<(), crate::editor::FileError> {
+async fn write(session: &Session, path: &Path, text: &str) -> Result<(), crate::editor::FileError> {
     if let Some(dir) = path.parent()
         && !dir.exists()
+        && session.editor.can_write()
     {
+        // The editor writes into existing folders; locally, the write makes
+        // them beneath the root.
         let _ = tokio::fs::create_dir_all(dir).await;
     }
-    editor.write_text_file(path, text).await
+    session
+        .editor
+        .write_text_file(&session.roots(), path, text)
+        .await
 }
 
 impl Report {

@@ -39,9 +39,26 @@ fn thought_id(n: usize) -> Option<String> {
 }
 
 /// Folds records into a session state. Never fails: odd records are skipped.
+///
+/// Each replayed update remembers the model-history message it belongs to,
+/// so that an `/undo` or `/rewind` (a [`Record::Undo`]) removes the undone
+/// turns' user messages, answers and tool calls (with their diffs) from the
+/// replay as it removes them from the history: a reloaded session shows what
+/// the model sees. Updates from before a compaction stay (their messages are
+/// only a summary now, which an undo cannot split).
 pub fn restore(records: Vec<Record>) -> Restored {
     let mut r = Restored::default();
+    // Per replayed update: the history index of its message.
+    let mut at: Vec<Option<usize>> = Vec::new();
     for (n, record) in records.into_iter().enumerate() {
+        // User and assistant updates belong to the message they push; tool
+        // calls and plans to the last message of their turn so far.
+        let next_message = Some(r.history.len());
+        let last_message = Some(r.history.len().saturating_sub(1));
+        let owner = match &record {
+            Record::User { .. } | Record::Assistant(_) => next_message,
+            _ => last_message,
+        };
         match record {
             Record::Meta {
                 cwd,
@@ -98,19 +115,42 @@ pub fn restore(records: Vec<Record>) -> Restored {
             Record::Title { title } => r.title = Some(title),
             Record::Compaction { history } => {
                 r.history = history.iter().map(StoredMessage::to_chat).collect();
+                at.iter_mut().for_each(|a| *a = None);
             }
             Record::Undo { start, end } => {
-                if start <= end && end <= r.history.len() {
+                let end = if start <= end && end <= r.history.len() {
                     r.history.drain(start..end);
+                    end
                 } else {
                     r.history.truncate(start);
-                }
+                    usize::MAX
+                };
+                undo_replay(&mut r.replay, &mut at, start, end);
             }
             Record::Unknown => {}
         }
+        at.resize(r.replay.len(), owner);
     }
     r.history = well_formed(std::mem::take(&mut r.history));
     r
+}
+
+/// Drops the replayed updates of history messages `[start, end)` and moves
+/// those of later messages down, as [`Record::Undo`] does to the history.
+fn undo_replay(
+    replay: &mut Vec<SessionUpdate>,
+    at: &mut Vec<Option<usize>>,
+    start: usize,
+    end: usize,
+) {
+    let mut keep = at.iter().map(|a| !a.is_some_and(|i| i >= start && i < end));
+    replay.retain(|_| keep.next().unwrap_or(true));
+    at.retain(|a| !a.is_some_and(|i| i >= start && i < end));
+    for a in at.iter_mut().flatten() {
+        if *a >= end {
+            *a -= end - start;
+        }
+    }
 }
 
 /// The result given to a call whose result was never recorded.
@@ -259,5 +299,58 @@ mod tests {
         );
         assert_eq!(r.mode.as_deref(), Some("full-auto"));
         assert_eq!(r.cwd.as_deref(), Some("/p"));
+    }
+
+    fn user(text: &str) -> Record {
+        Record::User {
+            prompt: vec![ContentBlock::text(text)],
+            message: StoredMessage::User {
+                parts: vec![StoredPart::Text { text: text.into() }],
+            },
+        }
+    }
+
+    fn answer(text: &str) -> Record {
+        Record::Assistant(StoredAssistant {
+            text: text.into(),
+            reasoning: String::new(),
+            tool_calls: vec![],
+        })
+    }
+
+    fn texts(r: &Restored) -> Vec<String> {
+        r.replay
+            .iter()
+            .filter_map(|u| match u {
+                SessionUpdate::UserMessageChunk(c) | SessionUpdate::AgentMessageChunk(c) => {
+                    serde_json::to_value(&c.content).ok()?["text"]
+                        .as_str()
+                        .map(str::to_owned)
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// An undone turn is gone from the replay as from the history, and an
+    /// undo after it (indexes moved down) removes the right one.
+    #[test]
+    fn undone_turns_are_not_replayed() {
+        let records = vec![
+            user("one"),
+            answer("a1"),
+            user("two"),
+            answer("a2"),
+            Record::Undo { start: 2, end: 4 },
+            user("three"),
+            answer("a3"),
+            user("four"),
+            answer("a4"),
+            // `/rewind 1` after the undo: "four" is at index 4 now.
+            Record::Undo { start: 4, end: 6 },
+        ];
+        let r = restore(records);
+        assert_eq!(texts(&r), ["one", "a1", "three", "a3"]);
+        assert_eq!(r.history.len(), 4);
     }
 }

@@ -45,6 +45,11 @@ impl Stamp {
         self.size
     }
 
+    /// When the file was last modified, in nanoseconds since the epoch.
+    pub(crate) fn mtime_ns(&self) -> i64 {
+        self.mtime_ns
+    }
+
     /// The stamp of the regular file at `path` (not following a symbolic
     /// link), `None` for anything else.
     pub(crate) fn lstat(path: &Path) -> Option<Stamp> {

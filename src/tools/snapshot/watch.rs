@@ -126,6 +126,22 @@ impl Watch {
         self.now(&mut state)
     }
 
+    /// Now, as a point to measure changes from, with the files under the
+    /// roots at that point (and whether the list was cut short at
+    /// [`MAX_ENTRIES`]): what a command may change. Blocking.
+    pub(crate) fn mark_listed(&self) -> (Mark, Vec<(PathBuf, Stamp)>, bool) {
+        let mark = self.mark();
+        let state = lock(&self.state);
+        let (files, truncated) = match (&mark.0, &*state) {
+            (Kind::Walk(snap), _) => (&snap.files, snap.truncated),
+            (Kind::Watch { .. }, State::Watching(w)) => (&w.files, w.truncated),
+            _ => return (mark, Vec::new(), true),
+        };
+        let list = files.iter().map(|(p, s)| (p.clone(), *s)).collect();
+        drop(state);
+        (mark, list, truncated)
+    }
+
     /// What changed since `mark`, and a mark for now. Blocking.
     pub fn since(&self, mark: &Mark) -> (Changes, Mark) {
         let mut state = lock(&self.state);
