@@ -191,7 +191,7 @@ pub struct Session {
 
 impl Session {
     pub fn new(init: SessionInit, store: Option<store::Store>) -> Arc<Self> {
-        let roots = std::iter::once(&init.cwd)
+        let roots: Vec<PathBuf> = std::iter::once(&init.cwd)
             .chain(init.additional_dirs.iter())
             .map(|d| crate::tools::paths::canonicalize_lenient(d))
             .collect();
@@ -199,6 +199,10 @@ impl Session {
             crate::agent::engine::model_text::system_prompt(&init.cwd, &init.additional_dirs)
                 + &init.skills.get().index;
         let checkpoints = store.as_ref().map(|s| s.checkpoints_dir(&init.id));
+        // The project's kept permissions: keyed by the canonical cwd.
+        let kept = store.as_ref().zip(roots.first()).map(|(s, root)| {
+            crate::agent::policy::kept::Kept::open(s.data_dir(), root)
+        });
         let recorder = init.recorder.clone();
         let editor = init
             .editor
@@ -219,7 +223,7 @@ impl Session {
             }),
             meta: Mutex::new(init.meta),
             mode: Mutex::new(init.mode),
-            grants: Mutex::new(Grants::default()),
+            grants: Mutex::new(Grants::with_kept(kept)),
             protected: init.protected,
             turns: Mutex::new(Vec::new()),
             turn_seq: AtomicU64::new(0),

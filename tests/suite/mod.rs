@@ -18,6 +18,7 @@ mod faults;
 mod fuzz_corpus;
 mod grants;
 mod handshake;
+mod kept_permissions;
 mod in_process;
 mod lifecycle;
 mod mcp;

@@ -188,6 +188,11 @@ impl Store {
         &self.dir
     }
 
+    /// The agent's data directory, where the sessions directory is.
+    pub fn data_dir(&self) -> &Path {
+        self.dir.parent().unwrap_or(&self.dir)
+    }
+
     fn log_path(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.jsonl"))
     }
