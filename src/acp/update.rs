@@ -24,6 +24,10 @@ pub enum SessionUpdate {
     ConfigOptionUpdate(ConfigOptionUpdate),
     SessionInfoUpdate(SessionInfoUpdate),
     UsageUpdate(UsageUpdate),
+    /// Only when the client advertised `session.cursors` (unstable).
+    CursorUpdate(super::CursorUpdate),
+    /// Only when the client advertised `subagents`.
+    SubagentUpdate(super::SubagentUpdate),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -11,6 +11,7 @@ mod history;
 pub mod policy;
 mod session;
 pub mod store;
+mod subagent;
 
 pub use session::Session;
 
@@ -269,6 +270,10 @@ impl Handler for Agent {
                 Ok(s) => {
                     tracing::info!(session = %r.session_id, "cancel");
                     s.cancel();
+                }
+                // A subagent's child session stops alone (`subagent`).
+                Err(_) if subagent::cancel(&r.session_id) => {
+                    tracing::info!(session = %r.session_id, "cancel of a subagent");
                 }
                 Err(_) => {
                     tracing::debug!(session = %r.session_id, "cancel for an unknown session")

@@ -7,7 +7,9 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::common::spawn_in_home;
-use crate::support::{FakeEditor, FakeModel, PermissionDecision, Reply, Workspace, no_capabilities};
+use crate::support::{
+    FakeEditor, FakeModel, PermissionDecision, Reply, Workspace, no_capabilities,
+};
 
 const PROJECT: &str = "allow-project";
 
@@ -27,7 +29,9 @@ async fn agent(model: &FakeModel, home: &Path) -> FakeEditor {
 /// One turn: the model calls `calls`, then says "done".
 async fn turn(editor: &FakeEditor, model: &FakeModel, sid: &str, calls: &[(&str, &str, Value)]) {
     model.push(Reply::tool_calls(
-        calls.iter().map(|(id, name, args)| (*id, *name, args.clone())),
+        calls
+            .iter()
+            .map(|(id, name, args)| (*id, *name, args.clone())),
     ));
     model.push(Reply::text("done"));
     let r = editor.prompt(sid, "go").await;
@@ -74,7 +78,10 @@ async fn a_project_permission_outlives_the_session_and_can_be_revoked() {
         keep["name"],
         "Always allow `sh gen.sh …` inside the project, also in later sessions of this project"
     );
-    assert!(option(asked, "allow-always").is_some(), "the session option stays");
+    assert!(
+        option(asked, "allow-always").is_some(),
+        "the session option stays"
+    );
     assert!(ws.exists("proj/generated"));
     // Kept in the agent's data directory, private; nothing in the project.
     let files = kept_files(home.path());
@@ -120,7 +127,9 @@ async fn a_project_permission_outlives_the_session_and_can_be_revoked() {
     );
     editor.prompt(&other, "/permissions revoke 1").await;
     assert!(
-        editor.agent_text(&other).contains("Revoked: always allow `sh gen.sh …`"),
+        editor
+            .agent_text(&other)
+            .contains("Revoked: always allow `sh gen.sh …`"),
         "{}",
         editor.agent_text(&other)
     );

@@ -53,6 +53,7 @@ pub fn turn_request<'a>(env: &TurnEnv, session: &Session, history: &'a History) 
         .specs()
         .into_iter()
         .map(tool_spec)
+        .chain(crate::agent::subagent::tool_spec(env, session))
         .collect();
     let mut request = request(env, &history.messages, tools, env.settings.send_reasoning);
     request.system = Some(session.system_prompt());

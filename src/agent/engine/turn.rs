@@ -186,14 +186,18 @@ async fn run_calls(
         let content = if was_cancelled {
             "Error: not run; the user cancelled the turn.".to_owned()
         } else {
-            let result = tool_call::run(
-                session,
-                req,
-                cancel,
-                &env.settings.secret_env,
-                env.settings.sandbox_network,
-            )
-            .await;
+            let result = if req.name == crate::agent::subagent::TOOL {
+                crate::agent::subagent::run(env, session, history, req, cancel).await
+            } else {
+                tool_call::run(
+                    session,
+                    req,
+                    cancel,
+                    &env.settings.secret_env,
+                    env.settings.sandbox_network,
+                )
+                .await
+            };
             was_cancelled = result.cancelled || cancel.is_cancelled();
             // Sampling a server asked for during the call counts in the turn.
             lender.count(history);

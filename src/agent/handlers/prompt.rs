@@ -128,7 +128,12 @@ impl Agent {
             Action::Undo => crate::agent::history::undo::undo(session).await,
             Action::Rewind => crate::agent::history::undo::rewind(session, args).await,
             Action::Permissions => {
-                let kept = session.grants.lock().unwrap_or_else(|e| e.into_inner()).kept().cloned();
+                let kept = session
+                    .grants
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .kept()
+                    .cloned();
                 crate::agent::policy::kept::command(kept.as_deref(), args)
             }
         };

@@ -398,6 +398,7 @@ where
                 None,
             ));
     }
+    super::cursors::after_turn(session);
     result
 }
 

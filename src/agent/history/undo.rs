@@ -23,10 +23,10 @@ use crate::agent::store::Record;
 
 /// What restoring one checkpoint did, for the user.
 #[derive(Default)]
-struct Report {
-    restored: Vec<String>,
-    deleted: Vec<String>,
-    skipped: Vec<String>,
+pub struct Report {
+    pub restored: Vec<String>,
+    pub deleted: Vec<String>,
+    pub skipped: Vec<String>,
 }
 
 /// `/undo`: the text to show the user.
@@ -144,13 +144,19 @@ async fn drop_turn(session: &Session, cp: &Checkpoint) -> String {
 
 /// Puts the checkpoint's files back, skipping those changed since.
 async fn restore(session: &Session, cp: &Checkpoint) -> Report {
+    restore_with(&session.editor, &session.cwd, cp).await
+}
+
+/// [`restore`] through `editor`, paths shown relative to `cwd` (a fork at a
+/// cursor restores the source session's later checkpoints, `cursors`).
+pub(super) async fn restore_with(editor: &Editor, cwd: &Path, cp: &Checkpoint) -> Report {
     let mut report = Report::default();
     // A command that deleted or changed a file acp-coder has no copy of may
     // have moved it (`mv a b`): the file it "created" may hold the only copy
     // of the data, so nothing of that turn is deleted.
     let keep_created = cp.files.iter().any(|f| f.before == Before::Unknown);
     for f in &cp.files {
-        let shown = super::changes::shown(&f.path, &session.cwd);
+        let shown = super::changes::shown(&f.path, cwd);
         if f.before == Before::Unknown {
             report.skipped.push(format!(
                 "{shown}: not restored: a command changed or deleted it, and its earlier content was never read by the agent (acp-coder keeps, before a command, only the files the model read or wrote, text files up to 256 KiB)"
@@ -161,7 +167,7 @@ async fn restore(session: &Session, cp: &Checkpoint) -> Report {
             report.skipped.push(format!("{shown}: {why}"));
             continue;
         }
-        let now = match read_now(&session.editor, &f.path).await {
+        let now = match read_now(editor, &f.path).await {
             Ok(now) => now,
             Err(e) => {
                 report
@@ -177,7 +183,7 @@ async fn restore(session: &Session, cp: &Checkpoint) -> Report {
             continue;
         }
         match &f.before {
-            Before::Text(text) => match write(&session.editor, &f.path, text).await {
+            Before::Text(text) => match write(editor, &f.path, text).await {
                 Ok(()) => report.restored.push(shown),
                 Err(e) => report.skipped.push(format!("{shown}: {e}")),
             },

@@ -98,10 +98,7 @@ impl Kept {
 
     /// The rules, oldest first (the numbering of `/permissions`).
     pub fn list(&self) -> Vec<Grant> {
-        self.rules
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.rules.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Keeps `grants` (those not kept yet) and saves the file. What another
@@ -260,7 +257,9 @@ fn render(kept: &Kept) -> String {
     for (i, g) in rules.iter().enumerate() {
         text.push_str(&format!("\n{}. Always allow {}", i + 1, g.describe()));
     }
-    text.push_str("\n\n`/permissions revoke N` revokes one, `/permissions revoke all` all of them.");
+    text.push_str(
+        "\n\n`/permissions revoke N` revokes one, `/permissions revoke all` all of them.",
+    );
     text
 }
 

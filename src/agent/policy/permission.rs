@@ -22,8 +22,8 @@ use crate::tools::Access;
 use crate::tools::paths::{is_inside, outside_paths_in_command};
 use crate::tools::sanitize_title;
 
-pub use crate::agent::policy::prefix::{command_prefix, matches_prefix};
 use crate::agent::policy::kept::Kept;
+pub use crate::agent::policy::prefix::{command_prefix, matches_prefix};
 use crate::agent::policy::protected::{Protected, in_git_dir, linked_elsewhere};
 use crate::config::Mode;
 
@@ -246,7 +246,9 @@ pub fn decide(
                 "the session is in {} mode and {tool} is not marked read-only",
                 mode.name()
             )),
-            Mode::FullAuto => remembered(grants, bounds, Scope::External(tool.clone()), !*destructive),
+            Mode::FullAuto => {
+                remembered(grants, bounds, Scope::External(tool.clone()), !*destructive)
+            }
             Mode::Ask | Mode::AcceptEdits => {
                 remembered(grants, bounds, Scope::External(tool.clone()), false)
             }

@@ -107,6 +107,13 @@ pub enum Record {
     AddDir {
         path: String,
     },
+    /// A session cursor announced here (`cursor_update`, unstable): a fork
+    /// at it keeps the records before it, and the files as they were when
+    /// checkpoint `checkpoint` (0: none) was the last.
+    Cursor {
+        id: String,
+        checkpoint: u64,
+    },
     /// Something a newer version wrote; skipped.
     #[serde(other)]
     Unknown,

@@ -103,7 +103,7 @@ pub fn restore(records: Vec<Record>) -> Restored {
                     r.history.truncate(start);
                 }
             }
-            Record::Unknown => {}
+            Record::Cursor { .. } | Record::Unknown => {}
         }
     }
     r.history = well_formed(std::mem::take(&mut r.history));

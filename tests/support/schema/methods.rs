@@ -6,9 +6,10 @@ pub(super) type ValidatorFn = fn() -> &'static Validator;
 
 /// Requests the client (editor) sends to the agent: method, params type, result type.
 pub(super) const CLIENT_REQUESTS: &[(&str, ValidatorFn, ValidatorFn)] = &[
+    // The client capabilities of 1.20 (`subagents`, `session.cursors`).
     (
         "initialize",
-        validator::<acp::InitializeRequest>,
+        v1_20_initialize_request,
         validator::<acp::InitializeResponse>,
     ),
     (
@@ -84,9 +85,10 @@ pub(super) const CLIENT_REQUESTS: &[(&str, ValidatorFn, ValidatorFn)] = &[
     ),
     ("mcp/message", mcp_message_request, mcp_message_response),
     // Unstable (`unstable_session_fork`).
+    // 1.20: `cursorId` (`unstable_session_cursors`).
     (
         "session/fork",
-        validator::<acp::ForkSessionRequest>,
+        v1_20_fork_request,
         validator::<acp::ForkSessionResponse>,
     ),
 ];
@@ -159,7 +161,8 @@ pub(super) const AGENT_REQUESTS: &[(&str, ValidatorFn, ValidatorFn)] = &[
 
 /// Notifications the agent sends to the client.
 pub(super) const AGENT_NOTIFICATIONS: &[(&str, ValidatorFn)] = &[
-    ("session/update", validator::<acp::SessionNotification>),
+    // 1.20: `subagent_update`, `cursor_update`, `session` tool-call content.
+    ("session/update", v1_20_session_notification),
     (
         "elicitation/complete",
         validator::<acp::CompleteElicitationNotification>,
@@ -176,17 +179,50 @@ pub(super) const AGENT_NOTIFICATIONS: &[(&str, ValidatorFn)] = &[
 /// differently (`serverId` + `requestId`) and has no `mcp/connect`.
 pub(super) const UNSTABLE_SCHEMA: &str = include_str!("../schema.unstable.json");
 
+/// The schema generated (schemars, draft 2020-12) from
+/// `agent-client-protocol-schema` 1.20.0 with its `unstable` features, for
+/// the types added after 1.17 (the crate version the test suite links:
+/// `agent-client-protocol` 5.2 pins it): `subagent_update`, `cursor_update`,
+/// `session/fork` at a cursor, the 1.20 client capabilities.
+pub(super) const V1_20_SCHEMA: &str = include_str!("../schema.1-20.json");
+
 /// The validator of one `$defs` entry of [`UNSTABLE_SCHEMA`], cached.
 pub fn unstable_validator(def: &'static str) -> &'static Validator {
     static CACHE: LazyLock<Mutex<HashMap<&'static str, &'static Validator>>> =
         LazyLock::new(|| Mutex::new(HashMap::new()));
-    if let Some(v) = CACHE.lock().unwrap().get(def) {
+    json_validator(&CACHE, UNSTABLE_SCHEMA, "schema.unstable.json", def)
+}
+
+/// The validator of one `$defs` entry of [`V1_20_SCHEMA`], cached.
+pub fn v1_20_validator(def: &'static str) -> &'static Validator {
+    static CACHE: LazyLock<Mutex<HashMap<&'static str, &'static Validator>>> =
+        LazyLock::new(|| Mutex::new(HashMap::new()));
+    json_validator(&CACHE, V1_20_SCHEMA, "schema.1-20.json", def)
+}
+
+pub(super) fn v1_20_initialize_request() -> &'static Validator {
+    v1_20_validator("InitializeRequest")
+}
+pub(super) fn v1_20_fork_request() -> &'static Validator {
+    v1_20_validator("ForkSessionRequest")
+}
+pub(super) fn v1_20_session_notification() -> &'static Validator {
+    v1_20_validator("SessionNotification")
+}
+
+fn json_validator(
+    cache: &Mutex<HashMap<&'static str, &'static Validator>>,
+    text: &str,
+    name: &str,
+    def: &'static str,
+) -> &'static Validator {
+    if let Some(v) = cache.lock().unwrap().get(def) {
         return v;
     }
-    let full: Value = serde_json::from_str(UNSTABLE_SCHEMA).expect("schema.unstable.json parses");
+    let full: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{name} parses: {e}"));
     assert!(
         full["$defs"].get(def).is_some(),
-        "schema.unstable.json has no $defs/{def}"
+        "{name} has no $defs/{def}"
     );
     let schema = serde_json::json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -196,9 +232,9 @@ pub fn unstable_validator(def: &'static str) -> &'static Validator {
     let compiled = jsonschema::options()
         .with_draft(Draft::Draft202012)
         .build(&schema)
-        .unwrap_or_else(|e| panic!("schema.unstable.json $defs/{def} does not compile: {e}"));
+        .unwrap_or_else(|e| panic!("{name} $defs/{def} does not compile: {e}"));
     let leaked: &'static Validator = Box::leak(Box::new(compiled));
-    CACHE.lock().unwrap().entry(def).or_insert(leaked)
+    cache.lock().unwrap().entry(def).or_insert(leaked)
 }
 
 pub(super) fn mcp_connect_request() -> &'static Validator {
