@@ -39,7 +39,7 @@ pub struct Editor {
     caps: Arc<ClientCapabilities>,
     session_id: Arc<str>,
     observer: Option<UpdateObserver>,
-    divert: Option<Divert>,
+    divert: Option<Arc<Divert>>,
 }
 
 /// Where a subagent's traffic goes when the editor does not show child
@@ -74,7 +74,7 @@ impl Editor {
     pub fn diverted(&self, divert: Divert) -> Self {
         Self {
             observer: None,
-            divert: Some(divert),
+            divert: Some(Arc::new(divert)),
             ..self.clone()
         }
     }
