@@ -202,9 +202,11 @@ impl Editor {
     ) -> Result<PermissionOutcome, RpcError> {
         let tool_call = match &self.divert {
             None => tool_call,
+            // About the parent's call, which stays in progress.
             Some(d) => ToolCallUpdate {
                 tool_call_id: d.tool_call_id.clone(),
                 title: tool_call.title.map(|t| format!("{}{t}", d.title_prefix)),
+                status: None,
                 ..tool_call
             },
         };

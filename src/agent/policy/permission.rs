@@ -12,7 +12,8 @@
 //! protected path); a command prefix (`prefix.rs`) inside the roots, or that
 //! prefix on exact paths outside them; one MCP tool. A grant on a directory
 //! covers calls given that directory (listing, searching it), not calls given
-//! a path under it: each path is its own grant.
+//! a path under it: each path is its own grant. An "always allow" can also be
+//! kept for the project (`kept.rs`), never for a scope naming a protected path.
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
