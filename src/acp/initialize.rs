@@ -29,6 +29,9 @@ pub struct ClientCapabilities {
     pub auth: ClientAuthCapabilities,
     #[serde(default)]
     pub session: Option<Value>,
+    /// Child sessions shown as such (`subagent_update`; schema 1.20).
+    #[serde(default)]
+    pub subagents: Option<Value>,
     /// Which `elicitation/create` modes the editor renders (issue 17).
     #[serde(default, deserialize_with = "lenient")]
     pub elicitation: super::ElicitationCapabilities,

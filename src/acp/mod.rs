@@ -11,6 +11,7 @@ pub mod initialize;
 pub mod session;
 pub mod tool_call;
 pub mod unstable_providers;
+pub mod unstable_sessions;
 pub mod update;
 
 pub use client::*;
@@ -20,6 +21,7 @@ pub use initialize::*;
 pub use session::*;
 pub use tool_call::*;
 pub use unstable_providers::*;
+pub use unstable_sessions::*;
 pub use update::*;
 
 /// The only protocol version this agent speaks (ACP §3).

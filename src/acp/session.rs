@@ -300,6 +300,9 @@ pub struct LoadSessionRequest {
     pub mcp_servers: Vec<McpServer>,
     #[serde(default, deserialize_with = "super::lenient_items")]
     pub additional_directories: Vec<String>,
+    /// `session/fork` at a cursor (unstable `unstable_session_cursors`).
+    #[serde(default)]
+    pub cursor_id: Option<String>,
 }
 
 /// Result of `session/load` and `session/resume`.

@@ -45,6 +45,11 @@ pub enum ToolCallContent {
         #[serde(rename = "terminalId")]
         terminal_id: String,
     },
+    /// A reference to a child session (only when the client advertised `subagents`).
+    Session {
+        #[serde(rename = "sessionId")]
+        session_id: String,
+    },
 }
 
 impl ToolCallContent {

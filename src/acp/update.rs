@@ -30,6 +30,10 @@ pub enum SessionUpdate {
     CompactionUpdate(CompactionUpdate),
     /// Only when the client advertised `session.compaction` (schema 1.20).
     CompactionSummaryChunk(CompactionSummaryChunk),
+    /// Only when the client advertised `session.cursors` (unstable).
+    CursorUpdate(super::CursorUpdate),
+    /// Only when the client advertised `subagents`.
+    SubagentUpdate(super::SubagentUpdate),
 }
 
 /// Fire-and-forget information for the user (schema 1.20 `Notice`).

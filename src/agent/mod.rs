@@ -12,6 +12,7 @@ mod notices;
 pub mod policy;
 mod session;
 pub mod store;
+mod subagent;
 mod turns;
 
 pub use session::Session;
@@ -276,6 +277,10 @@ impl Handler for Agent {
                 Ok(s) => {
                     tracing::info!(session = %r.session_id, "cancel");
                     s.cancel();
+                }
+                // A subagent's child session stops alone (`subagent`).
+                Err(_) if subagent::cancel(&r.session_id) => {
+                    tracing::info!(session = %r.session_id, "cancel of a subagent");
                 }
                 Err(_) => {
                     tracing::debug!(session = %r.session_id, "cancel for an unknown session")

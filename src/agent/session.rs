@@ -50,6 +50,9 @@ pub struct Recorder {
     calls: Mutex<HashMap<String, ToolCall>>,
     failed: AtomicBool,
     warned: AtomicBool,
+    /// The last message or tool call sent live: where a session cursor can
+    /// be anchored (`history::cursors`).
+    last_entity: Mutex<Option<crate::acp::CursorAnchor>>,
 }
 
 impl Recorder {
@@ -59,6 +62,7 @@ impl Recorder {
             calls: Mutex::new(HashMap::new()),
             failed: AtomicBool::new(false),
             warned: AtomicBool::new(false),
+            last_entity: Mutex::new(None),
         })
     }
 
@@ -90,6 +94,7 @@ impl Recorder {
 
     /// Keeps what a reload must replay: tool calls in their final state, plans.
     pub fn observe(&self, update: &SessionUpdate) {
+        self.note_entity(update);
         match update {
             SessionUpdate::ToolCall(call) => {
                 self.calls
@@ -127,9 +132,52 @@ impl Recorder {
     }
 }
 
+impl Recorder {
+    fn note_entity(&self, update: &SessionUpdate) {
+        use crate::acp::{AnchorPosition::After, CursorAnchor};
+        let anchor = match update {
+            SessionUpdate::AgentMessageChunk(c) => {
+                c.message_id
+                    .clone()
+                    .map(|message_id| CursorAnchor::AgentMessage {
+                        message_id,
+                        position: After,
+                    })
+            }
+            SessionUpdate::AgentThoughtChunk(c) => {
+                c.message_id
+                    .clone()
+                    .map(|message_id| CursorAnchor::AgentThought {
+                        message_id,
+                        position: After,
+                    })
+            }
+            SessionUpdate::ToolCall(call) => Some(CursorAnchor::ToolCall {
+                tool_call_id: call.tool_call_id.clone(),
+                position: After,
+            }),
+            _ => None,
+        };
+        if let Some(a) = anchor {
+            *self.last_entity.lock().unwrap_or_else(|e| e.into_inner()) = Some(a);
+        }
+    }
+
+    /// The last entity sent live since the last call (a position after it).
+    pub fn take_last_entity(&self) -> Option<crate::acp::CursorAnchor> {
+        self.last_entity
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+}
+
 /// Terminals are released when a call ends; a replayed call shows their output as text.
 fn for_replay(mut call: ToolCall) -> ToolCall {
     let output = store::raw_output_text(&call.raw_output).map(str::to_owned);
+    // A subagent's child session is not restored: no reference to it.
+    call.content
+        .retain(|c| !matches!(c, ToolCallContent::Session { .. }));
     for item in &mut call.content {
         if matches!(item, ToolCallContent::Terminal { .. }) {
             let text = match &output {
@@ -190,7 +238,13 @@ pub struct Session {
     recorder: Arc<Recorder>,
     store: Option<store::Store>,
     /// Checkpoints for `/undo` and what the tools saw (issue 19).
-    pub tracker: super::history::changes::Tracker,
+    /// Shared with its subagents: their changes join the turn's checkpoint.
+    pub tracker: Arc<super::history::changes::Tracker>,
+    /// 0 for a session the editor opened; a subagent is one deeper than its parent.
+    pub depth: u32,
+    /// Subagents of this session's family running at once (`agent::subagent`),
+    /// shared with its children; sized from the settings at first use.
+    pub subagent_slots: std::sync::OnceLock<Arc<tokio::sync::Semaphore>>,
     /// What its MCP servers' sampling requests use (issue 18 item 2).
     pub sampling: Arc<crate::mcp::sampling::Hub>,
 }
@@ -203,7 +257,50 @@ impl Session {
     }
 
     pub fn new(init: SessionInit, store: Option<store::Store>) -> Arc<Self> {
-        let roots = std::iter::once(&init.cwd)
+        Arc::new(Self::build(init, store))
+    }
+
+    /// A subagent of `parent` (`agent::subagent`): its own id, context and
+    /// tool calls, shown through `editor`; the parent's roots, tools,
+    /// protected paths, skills, model choice and permissions (kept ones
+    /// included), `mode` (the parent's or narrower), one level deeper,
+    /// sharing its checkpoints and its limit on running subagents. Not stored.
+    pub fn new_child(parent: &Session, id: String, editor: Editor, mode: Mode) -> Arc<Self> {
+        let meta = parent.meta();
+        let init = SessionInit {
+            id,
+            cwd: parent.cwd.clone(),
+            additional_dirs: parent.additional_dirs(),
+            editor,
+            mcp_servers: parent.mcp_servers.clone(),
+            mode,
+            registry: parent.registry.clone(),
+            meta: SessionMeta {
+                model: meta.model,
+                reasoning_effort: meta.reasoning_effort,
+                ..SessionMeta::default()
+            },
+            history: Vec::new(),
+            used_tool_ids: HashSet::new(),
+            recorder: Recorder::new(None),
+            protected: parent.protected.clone(),
+            skills: parent.skills.clone(),
+            sampling: Arc::new(crate::mcp::sampling::Hub::default()),
+        };
+        let mut child = Self::build(init, None);
+        child.tracker = parent.tracker.clone();
+        child.depth = parent.depth + 1;
+        child.subagent_slots = parent.subagent_slots.clone();
+        *child.grants.get_mut().unwrap_or_else(|e| e.into_inner()) = parent
+            .grants
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        Arc::new(child)
+    }
+
+    fn build(init: SessionInit, store: Option<store::Store>) -> Self {
+        let roots: Vec<PathBuf> = std::iter::once(&init.cwd)
             .chain(init.additional_dirs.iter())
             .map(|d| crate::tools::paths::canonicalize_lenient(d))
             .collect();
@@ -211,11 +308,16 @@ impl Session {
             crate::agent::engine::model_text::system_prompt(&init.cwd, &init.additional_dirs)
                 + &init.skills.get().index;
         let checkpoints = store.as_ref().map(|s| s.checkpoints_dir(&init.id));
+        // The project's kept permissions: keyed by the canonical cwd.
+        let kept = store
+            .as_ref()
+            .zip(roots.first())
+            .map(|(s, root)| crate::agent::policy::kept::Kept::open(s.data_dir(), root));
         let recorder = init.recorder.clone();
         let editor = init
             .editor
             .with_observer(Arc::new(move |u| recorder.observe(u)));
-        Arc::new(Self {
+        Self {
             id: init.id,
             cwd: init.cwd,
             additional_dirs: RwLock::new(init.additional_dirs),
@@ -231,16 +333,18 @@ impl Session {
             }),
             meta: Mutex::new(init.meta),
             mode: Mutex::new(init.mode),
-            grants: Mutex::new(Grants::default()),
+            grants: Mutex::new(Grants::with_kept(kept)),
             protected: init.protected,
             turns: super::turns::Turns::default(),
             used_tool_ids: Mutex::new(init.used_tool_ids),
             tool_seq: AtomicU64::new(0),
             recorder: init.recorder,
-            tracker: super::history::changes::Tracker::new(checkpoints),
+            tracker: Arc::new(super::history::changes::Tracker::new(checkpoints)),
+            depth: 0,
+            subagent_slots: std::sync::OnceLock::new(),
             sampling: init.sampling,
             store,
-        })
+        }
     }
 
     /// The additional directories: the editor's, then those `/add-dir` added.
@@ -334,6 +438,11 @@ impl Session {
 
     pub fn meta(&self) -> SessionMeta {
         self.meta.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The recorder (the last live entity, for session cursors).
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
     }
 
     /// Appends a record to the session log. The first failure in a row is told

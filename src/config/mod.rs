@@ -121,6 +121,11 @@ pub struct FileConfig {
     /// Bytes of file contents the checkpoints of one session keep for
     /// `/undo` (issue 19); the oldest go first. Default 64 MiB.
     pub checkpoint_max_bytes: Option<u64>,
+    /// How deep `task` subagents nest: 1 (default) lets a session start
+    /// children that cannot start their own; 0 turns the `task` tool off.
+    pub subagent_max_depth: Option<u32>,
+    /// Subagents of one session (with their own children) running at once. Default 3.
+    pub subagent_max_running: Option<usize>,
 }
 
 /// Settings of one model (`[models."gpt-4.1"]`).
@@ -218,6 +223,10 @@ pub struct Settings {
     pub max_background_commands: usize,
     /// `checkpoint_max_bytes` (issue 19).
     pub checkpoint_max_bytes: u64,
+    /// `subagent_max_depth`.
+    pub subagent_max_depth: u32,
+    /// `subagent_max_running`.
+    pub subagent_max_running: usize,
 }
 
 impl std::fmt::Debug for Settings {
@@ -301,6 +310,8 @@ impl Default for Settings {
             a2a_token: None,
             max_background_commands: 8,
             checkpoint_max_bytes: 64 * 1024 * 1024,
+            subagent_max_depth: 1,
+            subagent_max_running: 3,
         }
     }
 }
@@ -388,6 +399,12 @@ impl Settings {
         }
         if let Some(n) = file.checkpoint_max_bytes {
             self.checkpoint_max_bytes = n;
+        }
+        if let Some(n) = file.subagent_max_depth {
+            self.subagent_max_depth = n;
+        }
+        if let Some(n) = file.subagent_max_running {
+            self.subagent_max_running = n.max(1);
         }
         if let Some(n) = file.mcp_startup_timeout_secs {
             self.mcp_startup_timeout = Duration::from_secs(n);

@@ -39,6 +39,18 @@ pub struct Editor {
     caps: Arc<ClientCapabilities>,
     session_id: Arc<str>,
     observer: Option<UpdateObserver>,
+    divert: Option<Arc<Divert>>,
+}
+
+/// Where a subagent's traffic goes when the editor does not show child
+/// sessions (`agent::subagent`): its updates to `updates` (which reports
+/// them as progress of the parent's tool call), its permission requests
+/// about that tool call, their titles prefixed.
+#[derive(Clone)]
+pub struct Divert {
+    pub updates: UpdateObserver,
+    pub tool_call_id: String,
+    pub title_prefix: String,
 }
 
 impl Editor {
@@ -48,6 +60,22 @@ impl Editor {
             caps,
             session_id: session_id.into(),
             observer: None,
+            divert: None,
+        }
+    }
+
+    /// The same editor for another session (a subagent shown as a child
+    /// session), without this one's observer.
+    pub fn for_session(&self, session_id: &str) -> Self {
+        Self::new(self.peer.clone(), self.caps.clone(), session_id)
+    }
+
+    /// The same editor (same session id) with its updates diverted.
+    pub fn diverted(&self, divert: Divert) -> Self {
+        Self {
+            observer: None,
+            divert: Some(Arc::new(divert)),
+            ..self.clone()
         }
     }
 
@@ -88,6 +116,10 @@ impl Editor {
     pub fn update(&self, update: &SessionUpdate) {
         if let Some(observer) = &self.observer {
             observer(update);
+        }
+        if let Some(divert) = &self.divert {
+            (divert.updates)(update);
+            return;
         }
         self.peer.notify(
             method::SESSION_UPDATE,
@@ -267,6 +299,16 @@ impl Editor {
         tool_call: ToolCallUpdate,
         options: Vec<PermissionOption>,
     ) -> Result<PermissionOutcome, RpcError> {
+        let tool_call = match &self.divert {
+            None => tool_call,
+            // About the parent's call, which stays in progress.
+            Some(d) => ToolCallUpdate {
+                tool_call_id: d.tool_call_id.clone(),
+                title: tool_call.title.map(|t| format!("{}{t}", d.title_prefix)),
+                status: None,
+                ..tool_call
+            },
+        };
         let req = RequestPermissionRequest {
             session_id: &self.session_id,
             tool_call,

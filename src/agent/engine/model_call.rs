@@ -78,6 +78,7 @@ pub fn turn_request<'a>(env: &TurnEnv, session: &Session, history: &'a History) 
             true => compact_tool_spec(t),
             false => tool_spec(t),
         })
+        .chain(crate::agent::subagent::tool_spec(env, session))
         .collect();
     let mut request = request(env, &history.messages, tools, env.settings.send_reasoning);
     let system = session.system_prompt();

@@ -223,14 +223,15 @@ impl Call<'_> {
         let session = self.session;
         let roots = session.roots();
         let skill_dirs = session.skills.get().user_dirs();
-        let decision = {
+        let bounds = permission::Bounds {
+            roots: &roots,
+            protected: &session.protected,
+            skill_dirs: &skill_dirs,
+        };
+        let (decision, can_keep) = {
             let grants = session.grants.lock().unwrap_or_else(|e| e.into_inner());
-            let bounds = permission::Bounds {
-                roots: &roots,
-                protected: &session.protected,
-                skill_dirs: &skill_dirs,
-            };
-            permission::decide(session.mode(), access, tool, &bounds, &grants)
+            let decision = permission::decide(session.mode(), access, tool, &bounds, &grants);
+            (decision, grants.kept().is_some())
         };
         let scope = match decision {
             Decision::Allow => return Ok(true),
@@ -244,17 +245,17 @@ impl Call<'_> {
             raw_input: Some(args.clone()),
             ..details.clone()
         };
-        let options = permission::options(&scope);
+        let keep = can_keep && permission::keepable(&scope, &bounds);
+        let options = permission::options_keeping(&scope, keep);
         let outcome = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return Err(self.cancelled()),
             r = session.editor.request_permission(request, options.clone()) => r,
         };
-        let kind = match outcome {
-            Ok(PermissionOutcome::Selected { option_id }) => options
-                .iter()
-                .find(|o| o.option_id == option_id)
-                .map(|o| o.kind),
+        let chosen = match outcome {
+            Ok(PermissionOutcome::Selected { option_id }) => {
+                options.iter().find(|o| o.option_id == option_id)
+            }
             Ok(PermissionOutcome::Cancelled) => return Err(self.cancelled()),
             Err(e) => {
                 tracing::warn!(error = %e, "permission request failed");
@@ -264,7 +265,12 @@ impl Call<'_> {
                 )));
             }
         };
-        match kind {
+        if chosen.is_some_and(|o| o.option_id == permission::ALLOW_PROJECT) {
+            remember(session, &scope, true);
+            keep_for_project(session, &scope);
+            return Ok(false);
+        }
+        match chosen.map(|o| o.kind) {
             Some(PermissionOptionKind::AllowOnce) => Ok(false),
             Some(PermissionOptionKind::AllowAlways) => {
                 remember(session, &scope, true);
@@ -429,6 +435,26 @@ fn remember(session: &Session, scope: &Scope, allow: bool) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .remember(scope, allow);
+}
+
+/// "Always allow … for this project": kept in the agent's data directory
+/// (`policy::kept`). If it cannot be saved, the session grant still holds and
+/// the user is told.
+fn keep_for_project(session: &Session, scope: &Scope) {
+    let kept = session
+        .grants
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .kept()
+        .cloned();
+    let Some(kept) = kept else { return };
+    if let Err(e) = kept.add(scope.grants()) {
+        tracing::warn!(error = %e, "kept permission not saved");
+        session.editor.update(&SessionUpdate::agent_text(
+            format!("\n\n> ⚠ {e}. The permission holds for this session only.\n\n"),
+            None,
+        ));
+    }
 }
 
 fn announce(

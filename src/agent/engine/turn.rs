@@ -264,15 +264,19 @@ async fn run_calls(
         } else if halted {
             "Error: not run; the turn was stopped (see the previous result).".to_owned()
         } else {
-            let result = tool_call::run(
-                session,
-                req,
-                cancel,
-                &env.settings.secret_env,
-                env.settings.sandbox_network,
-                limits,
-            )
-            .await;
+            let result = if req.name == crate::agent::subagent::TOOL {
+                crate::agent::subagent::run(env, session, history, req, cancel).await
+            } else {
+                tool_call::run(
+                    session,
+                    req,
+                    cancel,
+                    &env.settings.secret_env,
+                    env.settings.sandbox_network,
+                    limits,
+                )
+                .await
+            };
             was_cancelled = result.cancelled || cancel.is_cancelled();
             let note_repeat = repeats.record(req, result.failed);
             halted = result.halted;

@@ -7,6 +7,10 @@
 //! record) are copied into the new session's log, which is then restored
 //! like `session/resume` (history, mode, model, title, tool ids), with the
 //! cwd, additional directories and MCP servers the fork request names.
+//!
+//! At a session cursor (`cursorId`, unstable; `history::cursors`): only the
+//! records before the cursor are copied, with the checkpoints up to it, and
+//! the files the source changed after it are restored.
 use std::sync::Arc;
 
 use crate::acp::LoadSessionRequest;
@@ -14,6 +18,7 @@ use crate::rpc::{Reply, RpcError};
 
 use super::lifecycle::{absolute_dir, new_session_id};
 use crate::agent::Agent;
+use crate::agent::history::cursors;
 use crate::agent::store::{self, Record, Summary};
 
 impl Agent {
@@ -23,7 +28,22 @@ impl Agent {
     ) -> Result<Reply, RpcError> {
         absolute_dir("params.cwd", &req.cwd)?;
         self.usable_settings()?;
-        let records = self.read_records(&req.session_id)?;
+        let mut records = self.read_records(&req.session_id)?;
+        // A fork at a cursor: the records before it (ACP: an unknown cursor
+        // is `-32602`, never a fork of the whole session).
+        let at = match &req.cursor_id {
+            None => None,
+            Some(cursor) => {
+                let (end, checkpoint) = cursors::find(&records, cursor).ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "params.cursorId: {cursor:?} is not a cursor of session {:?}; use one its cursor_update announced",
+                        req.session_id
+                    ))
+                })?;
+                records.truncate(end);
+                Some(checkpoint)
+            }
+        };
         let id = new_session_id();
         let now = store::now_rfc3339();
         let summary = Summary {
@@ -43,6 +63,16 @@ impl Agent {
             }
             log.sync();
         }
+        if let Some(upto) = at {
+            let (from, to) = (
+                self.store.checkpoints_dir(&req.session_id),
+                self.store.checkpoints_dir(&id),
+            );
+            if let Err(e) = cursors::copy_checkpoints(&from, &to, upto) {
+                tracing::warn!(error = %e, "the fork's /undo checkpoints were not copied");
+            }
+        }
+        let source = req.session_id.clone();
         tracing::info!(source = %req.session_id, session = %id, records = records.len(), "session forked");
         let (session, _) = self
             .restore_session(LoadSessionRequest {
@@ -50,6 +80,21 @@ impl Agent {
                 ..req
             })
             .await?;
+        if let Some(upto) = at {
+            // Through the source session, which the editor knows (the
+            // fork's id is not announced yet).
+            let editor = crate::editor::Editor::new(self.peer.clone(), self.client_caps(), &source);
+            let dir = self.store.checkpoints_dir(&source);
+            let report = cursors::restore_after(&editor, &session.cwd, &session.roots(), &dir, upto).await;
+            tracing::info!(
+                source = %source,
+                session = %session.id,
+                restored = ?report.restored,
+                deleted = ?report.deleted,
+                skipped = ?report.skipped,
+                "files restored for a fork at a cursor"
+            );
+        }
         self.answer_new(id, session).await
     }
 }

@@ -147,6 +147,15 @@ impl Agent {
             Action::AddDir => crate::agent::policy::add_dir::run(session, args),
             Action::Undo => crate::agent::history::undo::undo(session).await,
             Action::Rewind => crate::agent::history::undo::rewind(session, args).await,
+            Action::Permissions => {
+                let kept = session
+                    .grants
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .kept()
+                    .cloned();
+                crate::agent::policy::kept::command(kept.as_deref(), args)
+            }
         };
         say(session, &text);
         Ok(Some(StopReason::EndTurn))

@@ -513,6 +513,7 @@ where
                 None,
             ));
     }
+    super::cursors::after_turn(session);
     result
 }
 

@@ -3,4 +3,5 @@
 //! command changed ([`changes`]), and `/undo` / `/rewind` ([`undo`]).
 pub mod changes;
 pub mod checkpoint;
+pub mod cursors;
 pub mod undo;

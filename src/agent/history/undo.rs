@@ -22,10 +22,10 @@ use crate::agent::store::Record;
 
 /// What restoring one checkpoint did, for the user.
 #[derive(Default)]
-struct Report {
-    restored: Vec<String>,
-    deleted: Vec<String>,
-    skipped: Vec<String>,
+pub struct Report {
+    pub restored: Vec<String>,
+    pub deleted: Vec<String>,
+    pub skipped: Vec<String>,
 }
 
 /// `/undo`: the text to show the user.
@@ -140,6 +140,18 @@ async fn drop_turn(session: &Session, cp: &Checkpoint) -> String {
 
 /// Puts the checkpoint's files back, skipping those changed since.
 async fn restore(session: &Session, cp: &Checkpoint) -> Report {
+    restore_with(&session.editor, &session.cwd, &session.roots(), cp).await
+}
+
+/// [`restore`] through `editor`, paths shown relative to `cwd`, writes kept
+/// beneath `roots` (a fork at a cursor restores the source session's later
+/// checkpoints, `cursors`).
+pub(super) async fn restore_with(
+    editor: &Editor,
+    cwd: &Path,
+    roots: &[std::path::PathBuf],
+    cp: &Checkpoint,
+) -> Report {
     let mut report = Report::default();
     // A command that deleted a file acp-coder has no copy of may have moved
     // it (`mv a b`): the file it "created" may hold the only copy of the
@@ -149,7 +161,7 @@ async fn restore(session: &Session, cp: &Checkpoint) -> Report {
         .iter()
         .any(|f| matches!(f.before, Before::Unknown | Before::Unkept(_)) && f.after.is_none());
     for f in &cp.files {
-        let shown = super::changes::shown(&f.path, &session.cwd);
+        let shown = super::changes::shown(&f.path, cwd);
         match &f.before {
             Before::Unknown => {
                 report.skipped.push(format!(
@@ -167,7 +179,7 @@ async fn restore(session: &Session, cp: &Checkpoint) -> Report {
             report.skipped.push(format!("{shown}: {why}"));
             continue;
         }
-        let now = match read_now(&session.editor, &f.path).await {
+        let now = match read_now(editor, &f.path).await {
             Ok(now) => now,
             Err(e) => {
                 report
@@ -183,14 +195,14 @@ async fn restore(session: &Session, cp: &Checkpoint) -> Report {
             continue;
         }
         match &f.before {
-            Before::Text(text) => match write(session, &f.path, text).await {
+            Before::Text(text) => match write(editor, roots, &f.path, text).await {
                 Ok(()) => report.restored.push(shown),
                 Err(e) => report.skipped.push(format!("{shown}: {e}")),
             },
             Before::Absent if keep_created => report.skipped.push(format!(
                 "{shown}: kept, although that turn created it: the turn also deleted files that cannot be restored, and this one may hold their content (a move)"
             )),
-            Before::Absent => match crate::editor::remove_local(&session.roots(), &f.path).await {
+            Before::Absent => match crate::editor::remove_local(roots, &f.path).await {
                 Ok(()) => report.deleted.push(shown),
                 Err(crate::editor::FileError::NotFound(_)) => {}
                 Err(e) => report
@@ -221,19 +233,21 @@ fn unsafe_target(path: &Path) -> Option<&'static str> {
     }
 }
 
-async fn write(session: &Session, path: &Path, text: &str) -> Result<(), crate::editor::FileError> {
+async fn write(
+    editor: &Editor,
+    roots: &[std::path::PathBuf],
+    path: &Path,
+    text: &str,
+) -> Result<(), crate::editor::FileError> {
     if let Some(dir) = path.parent()
         && !dir.exists()
-        && session.editor.can_write()
+        && editor.can_write()
     {
         // The editor writes into existing folders; locally, the write makes
         // them beneath the root.
         let _ = tokio::fs::create_dir_all(dir).await;
     }
-    session
-        .editor
-        .write_text_file(&session.roots(), path, text)
-        .await
+    editor.write_text_file(roots, path, text).await
 }
 
 impl Report {

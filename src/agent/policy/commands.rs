@@ -35,6 +35,8 @@ pub enum Action {
     Rewind,
     /// Add a directory to the session (issue 18 item 1, `add_dir`).
     AddDir,
+    /// List or revoke the permissions kept for the project (`kept`).
+    Permissions,
 }
 
 #[derive(Debug, Clone)]
@@ -68,6 +70,7 @@ enum BuiltinKind {
     Undo,
     Rewind,
     AddDir,
+    Permissions,
 }
 
 fn builtin(
@@ -161,6 +164,12 @@ fn builtins() -> Vec<Command> {
             "Add a directory to the session: the model may work in it, MCP servers see it as a root",
             Some("path of an existing directory"),
             || BuiltinKind::AddDir,
+        ),
+        builtin(
+            "permissions",
+            "List the permissions kept for this project; `/permissions revoke N` (or `all`) revokes them",
+            Some("revoke N | revoke all"),
+            || BuiltinKind::Permissions,
         ),
     ]
 }
@@ -331,6 +340,7 @@ pub fn resolve(commands: &[Command], name: &str, args: &str) -> Option<Action> {
             BuiltinKind::Undo => Action::Undo,
             BuiltinKind::Rewind => Action::Rewind,
             BuiltinKind::AddDir => Action::AddDir,
+            BuiltinKind::Permissions => Action::Permissions,
             BuiltinKind::Init => Action::Prompt(with_args(INIT, args)),
             BuiltinKind::Review => Action::Prompt(with_args(REVIEW, args)),
         },

@@ -12,15 +12,18 @@
 //! protected path); a command prefix (`prefix.rs`) inside the roots, or that
 //! prefix on exact paths outside them; one MCP tool. A grant on a directory
 //! covers calls given that directory (listing, searching it), not calls given
-//! a path under it: each path is its own grant.
+//! a path under it: each path is its own grant. An "always allow" can also be
+//! kept for the project (`kept.rs`), never for a scope naming a protected path.
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::acp::{PermissionOption, PermissionOptionKind};
 use crate::tools::Access;
 use crate::tools::paths::{is_inside, outside_paths_in_command};
 use crate::tools::sanitize_title;
 
+use crate::agent::policy::kept::Kept;
 pub use crate::agent::policy::prefix::{command_prefix, matches_prefix};
 use crate::agent::policy::protected::{Protected, in_git_dir, linked_elsewhere};
 use crate::config::Mode;
@@ -51,30 +54,61 @@ pub enum Scope {
     Once,
 }
 
-/// One remembered answer: an access kind and what it applies to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Grant {
-    Edits(String),
-    External(String),
-    Read(PathBuf),
-    Write(PathBuf),
-    Command(String),
-    CommandOn(String, PathBuf),
+/// One remembered answer: an access kind and what it applies to. Kept
+/// ones are stored as JSON (`kept.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Grant {
+    Edits { tool: String },
+    External { tool: String },
+    Read { path: PathBuf },
+    Write { path: PathBuf },
+    Command { prefix: String },
+    CommandOn { prefix: String, path: PathBuf },
+}
+
+impl Grant {
+    /// What the grant allows, as in the options' names.
+    pub fn describe(&self) -> String {
+        match self {
+            Grant::Edits { tool } => {
+                format!("edits by {tool} inside the project (protected files excepted)")
+            }
+            Grant::External { tool } => format!("the tool {tool}"),
+            Grant::Read { path } => format!("reading {}", path.display()),
+            Grant::Write { path } => format!("writing {}", path.display()),
+            Grant::Command { prefix } => format!("`{prefix} …` inside the project"),
+            Grant::CommandOn { prefix, path } => {
+                format!("`{prefix} …` on {}", path.display())
+            }
+        }
+    }
 }
 
 impl Scope {
-    fn grants(&self) -> Vec<Grant> {
+    pub fn grants(&self) -> Vec<Grant> {
         match self {
-            Scope::Edits(t) => vec![Grant::Edits(t.clone())],
-            Scope::External(t) => vec![Grant::External(t.clone())],
-            Scope::Read(paths) => paths.iter().cloned().map(Grant::Read).collect(),
-            Scope::Write(paths) => paths.iter().cloned().map(Grant::Write).collect(),
+            Scope::Edits(t) => vec![Grant::Edits { tool: t.clone() }],
+            Scope::External(t) => vec![Grant::External { tool: t.clone() }],
+            Scope::Read(paths) => paths
+                .iter()
+                .map(|p| Grant::Read { path: p.clone() })
+                .collect(),
+            Scope::Write(paths) => paths
+                .iter()
+                .map(|p| Grant::Write { path: p.clone() })
+                .collect(),
             Scope::Command { prefix, paths } if paths.is_empty() => {
-                vec![Grant::Command(prefix.clone())]
+                vec![Grant::Command {
+                    prefix: prefix.clone(),
+                }]
             }
             Scope::Command { prefix, paths } => paths
                 .iter()
-                .map(|p| Grant::CommandOn(prefix.clone(), p.clone()))
+                .map(|p| Grant::CommandOn {
+                    prefix: prefix.clone(),
+                    path: p.clone(),
+                })
                 .collect(),
             Scope::Once => Vec::new(),
         }
@@ -105,14 +139,29 @@ impl Scope {
     }
 }
 
-/// The session's remembered answers; never shared between sessions.
+/// The session's remembered answers; never shared between sessions. The
+/// project's kept rules (`kept.rs`), shared by its sessions, count as allowed
+/// wherever the scope could have been kept.
 #[derive(Debug, Default, Clone)]
 pub struct Grants {
     allowed: HashSet<Grant>,
     rejected: HashSet<Grant>,
+    kept: Option<Arc<Kept>>,
 }
 
 impl Grants {
+    /// No session answers yet; the project's kept rules, if it has a store.
+    pub fn with_kept(kept: Option<Arc<Kept>>) -> Self {
+        Grants {
+            kept,
+            ..Grants::default()
+        }
+    }
+
+    pub fn kept(&self) -> Option<&Arc<Kept>> {
+        self.kept.as_ref()
+    }
+
     pub fn remember(&mut self, scope: &Scope, allow: bool) {
         let set = if allow {
             &mut self.allowed
@@ -124,11 +173,15 @@ impl Grants {
 
     /// `Some(false)` when any part was rejected for good, `Some(true)` when
     /// every part was allowed, `None` when the user has to be asked.
-    fn check(&self, scope: &Scope) -> Option<bool> {
+    /// `kept`: whether the project's kept rules may answer (never for a
+    /// scope that names a protected path, see [`keepable`]).
+    fn check(&self, scope: &Scope, kept: bool) -> Option<bool> {
         let grants = scope.grants();
+        let kept = self.kept.as_ref().filter(|_| kept);
+        let allowed = |g: &Grant| self.allowed.contains(g) || kept.is_some_and(|k| k.contains(g));
         if grants.iter().any(|g| self.rejected.contains(g)) {
             Some(false)
-        } else if !grants.is_empty() && grants.iter().all(|g| self.allowed.contains(g)) {
+        } else if !grants.is_empty() && grants.iter().all(allowed) {
             Some(true)
         } else {
             None
@@ -180,7 +233,7 @@ pub fn decide(
             if out.is_empty() {
                 Decision::Allow
             } else {
-                remembered(grants, Scope::Read(out), false)
+                remembered(grants, bounds, Scope::Read(out), false)
             }
         }
         Access::Write(paths) => decide_write(mode, paths, tool, bounds, grants),
@@ -199,9 +252,11 @@ pub fn decide(
                 "the session is in {} mode and {tool} is not marked read-only",
                 mode.name()
             )),
-            Mode::FullAuto => remembered(grants, Scope::External(tool.clone()), !*destructive),
+            Mode::FullAuto => {
+                remembered(grants, bounds, Scope::External(tool.clone()), !*destructive)
+            }
             Mode::Ask | Mode::AcceptEdits => {
-                remembered(grants, Scope::External(tool.clone()), false)
+                remembered(grants, bounds, Scope::External(tool.clone()), false)
             }
         },
     }
@@ -209,8 +264,8 @@ pub fn decide(
 
 /// What the user chose earlier for `scope` wins; otherwise the mode allows
 /// the call or the user is asked.
-fn remembered(grants: &Grants, scope: Scope, mode_allows: bool) -> Decision {
-    match grants.check(&scope) {
+fn remembered(grants: &Grants, bounds: &Bounds<'_>, scope: Scope, mode_allows: bool) -> Decision {
+    match grants.check(&scope, keepable(&scope, bounds)) {
         Some(true) => Decision::Allow,
         Some(false) => {
             Decision::Refuse("you chose to always reject this earlier in the session".into())
@@ -241,10 +296,11 @@ fn decide_write(
         }
     }
     if !special.is_empty() {
-        return remembered(grants, Scope::Write(special), false);
+        return remembered(grants, bounds, Scope::Write(special), false);
     }
     remembered(
         grants,
+        bounds,
         Scope::Edits(tool.to_owned()),
         matches!(mode, Mode::AcceptEdits | Mode::FullAuto),
     )
@@ -273,10 +329,13 @@ fn decide_execute(
     // there is no full sandbox. A cwd outside the roots always asks.
     let unasked = mode == Mode::FullAuto
         || prefix.as_ref().is_some_and(|p| {
-            grants.check(&Scope::Command {
-                prefix: p.clone(),
-                paths: Vec::new(),
-            }) == Some(true)
+            grants.check(
+                &Scope::Command {
+                    prefix: p.clone(),
+                    paths: Vec::new(),
+                },
+                true,
+            ) == Some(true)
         });
     let sandboxed = unasked && crate::tools::sandbox::level().replaces_path_check();
     let mut named = vec![cwd.to_path_buf()];
@@ -287,6 +346,7 @@ fn decide_execute(
     match prefix {
         None => remembered(
             grants,
+            bounds,
             Scope::Once,
             mode == Mode::FullAuto && out.is_empty(),
         ),
@@ -294,6 +354,7 @@ fn decide_execute(
             let inside = out.is_empty();
             remembered(
                 grants,
+                bounds,
                 Scope::Command { prefix, paths: out },
                 mode == Mode::FullAuto && inside,
             )
@@ -301,8 +362,30 @@ fn decide_execute(
     }
 }
 
+/// Whether an "always allow" for `scope` may be kept for the project: it
+/// covers something to remember, and names no protected path.
+pub fn keepable(scope: &Scope, bounds: &Bounds<'_>) -> bool {
+    match scope {
+        Scope::Once => false,
+        Scope::Edits(_) | Scope::External(_) => true,
+        Scope::Read(paths) | Scope::Write(paths) | Scope::Command { paths, .. } => {
+            !paths.iter().any(|p| bounds.is_protected(p))
+        }
+    }
+}
+
+/// The id of the option that keeps an "always allow" for the project.
+pub const ALLOW_PROJECT: &str = "allow-project";
+
 /// The options offered for a scope, named for exactly what they cover.
 pub fn options(scope: &Scope) -> Vec<PermissionOption> {
+    options_keeping(scope, false)
+}
+
+/// [`options`], with "Always allow …, also in later sessions of this
+/// project" when `keep` (see
+/// [`keepable`]): of kind `allow_always` too, after the session's.
+pub fn options_keeping(scope: &Scope, keep: bool) -> Vec<PermissionOption> {
     // Names quote model-chosen text (command prefixes, paths): one clean line.
     let opt = |id: &str, name: String, kind| PermissionOption {
         option_id: id.into(),
@@ -321,6 +404,13 @@ pub fn options(scope: &Scope) -> Vec<PermissionOption> {
             format!("Always allow {what} in this session"),
             PermissionOptionKind::AllowAlways,
         ));
+        if keep {
+            v.push(opt(
+                ALLOW_PROJECT,
+                format!("Always allow {what}, also in later sessions of this project"),
+                PermissionOptionKind::AllowAlways,
+            ));
+        }
     }
     v.push(opt(
         "reject-once",

@@ -107,6 +107,13 @@ pub enum Record {
     AddDir {
         path: String,
     },
+    /// A session cursor announced here (`cursor_update`, unstable): a fork
+    /// at it keeps the records before it, and the files as they were when
+    /// checkpoint `checkpoint` (0: none) was the last.
+    Cursor {
+        id: String,
+        checkpoint: u64,
+    },
     /// Something a newer version wrote; skipped.
     #[serde(other)]
     Unknown,
@@ -186,6 +193,11 @@ impl Store {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The agent's data directory, where the sessions directory is.
+    pub fn data_dir(&self) -> &Path {
+        self.dir.parent().unwrap_or(&self.dir)
     }
 
     fn log_path(&self, id: &str) -> PathBuf {

@@ -127,7 +127,7 @@ pub fn restore(records: Vec<Record>) -> Restored {
                 };
                 undo_replay(&mut r.replay, &mut at, start, end);
             }
-            Record::Unknown => {}
+            Record::Cursor { .. } | Record::Unknown => {}
         }
         at.resize(r.replay.len(), owner);
     }

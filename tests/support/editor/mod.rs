@@ -111,6 +111,8 @@ pub enum PermissionDecision {
     /// Never answer (until [`FakeEditor::cancel`] or
     /// [`FakeEditor::answer_held_permissions`]).
     NeverAnswer,
+    /// Select the option with this `optionId`.
+    Option(&'static str),
 }
 
 impl PermissionDecision {

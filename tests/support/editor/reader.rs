@@ -90,6 +90,21 @@ pub(super) fn handle_message(shared: &Arc<Shared>, msg: Value) {
                         "session/update for session {sid:?}, which the editor does not know (yet)"
                     ));
                 }
+                // A subagent's child session, announced on a known parent
+                // (ACP: before any of its own traffic), becomes known.
+                if params["update"]["sessionUpdate"] == "subagent_update"
+                    && let (Some(parent), Some(child)) = (
+                        params["sessionId"].as_str(),
+                        params["update"]["sessionId"].as_str(),
+                    )
+                    && st.known_sessions.contains(parent)
+                {
+                    let cwd = st.session_cwds.get(parent).cloned();
+                    st.known_sessions.insert(child.to_owned());
+                    if let Some(cwd) = cwd {
+                        st.session_cwds.insert(child.to_owned(), cwd);
+                    }
+                }
                 st.updates.push(params);
             } else if method == "mcp/message" {
                 drop(st);

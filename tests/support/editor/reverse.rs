@@ -172,6 +172,19 @@ pub(super) fn permission_result(
     let cancelled = json!({"outcome": {"outcome": "cancelled"}});
     let option_id = match decision {
         PermissionDecision::Cancelled | PermissionDecision::NeverAnswer => return cancelled,
+        PermissionDecision::Option(id) => {
+            let offered = params["options"]
+                .as_array()
+                .is_some_and(|opts| opts.iter().any(|o| o["optionId"] == *id));
+            if !offered {
+                shared.error(format!(
+                    "scripted permission option {id} but the request offers no such option: {}",
+                    params["options"]
+                ));
+                return cancelled;
+            }
+            Some((*id).to_owned())
+        }
         other => {
             let kind = other.kind().expect("kinded decision");
             let found = params["options"].as_array().and_then(|opts| {

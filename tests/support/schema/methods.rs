@@ -6,6 +6,7 @@ pub(super) type ValidatorFn = fn() -> &'static Validator;
 
 /// Requests the client (editor) sends to the agent: method, params type, result type.
 pub(super) const CLIENT_REQUESTS: &[(&str, ValidatorFn, ValidatorFn)] = &[
+    // The client capabilities of 1.20 (`subagents`, `session.cursors`).
     (
         "initialize",
         v120::InitializeRequest,
@@ -76,6 +77,7 @@ pub(super) const CLIENT_REQUESTS: &[(&str, ValidatorFn, ValidatorFn)] = &[
     ),
     ("mcp/message", mcp_message_request, mcp_message_response),
     // Unstable (`unstable_session_fork`).
+    // 1.20: `cursorId` (`unstable_session_cursors`).
     (
         "session/fork",
         v120::ForkSessionRequest,
@@ -393,17 +395,27 @@ pub(super) mod v120 {
 /// differently (`serverId` + `requestId`) and has no `mcp/connect`.
 pub(super) const UNSTABLE_SCHEMA: &str = include_str!("../schema.unstable.json");
 
+
 /// The validator of one `$defs` entry of [`UNSTABLE_SCHEMA`], cached.
 pub fn unstable_validator(def: &'static str) -> &'static Validator {
     static CACHE: LazyLock<Mutex<HashMap<&'static str, &'static Validator>>> =
         LazyLock::new(|| Mutex::new(HashMap::new()));
-    if let Some(v) = CACHE.lock().unwrap().get(def) {
+    json_validator(&CACHE, UNSTABLE_SCHEMA, "schema.unstable.json", def)
+}
+
+fn json_validator(
+    cache: &Mutex<HashMap<&'static str, &'static Validator>>,
+    text: &str,
+    name: &str,
+    def: &'static str,
+) -> &'static Validator {
+    if let Some(v) = cache.lock().unwrap().get(def) {
         return v;
     }
-    let full: Value = serde_json::from_str(UNSTABLE_SCHEMA).expect("schema.unstable.json parses");
+    let full: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{name} parses: {e}"));
     assert!(
         full["$defs"].get(def).is_some(),
-        "schema.unstable.json has no $defs/{def}"
+        "{name} has no $defs/{def}"
     );
     let schema = serde_json::json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -413,9 +425,9 @@ pub fn unstable_validator(def: &'static str) -> &'static Validator {
     let compiled = jsonschema::options()
         .with_draft(Draft::Draft202012)
         .build(&schema)
-        .unwrap_or_else(|e| panic!("schema.unstable.json $defs/{def} does not compile: {e}"));
+        .unwrap_or_else(|e| panic!("{name} $defs/{def} does not compile: {e}"));
     let leaked: &'static Validator = Box::leak(Box::new(compiled));
-    CACHE.lock().unwrap().entry(def).or_insert(leaked)
+    cache.lock().unwrap().entry(def).or_insert(leaked)
 }
 
 pub(super) fn mcp_connect_request() -> &'static Validator {
