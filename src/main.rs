@@ -164,8 +164,8 @@ struct LoginArgs {
 
 fn main() -> ExitCode {
     // The command sandbox's launcher (`sandbox-exec`, hidden): before clap,
-    // logging or anything that could start a thread (tools::sandbox::launcher).
-    if let Some(code) = acp_coder::tools::sandbox::launcher::dispatch() {
+    // logging or anything that could start a thread (platform::sandbox).
+    if let Some(code) = acp_coder::platform::sandbox::dispatch() {
         return ExitCode::from(code);
     }
     let matches = Cli::command().get_matches();
@@ -241,8 +241,8 @@ fn protect_secrets(g: &GlobalArgs) -> Result<Settings, config::ConfigError> {
     names.push(a2a::TOKEN_ENV.to_owned());
     // SAFETY: single-threaded still: nothing has spawned a thread yet.
     unsafe { acp_coder::secrets::env::scrub(&names) };
-    if let Err(e) = acp_coder::secrets::env::set_non_dumpable() {
-        eprintln!("acp-coder: cannot mark the process non-dumpable: {e}");
+    if let Err(e) = acp_coder::platform::harden::protect_memory() {
+        eprintln!("acp-coder: cannot protect the process's memory: {e}");
     }
     loaded
 }
