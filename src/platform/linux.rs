@@ -14,6 +14,7 @@ pub use launcher::{MESSAGE_PREFIX, SUBCOMMAND};
 
 use crate::tools::sandbox::{Level, Policy, temp_dirs};
 
+pub const SANDBOX_AVAILABLE: bool = true;
 pub const SHELL: (&str, &[&str]) = ("sh", &["-c"]);
 pub const WATCH_BACKEND: &str = "inotify";
 

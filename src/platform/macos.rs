@@ -10,6 +10,7 @@ use crate::tools::sandbox::{Level, Policy, temp_dirs};
 
 pub const SUBCOMMAND: &str = "sandbox-exec";
 pub const MESSAGE_PREFIX: &str = "acp-coder sandbox:";
+pub const SANDBOX_AVAILABLE: bool = true;
 pub const SHELL: (&str, &[&str]) = ("sh", &["-c"]);
 pub const WATCH_BACKEND: &str = "FSEvents";
 

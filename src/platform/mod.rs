@@ -50,6 +50,10 @@ pub mod sandbox {
     /// The agent binary's hidden launcher subcommand (`acp-coder sandbox-exec`).
     pub use super::os::SUBCOMMAND;
 
+    /// Whether this system has a command sandbox at all (Windows: no).
+    /// Where it has none, full-auto asks before each command.
+    pub const AVAILABLE: bool = super::os::SANDBOX_AVAILABLE;
+
     /// Runs the launcher when this process was started as one (first thing
     /// in `main`); `None` otherwise, and always where there is no launcher.
     pub fn dispatch() -> Option<u8> {

@@ -11,6 +11,7 @@ pub const SUBCOMMAND: &str = "sandbox-exec";
 pub const MESSAGE_PREFIX: &str = "acp-coder sandbox:";
 /// `/D`: no AutoRun commands from the registry; `/S /C`: the rest of the
 /// line is the command, quotes kept as given.
+pub const SANDBOX_AVAILABLE: bool = false;
 pub const SHELL: (&str, &[&str]) = ("cmd.exe", &["/D", "/S", "/C"]);
 pub const WATCH_BACKEND: &str = "ReadDirectoryChangesW";
 

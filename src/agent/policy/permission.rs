@@ -266,7 +266,9 @@ fn decide_execute(
     // a remembered prefix) runs in the sandbox, which enforces what
     // the parser of shell text only guessed at; the parser stays where
     // there is no full sandbox. A cwd outside the roots always asks.
-    let unasked = mode == Mode::FullAuto
+    // Where the system has no sandbox at all (Windows), full-auto asks
+    // before each command: nothing would confine it.
+    let unasked = (mode == Mode::FullAuto && crate::platform::sandbox::AVAILABLE)
         || prefix.as_ref().is_some_and(|p| {
             grants.check(&Scope::Command {
                 prefix: p.clone(),
@@ -283,14 +285,14 @@ fn decide_execute(
         None => remembered(
             grants,
             Scope::Once,
-            mode == Mode::FullAuto && out.is_empty(),
+            mode == Mode::FullAuto && crate::platform::sandbox::AVAILABLE && out.is_empty(),
         ),
         Some(prefix) => {
             let inside = out.is_empty();
             remembered(
                 grants,
                 Scope::Command { prefix, paths: out },
-                mode == Mode::FullAuto && inside,
+                mode == Mode::FullAuto && crate::platform::sandbox::AVAILABLE && inside,
             )
         }
     }
