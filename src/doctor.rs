@@ -180,13 +180,13 @@ fn sandbox_check(s: &Settings) -> Check {
         "; network off for sandboxed commands (sandbox_network = false)"
     };
     let text = format!("{}{network}", level.describe());
-    match level {
-        Sandbox::Full { .. } => Check::new(Level::Ok, text),
-        Sandbox::LandlockOnly { .. } => Check::new(Level::Warn, text).fix(
-            "allow unprivileged user namespaces (e.g. sysctl kernel.apparmor_restrict_unprivileged_userns=0) to protect .git as well",
-        ),
-        Sandbox::Unavailable { .. } => Check::new(Level::Warn, text)
-            .fix("Linux 6.2 or newer with Landlock enabled (lsm=…,landlock) sandboxes commands"),
+    let check = match level {
+        Sandbox::Full { .. } | Sandbox::Seatbelt => Check::new(Level::Ok, text),
+        Sandbox::LandlockOnly { .. } | Sandbox::Unavailable { .. } => Check::new(Level::Warn, text),
+    };
+    match crate::platform::sandbox::fix(level) {
+        Some(fix) => check.fix(fix),
+        None => check,
     }
 }
 

@@ -15,6 +15,7 @@ pub mod llm;
 pub mod login;
 pub mod mcp;
 pub mod net;
+pub mod platform;
 pub mod rpc;
 pub mod secrets;
 pub mod skills;

@@ -8,166 +8,31 @@
 //!
 //! In agent mode stdout carries protocol frames only; it is owned by the
 //! connection's writer task. Logs go to a file, and warnings also to stderr.
-use std::path::PathBuf;
+// The binary's own modules live in src/main/ (the library's in src/).
+#[path = "main/args.rs"]
+mod args;
+#[path = "main/logging.rs"]
+mod logging;
+
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::parser::ValueSource;
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
-use tracing_subscriber::EnvFilter;
-use tracing_subscriber::Layer as _;
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
+use clap::{CommandFactory, FromArgMatches};
+
+use args::{A2aArgs, Cli, Command, ExecArgs, GlobalArgs, LoginArgs};
+use logging::init_logging;
 
 use acp_coder::agent::{AgentConfig, serve_with};
 use acp_coder::config::{self, Overrides, Settings};
 use acp_coder::trace::TraceFile;
 use acp_coder::{a2a, doctor, exec, login};
 
-const ENVIRONMENT_HELP: &str = "\
-Environment:
-  OPENAI_API_KEY    API key of the endpoint (or the variable named by api_key_env in the config file)
-  OPENAI_BASE_URL   endpoint base URL, like --base-url
-  ACP_CODER_MODEL   model id, like --model
-  ACP_CODER_LOG     log level or filter, like --log-level
-  ACP_CODER_A2A_TOKEN  bearer token of `acp-coder a2a` when the config file has no a2a_token
-  ACP_CODER_CHANGES    `walk`: find the files a command changed by walking the roots (no file watcher)
-  NO_COLOR          no colour in exec, doctor and login output
-  XDG_CONFIG_HOME, XDG_STATE_HOME, XDG_DATA_HOME   where config, logs and data live
-
-Without a subcommand acp-coder is the ACP agent on stdin/stdout, as editors start it.
-Config file: $XDG_CONFIG_HOME/acp-coder/config.toml (see README.md for every key).";
-
-const EXEC_HELP: &str = "\
-Exit codes:
-  0    the turn ended normally (end_turn)
-  1    other failure
-  2    bad usage or configuration (flags, config file, empty prompt, missing directory)
-  3    authentication: no API key, or the endpoint rejected it
-  4    the model endpoint failed (unreachable, HTTP error after retries, no model)
-  5    the model refused (stop reason refusal)
-  6    the turn stopped early (max_tokens, max_turn_requests)
-  130  interrupted (Ctrl-C)
-
-Without a terminal and without --yes, anything that would ask for permission is refused
-and reported; the turn goes on. Answer text goes to stdout; thoughts, tool activity and
-diffs to stderr.";
-
-/// A coding agent for editors that speak the Agent Client Protocol (ACP).
-///
-/// Started by an editor (Zed, JetBrains, Neovim, Emacs) as a child process, it
-/// reads JSON-RPC from stdin and writes it to stdout. Any OpenAI-compatible
-/// chat-completions endpoint works.
-#[derive(Debug, Parser)]
-#[command(name = "acp-coder", version, about, after_help = ENVIRONMENT_HELP)]
-struct Cli {
-    #[command(flatten)]
-    global: GlobalArgs,
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
-#[derive(Debug, Args)]
-#[command(next_help_heading = "Global options")]
-struct GlobalArgs {
-    /// Model id to use (e.g. gpt-4.1, qwen2.5-coder:14b).
-    #[arg(long, global = true, env = config::MODEL_ENV, hide_env_values = true, value_name = "ID")]
-    model: Option<String>,
-    /// Base URL of the OpenAI-compatible endpoint (e.g. http://localhost:11434/v1).
-    #[arg(long, global = true, env = config::BASE_URL_ENV, hide_env_values = true, value_name = "URL")]
-    base_url: Option<String>,
-    /// Config file [default: $XDG_CONFIG_HOME/acp-coder/config.toml].
-    #[arg(long, global = true, value_name = "PATH")]
-    config: Option<PathBuf>,
-    /// Write every JSON-RPC frame (both directions, secrets redacted) to FILE, one JSON line each.
-    #[arg(long, global = true, value_name = "FILE")]
-    trace: Option<PathBuf>,
-    /// Log file [default: $XDG_STATE_HOME/acp-coder/logs/acp-coder.DATE.log].
-    #[arg(long, global = true, value_name = "PATH")]
-    log_file: Option<PathBuf>,
-    /// Log level or filter for the log file (e.g. debug, acp_coder=trace).
-    #[arg(
-        long,
-        global = true,
-        env = "ACP_CODER_LOG",
-        hide_env_values = true,
-        value_name = "LEVEL",
-        default_value = "info"
-    )]
-    log_level: String,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Run one prompt in the current directory and print what the agent does.
-    #[command(after_help = EXEC_HELP)]
-    Exec(ExecArgs),
-    /// Check the config file, API key, endpoint, model and MCP servers; say what to fix.
-    Doctor,
-    /// Save the endpoint, API key and default model to the config file (mode 0600).
-    Login(LoginArgs),
-    /// Serve the A2A protocol over HTTP so other agents can delegate coding tasks.
-    #[command(after_help = A2A_HELP)]
-    A2a(A2aArgs),
-}
-
-const A2A_HELP: &str = "\
-Every request except the agent card (GET /.well-known/agent-card.json) needs
-`Authorization: Bearer TOKEN`: a2a_token in the config file, ACP_CODER_A2A_TOKEN,
-or else a token generated at start and printed once on stderr as `token: VALUE`.
-Addresses other than loopback need a configured token. Permission questions
-become the task state input-required; answer them with allow, always or reject.";
-
-#[derive(Debug, Args)]
-struct A2aArgs {
-    /// Address to listen on (port 0 picks a free one).
-    #[arg(long, value_name = "ADDR", default_value = a2a::DEFAULT_LISTEN)]
-    listen: String,
-    /// Serve DIR instead of the current directory (tasks never leave it).
-    #[arg(short = 'C', long = "cd", value_name = "DIR")]
-    cwd: Option<PathBuf>,
-    /// Session mode of every task [default: ask]; full-auto only with the command sandbox.
-    #[arg(long, value_name = "MODE", value_parser = ["read-only", "ask", "accept-edits", "full-auto"])]
-    mode: Option<String>,
-}
-
-#[derive(Debug, Args)]
-struct ExecArgs {
-    /// The prompt; `-` reads it from stdin.
-    #[arg(value_name = "PROMPT")]
-    prompt: String,
-    /// Print one JSON event per line: every session/update, then a result or error event.
-    #[arg(long)]
-    json: bool,
-    /// Allow everything that would ask for permission.
-    #[arg(short = 'y', long)]
-    yes: bool,
-    /// Session mode [default: default_mode of the config file, else ask].
-    #[arg(long, value_name = "MODE", value_parser = ["read-only", "ask", "accept-edits", "full-auto"])]
-    mode: Option<String>,
-    /// Work in DIR instead of the current directory.
-    #[arg(short = 'C', long = "cd", value_name = "DIR")]
-    cwd: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-struct LoginArgs {
-    /// Save api_key_env = NAME: read the key from this environment variable.
-    #[arg(long, value_name = "NAME", conflicts_with = "api_key")]
-    api_key_env: Option<String>,
-    /// Save the key itself as api_key (prefer --api-key-env or the interactive prompt: argv is visible to other users).
-    #[arg(long, value_name = "KEY")]
-    api_key: Option<String>,
-    /// Never ask on the terminal; save only what the flags give.
-    #[arg(long)]
-    no_input: bool,
-}
-
 fn main() -> ExitCode {
     // The command sandbox's launcher (`sandbox-exec`, hidden): before clap,
-    // logging or anything that could start a thread (tools::sandbox::launcher).
-    if let Some(code) = acp_coder::tools::sandbox::launcher::dispatch() {
+    // logging or anything that could start a thread (platform::sandbox).
+    if let Some(code) = acp_coder::platform::sandbox::dispatch() {
         return ExitCode::from(code);
     }
     let matches = Cli::command().get_matches();
@@ -243,8 +108,8 @@ fn protect_secrets(g: &GlobalArgs) -> Result<Settings, config::ConfigError> {
     names.push(a2a::TOKEN_ENV.to_owned());
     // SAFETY: single-threaded still: nothing has spawned a thread yet.
     unsafe { acp_coder::secrets::env::scrub(&names) };
-    if let Err(e) = acp_coder::secrets::env::set_non_dumpable() {
-        eprintln!("acp-coder: cannot mark the process non-dumpable: {e}");
+    if let Err(e) = acp_coder::platform::harden::protect_memory() {
+        eprintln!("acp-coder: cannot protect the process's memory: {e}");
     }
     loaded
 }
@@ -501,121 +366,3 @@ fn run_login(g: &GlobalArgs, args: LoginArgs, (base_url, model): (bool, bool)) -
         }
     }
 }
-
-fn init_logging(
-    g: &GlobalArgs,
-    stderr_level: tracing_subscriber::filter::LevelFilter,
-) -> anyhow::Result<Option<tracing_appender::non_blocking::WorkerGuard>> {
-    let mut file_filter = EnvFilter::try_new(&g.log_level).with_context(|| {
-        format!(
-            "--log-level / ACP_CODER_LOG: {:?} is not a valid level or filter",
-            g.log_level
-        )
-    })?;
-    // rmcp logs every message an MCP server sends in full at `info` (a
-    // server's megabyte notification became a megabyte log line); the agent
-    // logs what matters itself. `ACP_CODER_LOG=rmcp=debug` still gets them.
-    if !g.log_level.contains("rmcp") {
-        file_filter = file_filter.add_directive(
-            "rmcp=warn"
-                .parse()
-                .context("the built-in rmcp log directive")?,
-        );
-    }
-    let stderr_layer = tracing_subscriber::fmt::layer()
-        .with_writer(|| acp_coder::secrets::Writer(std::io::stderr()))
-        .with_ansi(acp_coder::term::Stream::Stderr.wants_color())
-        .with_target(false)
-        .with_filter(stderr_level);
-    let writer = match &g.log_file {
-        Some(path) => Some(log_writer(open_log_file(path)?)),
-        None => daily_log().map(log_writer),
-    };
-    // async-openai logs the raw text of a reply it cannot decode (which a
-    // server may fill with echoed keys) at error level, unredacted; the
-    // model client reports those failures itself, redacted (src/llm).
-    let quiet_deps =
-        tracing_subscriber::filter::filter_fn(|m| !m.target().starts_with("async_openai"));
-    let registry = tracing_subscriber::registry()
-        .with(quiet_deps)
-        .with(stderr_layer);
-    match writer {
-        Some((writer, guard)) => {
-            let file_layer = tracing_subscriber::fmt::layer()
-                .with_writer(writer)
-                .with_ansi(false)
-                .with_filter(file_filter);
-            registry.with(file_layer).init();
-            Ok(Some(guard))
-        }
-        None => {
-            registry.init();
-            Ok(None)
-        }
-    }
-}
-
-/// `--log-file`: created (with its folder) if needed, appended to, and
-/// readable by the user only (logs hold prompt summaries and paths).
-fn open_log_file(path: &std::path::Path) -> anyhow::Result<std::fs::File> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create log directory {}", dir.display()))?;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("cannot open log file {}", path.display()))
-}
-
-/// The default log: a daily file in `$XDG_STATE_HOME/acp-coder/logs`, seven
-/// kept. `None` (stderr only, said once) when that folder is not writable.
-fn daily_log() -> Option<tracing_appender::rolling::RollingFileAppender> {
-    let dir = config::state_home().join("acp-coder").join("logs");
-    let appender = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .map_err(anyhow::Error::from)
-        .and_then(|()| {
-            tracing_appender::rolling::Builder::new()
-                .rotation(tracing_appender::rolling::Rotation::DAILY)
-                .filename_prefix("acp-coder")
-                .filename_suffix("log")
-                .max_log_files(7)
-                .build(&dir)
-                .map_err(anyhow::Error::from)
-        });
-    match appender {
-        Ok(appender) => Some(appender),
-        Err(e) => {
-            eprintln!(
-                "acp-coder: logging to stderr only: cannot write logs in {}: {e}",
-                dir.display()
-            );
-            None
-        }
-    }
-}
-
-/// The log file's writer thread. Its queue is kept small: tracing-appender's
-/// default of 128,000 lines is a 4 MB buffer initialised at start-up, which was
-/// 40 % of the agent's start-up time and a third of its memory. Lines beyond
-/// the queue are dropped (counted by tracing-appender), never blocking a turn.
-fn log_writer<W: std::io::Write + Send + 'static>(
-    w: W,
-) -> (
-    tracing_appender::non_blocking::NonBlocking,
-    tracing_appender::non_blocking::WorkerGuard,
-) {
-    // Each line passes the one redactor on the writer thread (SECURITY.md §3).
-    tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .buffered_lines_limit(4096)
-        .finish(acp_coder::secrets::Writer(w))
-}
-
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};

@@ -88,7 +88,11 @@ fn default_factory() -> ModelFactory {
             s.connect_timeout,
             s.stream_idle_timeout,
         )?
-        .with_limits(s.stream_limits);
+        .with_limits(crate::llm::StreamLimits {
+            max_event_bytes: s.max_sse_event_bytes,
+            max_text_bytes: s.max_reply_text_bytes,
+            max_tool_arguments_bytes: s.max_tool_arguments_bytes,
+        });
         Ok(Arc::new(m) as Arc<dyn Model>)
     })
 }

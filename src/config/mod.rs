@@ -190,8 +190,13 @@ pub struct Settings {
     pub max_retries: u32,
     pub stream_idle_timeout: Duration,
     pub connect_timeout: Duration,
-    /// How much one model reply may hold (`max_*_bytes` in the file).
-    pub stream_limits: crate::llm::StreamLimits,
+    /// How much one model reply may hold, in bytes: one SSE event (or a
+    /// whole plain-JSON reply), its text and reasoning, all its tool-call
+    /// arguments (`max_sse_event_bytes`, `max_reply_text_bytes`,
+    /// `max_tool_arguments_bytes` in the file; at least 1024 each).
+    pub max_sse_event_bytes: usize,
+    pub max_reply_text_bytes: usize,
+    pub max_tool_arguments_bytes: usize,
     pub stream_usage: bool,
     pub send_reasoning: bool,
     pub headers: Vec<(String, String)>,
@@ -292,7 +297,11 @@ impl Default for Settings {
             max_retries: 5,
             stream_idle_timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(15),
-            stream_limits: crate::llm::StreamLimits::default(),
+            // 8 MiB each: about 2 M tokens, over ten times the longest
+            // output any current model produces in one reply.
+            max_sse_event_bytes: 8 << 20,
+            max_reply_text_bytes: 8 << 20,
+            max_tool_arguments_bytes: 8 << 20,
             stream_usage: true,
             send_reasoning: false,
             headers: Vec::new(),
@@ -375,13 +384,12 @@ impl Settings {
         if let Some(b) = file.stream_usage {
             self.stream_usage = b;
         }
-        let limits = &mut self.stream_limits;
         for (value, limit) in [
-            (file.max_sse_event_bytes, &mut limits.max_event_bytes),
-            (file.max_reply_text_bytes, &mut limits.max_text_bytes),
+            (file.max_sse_event_bytes, &mut self.max_sse_event_bytes),
+            (file.max_reply_text_bytes, &mut self.max_reply_text_bytes),
             (
                 file.max_tool_arguments_bytes,
-                &mut limits.max_tool_arguments_bytes,
+                &mut self.max_tool_arguments_bytes,
             ),
         ] {
             if let Some(n) = value {

@@ -46,8 +46,11 @@ impl Mode {
             Mode::ReadOnly => "Reads and searches only; edits and commands are refused",
             Mode::Ask => "Asks before every edit and command",
             Mode::AcceptEdits => "Edits files in the project without asking; asks before commands",
-            Mode::FullAuto => {
+            Mode::FullAuto if crate::platform::sandbox::AVAILABLE => {
                 "Edits and runs commands without asking; still asks outside the project"
+            }
+            Mode::FullAuto => {
+                "Edits files in the project without asking; asks before every command, as this system has no command sandbox"
             }
         }
     }

@@ -7,7 +7,8 @@
 //! in that block are therefore overwritten with NULs, then the variable is
 //! removed; the agent keeps the value in memory for itself ([`var`]).
 //!
-//! The process is also marked non-dumpable (`PR_SET_DUMPABLE` 0): its
+//! The process is also marked non-dumpable (`platform::harden`; on Linux
+//! `PR_SET_DUMPABLE` 0): its
 //! `/proc/<pid>/{environ,mem,maps,…}` then belong to root and it cannot be
 //! ptrace-attached, so a same-user child cannot read its memory either. The
 //! flag is not inherited across `execve`, so the commands and servers it
@@ -78,28 +79,9 @@ pub fn var(name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// Marks the process non-dumpable (see the module docs).
-pub fn set_non_dumpable() -> std::io::Result<()> {
-    // SAFETY: prctl with PR_SET_DUMPABLE takes plain integers.
-    let rc = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_process_becomes_non_dumpable() {
-        set_non_dumpable().unwrap();
-        // SAFETY: plain integer arguments.
-        let dumpable = unsafe { libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0) };
-        assert_eq!(dumpable, 0);
-    }
 
     #[test]
     fn unscrubbed_variables_come_from_the_environment() {

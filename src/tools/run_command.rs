@@ -249,14 +249,20 @@ impl Run {
     /// The argv for an editor terminal: the launcher confines `sh -c` (issue
     /// 14) and the editor still shows the output live.
     fn terminal_argv(&self, policy: Option<&sandbox::Policy>) -> (String, Vec<String>) {
-        match sandbox::wrap("sh", &["-c", &self.command], policy, None) {
+        let (shell, shell_args) = crate::platform::process::shell();
+        let mut argv = shell_args.to_vec();
+        argv.push(&self.command);
+        match sandbox::wrap(shell, &argv, policy, None) {
             Some((exe, args)) => (
                 exe.to_string_lossy().into_owned(),
                 args.iter()
                     .map(|a| a.to_string_lossy().into_owned())
                     .collect(),
             ),
-            None => ("sh".to_owned(), vec!["-c".into(), self.command.clone()]),
+            None => (
+                shell.to_owned(),
+                argv.iter().map(|a| (*a).to_owned()).collect(),
+            ),
         }
     }
 

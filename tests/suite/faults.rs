@@ -406,6 +406,7 @@ async fn third_turn_then_replay(model: &FakeModel, a: &Agent) -> Vec<Value> {
 
 /// Lets the agent see EFBIG instead of dying of SIGXFSZ when it writes past
 /// RLIMIT_FSIZE (an ignored signal stays ignored across exec).
+#[cfg(target_os = "linux")]
 fn ignore_sigxfsz() {
     // SAFETY: changes this test process's disposition of a signal nothing here uses.
     unsafe {
@@ -413,6 +414,8 @@ fn ignore_sigxfsz() {
     }
 }
 
+/// Another process's limit: `prlimit`, which only Linux has.
+#[cfg(target_os = "linux")]
 fn set_file_size_limit(pid: u32, bytes: Option<u64>) {
     let limit = bytes.unwrap_or(libc::RLIM_INFINITY);
     let new = libc::rlimit {
@@ -435,6 +438,7 @@ fn set_file_size_limit(pid: u32, bytes: Option<u64>) {
 /// the file size limit used here (ENOSPC and EFBIG take the same path): the
 /// user is told, the turn goes on, and once there is room again the held
 /// records are written whole, in order.
+#[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_full_disk_loses_no_record_once_there_is_room_again() {
     ignore_sigxfsz();

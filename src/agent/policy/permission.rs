@@ -327,7 +327,9 @@ fn decide_execute(
     // a remembered prefix) runs in the sandbox, which enforces what
     // the parser of shell text only guessed at; the parser stays where
     // there is no full sandbox. A cwd outside the roots always asks.
-    let unasked = mode == Mode::FullAuto
+    // Where the system has no sandbox at all (Windows), full-auto asks
+    // before each command: nothing would confine it.
+    let unasked = (mode == Mode::FullAuto && crate::platform::sandbox::AVAILABLE)
         || prefix.as_ref().is_some_and(|p| {
             grants.check(
                 &Scope::Command {
@@ -348,7 +350,7 @@ fn decide_execute(
             grants,
             bounds,
             Scope::Once,
-            mode == Mode::FullAuto && out.is_empty(),
+            mode == Mode::FullAuto && crate::platform::sandbox::AVAILABLE && out.is_empty(),
         ),
         Some(prefix) => {
             let inside = out.is_empty();
@@ -356,7 +358,7 @@ fn decide_execute(
                 grants,
                 bounds,
                 Scope::Command { prefix, paths: out },
-                mode == Mode::FullAuto && inside,
+                mode == Mode::FullAuto && crate::platform::sandbox::AVAILABLE && inside,
             )
         }
     }

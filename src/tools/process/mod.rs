@@ -197,11 +197,14 @@ pub async fn run_local(
 
 /// The command line as run: through the agent's launcher when there is one
 /// (the sandbox, and a supervisor that kills the group when the agent dies,
-/// even by SIGKILL), else `sh -c`; in its own process group.
+/// even by SIGKILL), else the system's shell (`sh -c`); in its own process group.
 fn command_for(spec: &CommandSpec) -> Command {
+    let (shell, shell_args) = crate::platform::process::shell();
+    let mut argv = shell_args.to_vec();
+    argv.push(&spec.command);
     let mut cmd = match crate::tools::sandbox::wrap(
-        "sh",
-        &["-c", &spec.command],
+        shell,
+        &argv,
         spec.sandbox.as_ref(),
         Some(std::process::id()),
     ) {
@@ -211,8 +214,8 @@ fn command_for(spec: &CommandSpec) -> Command {
             c
         }
         None => {
-            let mut c = Command::new("sh");
-            c.arg("-c").arg(&spec.command);
+            let mut c = Command::new(shell);
+            c.args(argv);
             c
         }
     };

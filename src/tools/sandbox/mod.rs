@@ -16,15 +16,12 @@
 //! alone ([`Level::LandlockOnly`]: `.git` unprotected, so the old
 //! outside-paths check of command lines stays), or nothing
 //! ([`Level::Unavailable`]: the old behaviour).
-pub mod launcher;
-mod mounts;
-mod rules;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-pub use launcher::{MESSAGE_PREFIX, SUBCOMMAND};
+pub use crate::platform::sandbox::{MESSAGE_PREFIX, SUBCOMMAND};
 
 /// What the sandbox can do on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +34,9 @@ pub enum Level {
     /// Landlock only: writes are confined but `.git/config` and hooks are
     /// not protected (`why`: the namespace step failed).
     LandlockOnly { abi: i32, why: String },
+    /// macOS: Seatbelt (`sandbox-exec`) with a profile made from the
+    /// policy: the same writes, `.git` and protected files read-only.
+    Seatbelt,
     /// No sandbox (`why`).
     Unavailable { why: String },
 }
@@ -51,7 +51,7 @@ impl Level {
     /// unnecessary for commands that run without asking: only when it also
     /// protects `.git`.
     pub fn replaces_path_check(&self) -> bool {
-        matches!(self, Level::Full { .. })
+        matches!(self, Level::Full { .. } | Level::Seatbelt)
     }
 
     /// One line for `doctor` and the log.
@@ -68,6 +68,7 @@ impl Level {
             Level::LandlockOnly { abi, why } => format!(
                 "commands run sandboxed by Landlock ABI {abi} (writes only in the project, the temp directory and devices), but .git/config and .git/hooks are NOT protected: {why}; commands naming paths outside the project still ask"
             ),
+            Level::Seatbelt => "commands run sandboxed by Seatbelt (sandbox-exec): writes only in the project, the temp directory and devices; .git/config, .git/hooks and the protected files read-only; credential stores unreadable".into(),
             Level::Unavailable { why } => format!(
                 "no command sandbox ({why}); full-auto asks before commands that name paths outside the project"
             ),
@@ -119,45 +120,7 @@ fn probe() -> Level {
             why: "the agent runs inside another program, without its launcher".into(),
         };
     };
-    let abi = rules::kernel_abi();
-    if abi < rules::MIN_ABI {
-        return Level::Unavailable {
-            why: format!(
-                "the kernel's Landlock ABI is {abi}; the sandbox needs {}: Linux 6.2 or newer with Landlock enabled",
-                rules::MIN_ABI
-            ),
-        };
-    }
-    let out = std::process::Command::new(exe)
-        .args([SUBCOMMAND, "--probe"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Level::Full {
-            abi,
-            own_proc: true,
-        },
-        Ok(o) if o.status.code() == Some(launcher::PROBE_SHARED_PROC) => Level::Full {
-            abi,
-            own_proc: false,
-        },
-        Ok(o) => {
-            let why = String::from_utf8_lossy(&o.stderr)
-                .trim()
-                .replace('\n', "; ");
-            if o.status.code() == Some(launcher::PROBE_NO_NAMESPACE) {
-                Level::LandlockOnly { abi, why }
-            } else {
-                Level::Unavailable {
-                    why: format!("the sandbox probe failed: {why}"),
-                }
-            }
-        }
-        Err(e) => Level::Unavailable {
-            why: format!("cannot run the launcher {}: {e}", exe.display()),
-        },
-    }
+    crate::platform::sandbox::probe(exe)
 }
 
 /// How one command is to be confined.
@@ -171,7 +134,7 @@ pub struct Policy {
 }
 
 /// The temp directories commands may write: `$TMPDIR` (or `/tmp`) and `/tmp`.
-fn temp_dirs() -> Vec<PathBuf> {
+pub fn temp_dirs() -> Vec<PathBuf> {
     let mut v = vec![std::env::temp_dir()];
     if !v.contains(&PathBuf::from("/tmp")) {
         v.push("/tmp".into());
@@ -191,34 +154,7 @@ pub fn wrap(
     parent: Option<u32>,
 ) -> Option<(PathBuf, Vec<OsString>)> {
     let exe = LAUNCHER.get()?;
-    let mut v: Vec<OsString> = vec![SUBCOMMAND.into()];
-    match policy {
-        Some(p) if level().confines() => {
-            for r in &p.roots {
-                v.push("--root".into());
-                v.push(r.into());
-            }
-            for t in temp_dirs() {
-                v.push("--writable".into());
-                v.push(t.into());
-            }
-            if !p.network {
-                v.push("--no-network".into());
-            }
-            if !level().replaces_path_check() {
-                v.push("--landlock-only".into());
-            }
-        }
-        _ => v.push("--no-sandbox".into()),
-    }
-    if let Some(pid) = parent {
-        v.push("--parent".into());
-        v.push(pid.to_string().into());
-    }
-    v.push("--".into());
-    v.push(program.into());
-    v.extend(args.iter().map(OsString::from));
-    Some((exe.clone(), v))
+    crate::platform::sandbox::wrap(exe, level(), program, args, policy, parent)
 }
 
 /// Whether a failed sandboxed command looks like the sandbox stopped it:

@@ -1,0 +1,145 @@
+//! The command line: flags, subcommands and their help texts (clap).
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use acp_coder::{a2a, config};
+
+pub(crate) const ENVIRONMENT_HELP: &str = "\
+Environment:
+  OPENAI_API_KEY    API key of the endpoint (or the variable named by api_key_env in the config file)
+  OPENAI_BASE_URL   endpoint base URL, like --base-url
+  ACP_CODER_MODEL   model id, like --model
+  ACP_CODER_LOG     log level or filter, like --log-level
+  ACP_CODER_A2A_TOKEN  bearer token of `acp-coder a2a` when the config file has no a2a_token
+  ACP_CODER_CHANGES    `walk`: find the files a command changed by walking the roots (no file watcher)
+  NO_COLOR          no colour in exec, doctor and login output
+  XDG_CONFIG_HOME, XDG_STATE_HOME, XDG_DATA_HOME   where config, logs and data live
+
+Without a subcommand acp-coder is the ACP agent on stdin/stdout, as editors start it.
+Config file: $XDG_CONFIG_HOME/acp-coder/config.toml (see README.md for every key).";
+
+pub(crate) const EXEC_HELP: &str = "\
+Exit codes:
+  0    the turn ended normally (end_turn)
+  1    other failure
+  2    bad usage or configuration (flags, config file, empty prompt, missing directory)
+  3    authentication: no API key, or the endpoint rejected it
+  4    the model endpoint failed (unreachable, HTTP error after retries, no model)
+  5    the model refused (stop reason refusal)
+  6    the turn stopped early (max_tokens, max_turn_requests)
+  130  interrupted (Ctrl-C)
+
+Without a terminal and without --yes, anything that would ask for permission is refused
+and reported; the turn goes on. Answer text goes to stdout; thoughts, tool activity and
+diffs to stderr.";
+
+/// A coding agent for editors that speak the Agent Client Protocol (ACP).
+///
+/// Started by an editor (Zed, JetBrains, Neovim, Emacs) as a child process, it
+/// reads JSON-RPC from stdin and writes it to stdout. Any OpenAI-compatible
+/// chat-completions endpoint works.
+#[derive(Debug, Parser)]
+#[command(name = "acp-coder", version, about, after_help = ENVIRONMENT_HELP)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: GlobalArgs,
+    #[command(subcommand)]
+    pub(crate) command: Option<Command>,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
+pub(crate) struct GlobalArgs {
+    /// Model id to use (e.g. gpt-4.1, qwen2.5-coder:14b).
+    #[arg(long, global = true, env = config::MODEL_ENV, hide_env_values = true, value_name = "ID")]
+    pub(crate) model: Option<String>,
+    /// Base URL of the OpenAI-compatible endpoint (e.g. http://localhost:11434/v1).
+    #[arg(long, global = true, env = config::BASE_URL_ENV, hide_env_values = true, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// Config file [default: $XDG_CONFIG_HOME/acp-coder/config.toml].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub(crate) config: Option<PathBuf>,
+    /// Write every JSON-RPC frame (both directions, secrets redacted) to FILE, one JSON line each.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) trace: Option<PathBuf>,
+    /// Log file [default: $XDG_STATE_HOME/acp-coder/logs/acp-coder.DATE.log].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub(crate) log_file: Option<PathBuf>,
+    /// Log level or filter for the log file (e.g. debug, acp_coder=trace).
+    #[arg(
+        long,
+        global = true,
+        env = "ACP_CODER_LOG",
+        hide_env_values = true,
+        value_name = "LEVEL",
+        default_value = "info"
+    )]
+    pub(crate) log_level: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run one prompt in the current directory and print what the agent does.
+    #[command(after_help = EXEC_HELP)]
+    Exec(ExecArgs),
+    /// Check the config file, API key, endpoint, model and MCP servers; say what to fix.
+    Doctor,
+    /// Save the endpoint, API key and default model to the config file (mode 0600).
+    Login(LoginArgs),
+    /// Serve the A2A protocol over HTTP so other agents can delegate coding tasks.
+    #[command(after_help = A2A_HELP)]
+    A2a(A2aArgs),
+}
+
+pub(crate) const A2A_HELP: &str = "\
+Every request except the agent card (GET /.well-known/agent-card.json) needs
+`Authorization: Bearer TOKEN`: a2a_token in the config file, ACP_CODER_A2A_TOKEN,
+or else a token generated at start and printed once on stderr as `token: VALUE`.
+Addresses other than loopback need a configured token. Permission questions
+become the task state input-required; answer them with allow, always or reject.";
+
+#[derive(Debug, Args)]
+pub(crate) struct A2aArgs {
+    /// Address to listen on (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR", default_value = a2a::DEFAULT_LISTEN)]
+    pub(crate) listen: String,
+    /// Serve DIR instead of the current directory (tasks never leave it).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub(crate) cwd: Option<PathBuf>,
+    /// Session mode of every task [default: ask]; full-auto only with the command sandbox.
+    #[arg(long, value_name = "MODE", value_parser = ["read-only", "ask", "accept-edits", "full-auto"])]
+    pub(crate) mode: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExecArgs {
+    /// The prompt; `-` reads it from stdin.
+    #[arg(value_name = "PROMPT")]
+    pub(crate) prompt: String,
+    /// Print one JSON event per line: every session/update, then a result or error event.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Allow everything that would ask for permission.
+    #[arg(short = 'y', long)]
+    pub(crate) yes: bool,
+    /// Session mode [default: default_mode of the config file, else ask].
+    #[arg(long, value_name = "MODE", value_parser = ["read-only", "ask", "accept-edits", "full-auto"])]
+    pub(crate) mode: Option<String>,
+    /// Work in DIR instead of the current directory.
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub(crate) cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LoginArgs {
+    /// Save api_key_env = NAME: read the key from this environment variable.
+    #[arg(long, value_name = "NAME", conflicts_with = "api_key")]
+    pub(crate) api_key_env: Option<String>,
+    /// Save the key itself as api_key (prefer --api-key-env or the interactive prompt: argv is visible to other users).
+    #[arg(long, value_name = "KEY")]
+    pub(crate) api_key: Option<String>,
+    /// Never ask on the terminal; save only what the flags give.
+    #[arg(long)]
+    pub(crate) no_input: bool,
+}

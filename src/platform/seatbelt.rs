@@ -1,0 +1,402 @@
+//! The macOS sandbox profile (Seatbelt, run by `/usr/bin/sandbox-exec -p`),
+//! generated from the same rules as the Linux sandbox: writes only beneath
+//! the session roots, the temp directories and the usual devices; git's
+//! executable configuration (`.git/config`, `.git/hooks/`, …) and the
+//! protected files that make editors or shells run commands stay read-only
+//! at any depth in the roots; the secret locations cannot be read at all;
+//! the network (IP sockets) follows `sandbox_network`.
+//!
+//! A pure function of its input, compiled and unit-tested on every system;
+//! only the macOS build runs it. Paths reach the profile as parameters
+//! (`-D NAME=PATH`, `(param "NAME")`), never spliced into its text, except
+//! inside the regular expressions of the read-only rules, where each root is
+//! escaped so that it can only match itself.
+//!
+//! Like Codex's profiles (`codex-rs/core/src/seatbelt_base_policy.sbpl`) it
+//! starts from `(deny default)`, so that Apple events, arbitrary Mach
+//! services and other ways out of the sandbox stay closed; unlike them,
+//! reads are allowed everywhere except the secret locations, as on Linux.
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The program that applies a profile (part of every macOS since 10.5).
+pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
+
+/// What one command may do. Paths should be canonical (`/private/var/…`
+/// rather than `/var/…`): Seatbelt matches the resolved path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Spec {
+    /// Session roots: writable, with git's configuration and the protected
+    /// files in them read-only.
+    pub roots: Vec<PathBuf>,
+    /// Other writable trees (the temp directories).
+    pub writable: Vec<PathBuf>,
+    /// Trees no command may read or write (credential stores, the agent's
+    /// own configuration and state).
+    pub deny_read: Vec<PathBuf>,
+    /// Whether IP networking is allowed.
+    pub network: bool,
+}
+
+/// A generated profile and the parameters its text refers to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    pub text: String,
+    pub params: Vec<(String, PathBuf)>,
+}
+
+/// Files beneath a root that stay read-only, as regular expressions over
+/// the part of the path after the root (`/…`), matched at any depth. Git's
+/// executable configuration as the Linux sandbox protects it, then the
+/// non-git entries of `agent::policy::protected::DEFAULT_PROTECTED`.
+const READ_ONLY_TAILS: &[&str] = &[
+    // The `.git` entry itself (a directory or a `gitdir:` file): it cannot
+    // be replaced by one with its own config.
+    "/[.]git",
+    // config, config.worktree, commondir of the repository, its submodules
+    // (.git/modules/…) and worktrees (.git/worktrees/…).
+    "/[.]git(/(modules|worktrees)/.+)?/(config|config[.]worktree|commondir)",
+    "/[.]git(/modules/.+)?/hooks(/.*)?",
+    "/[.]envrc",
+    "/[.]acp-coder(/.*)?",
+    "/[.]vscode/(tasks|launch|settings)[.]json",
+    "/[^/]*[.]code-workspace",
+    "/[.]devcontainer(/.*)?",
+    "/[.]devcontainer[.]json",
+    "/[.]zed/(tasks|settings)[.]json",
+    "/[.]idea/workspace[.]xml",
+    "/[.]idea/runConfigurations(/.*)?",
+    "/[.]run/[^/]*[.]run[.]xml",
+    "/[.]nvim[.]lua",
+    "/[.]nvimrc",
+    "/[.]exrc",
+    "/[.]lazy[.]lua",
+    "/[.]dir-locals(-2)?[.]el",
+    "/[.]helix/(config|languages)[.]toml",
+];
+
+/// Devices every command may write (as on Linux), and the terminals.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/dtracehelper",
+];
+
+/// The Seatbelt profile for `spec`.
+pub fn profile(spec: &Spec) -> Profile {
+    let mut params = Vec::new();
+    let mut param = |prefix: &str, path: &Path| {
+        let name = format!("{prefix}_{}", params.len());
+        params.push((name.clone(), path.to_path_buf()));
+        name
+    };
+    let mut t = String::from(BASE);
+
+    // Reads everywhere but the secret locations; writes in the roots, the
+    // temp directories and the devices.
+    let denied: Vec<String> = spec
+        .deny_read
+        .iter()
+        .map(|p| param("DENY_READ", p))
+        .collect();
+    t.push_str("(allow file-read*");
+    if denied.is_empty() {
+        t.push_str(")\n");
+    } else {
+        t.push_str("\n  (require-all (subpath \"/\")");
+        for d in &denied {
+            let _ = write!(t, "\n    (require-not (subpath (param \"{d}\")))");
+        }
+        t.push_str("))\n");
+    }
+    let mut writable: Vec<String> = spec.roots.iter().map(|p| param("ROOT", p)).collect();
+    writable.extend(spec.writable.iter().map(|p| param("WRITABLE", p)));
+    let read_only: Vec<String> = spec.roots.iter().map(|r| read_only_regex(r)).collect();
+    if !writable.is_empty() {
+        t.push_str("(allow file-write*\n  (require-all\n    (require-any");
+        for w in &writable {
+            let _ = write!(t, "\n      (subpath (param \"{w}\"))");
+        }
+        t.push(')');
+        for re in &read_only {
+            let _ = write!(t, "\n    (require-not (regex #\"{re}\"))");
+        }
+        for d in &denied {
+            let _ = write!(t, "\n    (require-not (subpath (param \"{d}\")))");
+        }
+        t.push_str("))\n");
+    }
+    t.push_str("(allow file-write* file-ioctl\n");
+    for d in DEVICES {
+        let _ = writeln!(t, "  (literal \"{d}\")");
+    }
+    t.push_str("  (regex #\"^/dev/ttys[0-9]+$\") (regex #\"^/dev/fd/[0-9]+$\"))\n");
+    if spec.network {
+        t.push_str(NETWORK);
+    } else {
+        // Local (UNIX-domain) sockets stay allowed, as on Linux.
+        t.push_str(LOCAL_SOCKETS);
+    }
+    Profile { text: t, params }
+}
+
+/// UNIX-domain sockets (ssh-agent, Docker, name resolution through
+/// mDNSResponder): allowed with the network off, as on Linux.
+const LOCAL_SOCKETS: &str = "(allow system-socket (socket-domain AF_UNIX))
+(allow network-bind (local unix-socket))
+(allow network-outbound (remote unix-socket))
+";
+
+/// `sandbox-exec`'s arguments that run `program args` under `profile`.
+pub fn argv(profile: &Profile, program: &str, args: &[&str]) -> Vec<OsString> {
+    let mut v: Vec<OsString> = vec!["-p".into(), profile.text.clone().into()];
+    for (name, path) in &profile.params {
+        let mut d = OsString::from(format!("-D{name}="));
+        d.push(path.as_os_str());
+        v.push(d);
+    }
+    v.push("--".into());
+    v.push(program.into());
+    v.extend(args.iter().map(OsString::from));
+    v
+}
+
+/// One SBPL regular expression (the text between `#"` and `"`) matching
+/// every read-only file beneath `root`, case-insensitively for the names
+/// (a `.GIT/CONFIG` on a case-insensitive disk is `.git/config`). It holds
+/// no `\` and no `"`, so it reads the same whether or not the profile's
+/// reader processes escapes in `#"…"`.
+fn read_only_regex(root: &Path) -> String {
+    let root = root.to_string_lossy();
+    let root = root.trim_end_matches('/');
+    let tails: Vec<String> = READ_ONLY_TAILS.iter().map(|t| any_case(t)).collect();
+    format!("^{}(/.*)?({})$", escape_regex(root), tails.join("|"))
+}
+
+/// A regex that matches `s` literally: metacharacters in brackets (`[.]`);
+/// the few that cannot be written so without a backslash (`[`, `]`, `^`,
+/// `\`, `"`) match any one character, which can only make the read-only
+/// set larger, never smaller.
+fn escape_regex(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '.' | '$' | '|' | '?' | '*' | '+' | '(' | ')' | '{' | '}' => {
+                out.push('[');
+                out.push(c);
+                out.push(']');
+            }
+            '[' | ']' | '^' | '\\' | '"' => out.push('.'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Every ASCII letter outside brackets as `[xX]`.
+fn any_case(re: &str) -> String {
+    let mut out = String::with_capacity(re.len() * 3);
+    let mut in_class = false;
+    for c in re.chars() {
+        match c {
+            '[' => in_class = true,
+            ']' => in_class = false,
+            _ => {}
+        }
+        if c.is_ascii_alphabetic() && !in_class {
+            let _ = write!(
+                out,
+                "[{}{}]",
+                c.to_ascii_lowercase(),
+                c.to_ascii_uppercase()
+            );
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Closed by default; what every command needs to run at all (after
+/// Chromium's and Codex's base policies).
+const BASE: &str = r#"(version 1)
+(deny default)
+(allow process-exec process-fork)
+(allow signal (target same-sandbox))
+(allow process-info* (target same-sandbox))
+(allow sysctl-read)
+(allow user-preference-read)
+(allow ipc-posix-sem ipc-posix-shm)
+(allow pseudo-tty)
+(allow mach-lookup
+  (global-name "com.apple.system.opendirectoryd.libinfo")
+  (global-name "com.apple.system.logger")
+  (global-name "com.apple.PowerManagement.control"))
+"#;
+
+/// The network on: IP sockets, name resolution and certificate checks.
+const NETWORK: &str = r#"(allow network-outbound network-inbound network-bind system-socket)
+(allow mach-lookup
+  (global-name "com.apple.bsd.dirhelper")
+  (global-name "com.apple.system.opendirectoryd.membership")
+  (global-name "com.apple.SecurityServer")
+  (global-name "com.apple.networkd")
+  (global-name "com.apple.ocspd")
+  (global-name "com.apple.trustd.agent")
+  (global-name "com.apple.SystemConfiguration.DNSConfiguration")
+  (global-name "com.apple.SystemConfiguration.configd"))
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(network: bool) -> Spec {
+        Spec {
+            roots: vec!["/Users/me/proj".into()],
+            writable: vec!["/private/tmp".into()],
+            deny_read: vec!["/Users/me/.ssh".into()],
+            network,
+        }
+    }
+
+    /// The compiled read-only regex, as Seatbelt would read it from the
+    /// profile, run with the `regex` crate (POSIX-compatible subset).
+    fn read_only(root: &str, path: &str) -> bool {
+        let text = read_only_regex(Path::new(root));
+        assert!(!text.contains(['\\', '"']), "{text}");
+        regex::Regex::new(&text).unwrap().is_match(path)
+    }
+
+    #[test]
+    fn writes_only_in_roots_temp_and_devices() {
+        let p = profile(&spec(true));
+        assert!(p.text.starts_with("(version 1)\n(deny default)\n"));
+        assert_eq!(
+            p.params,
+            [
+                ("DENY_READ_0".to_string(), PathBuf::from("/Users/me/.ssh")),
+                ("ROOT_1".to_string(), PathBuf::from("/Users/me/proj")),
+                ("WRITABLE_2".to_string(), PathBuf::from("/private/tmp")),
+            ]
+        );
+        assert!(p.text.contains("(subpath (param \"ROOT_1\"))"));
+        assert!(p.text.contains("(subpath (param \"WRITABLE_2\"))"));
+        assert!(p.text.contains("(literal \"/dev/null\")"));
+        // No write rule other than those.
+        assert_eq!(p.text.matches("(allow file-write*").count(), 2);
+        assert!(!p.text.contains("(allow default)"));
+    }
+
+    #[test]
+    fn secrets_are_neither_read_nor_written() {
+        let p = profile(&spec(true));
+        assert_eq!(
+            p.text
+                .matches("(require-not (subpath (param \"DENY_READ_0\")))")
+                .count(),
+            2
+        );
+    }
+
+    #[test]
+    fn git_config_hooks_and_protected_files_stay_read_only() {
+        let r = "/Users/me/proj";
+        for path in [
+            "/Users/me/proj/.git",
+            "/Users/me/proj/.git/config",
+            "/Users/me/proj/.git/hooks/pre-commit",
+            "/Users/me/proj/.git/hooks",
+            "/Users/me/proj/.git/modules/lib/config",
+            "/Users/me/proj/.git/modules/lib/hooks/post-checkout",
+            "/Users/me/proj/.git/worktrees/w/commondir",
+            "/Users/me/proj/vendor/dep/.git/config",
+            "/Users/me/proj/.GIT/CONFIG",
+            "/Users/me/proj/.envrc",
+            "/Users/me/proj/sub/.vscode/tasks.json",
+            "/Users/me/proj/x.code-workspace",
+            "/Users/me/proj/.acp-coder/prompts/a.md",
+        ] {
+            assert!(read_only(r, path), "{path} should be read-only");
+        }
+        for path in [
+            "/Users/me/proj/src/main.rs",
+            "/Users/me/proj/.git/objects/ab/cdef",
+            "/Users/me/proj/.git/index",
+            "/Users/me/proj/.git/refs/heads/main",
+            "/Users/me/proj/.gitignore",
+            "/Users/me/proj/config",
+            "/Users/me/proj/.vscode/extensions.json",
+            "/Users/me/projector/.envrc",
+        ] {
+            assert!(!read_only(r, path), "{path} should be writable");
+        }
+    }
+
+    #[test]
+    fn hostile_root_names_cannot_change_the_profile() {
+        let root = r#"/Users/me/we"ird) (allow default) [x].*\z"#;
+        let p = profile(&Spec {
+            roots: vec![root.into()],
+            ..Spec::default()
+        });
+        assert!(!p.text.contains("(allow default)"));
+        assert!(read_only(root, &format!("{root}/.git/config")));
+        assert!(!read_only(root, "/Users/me/weXird/.git/config"));
+        assert!(!read_only(root, &format!("{root}/src/a.rs")));
+    }
+
+    #[test]
+    fn network_follows_the_setting() {
+        let on = profile(&spec(true)).text;
+        assert!(on.contains("(allow network-outbound network-inbound"));
+        let off = profile(&spec(false)).text;
+        assert!(!off.contains("network-inbound") && !off.contains("com.apple.networkd"));
+        assert!(!off.contains("(allow network-outbound)"));
+        assert!(off.contains("(allow network-outbound (remote unix-socket))"));
+    }
+
+    #[test]
+    fn argv_passes_paths_as_parameters() {
+        let p = profile(&spec(false));
+        let v = argv(&p, "sh", &["-c", "make test"]);
+        assert_eq!(v[0], "-p");
+        assert!(v.contains(&OsString::from("-DROOT_1=/Users/me/proj")));
+        let dash = v.iter().position(|a| a == "--").unwrap();
+        assert_eq!(v[dash + 1..], ["sh", "-c", "make test"].map(OsString::from));
+    }
+
+    #[test]
+    fn parentheses_balance() {
+        for network in [true, false] {
+            let t = profile(&spec(network)).text;
+            let mut depth = 0i32;
+            let mut in_str = false;
+            let mut esc = false;
+            for c in t.chars() {
+                if in_str {
+                    match (esc, c) {
+                        (true, _) => esc = false,
+                        (false, '\\') => esc = true,
+                        (false, '"') => in_str = false,
+                        _ => {}
+                    }
+                    continue;
+                }
+                match c {
+                    '"' => in_str = true,
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    _ => {}
+                }
+                assert!(depth >= 0, "{t}");
+            }
+            assert_eq!(depth, 0, "{t}");
+        }
+    }
+}
