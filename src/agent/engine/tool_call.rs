@@ -39,13 +39,17 @@ pub async fn run(
     cancel: &CancellationToken,
     secret_env: &[String],
     sandbox_network: bool,
+    sandbox_unreadable: &[std::path::PathBuf],
 ) -> CallResult {
     let call = Call {
         session,
         id: session.claim_tool_id(&req.id),
         cancel,
     };
-    match call.steps(req, secret_env, sandbox_network).await {
+    match call
+        .steps(req, secret_env, sandbox_network, sandbox_unreadable)
+        .await
+    {
         Ok(done) | Err(done) => done,
     }
 }
@@ -68,6 +72,7 @@ impl Call<'_> {
         req: &ToolCallRequest,
         secret_env: &[String],
         sandbox_network: bool,
+        sandbox_unreadable: &[std::path::PathBuf],
     ) -> Step<CallResult> {
         let (tool, args, first_title) = self.start(req)?;
         let mut ctx = self.context(secret_env);
@@ -89,6 +94,7 @@ impl Call<'_> {
                 &self.session.roots(),
                 cwd,
                 sandbox_network,
+                sandbox_unreadable,
             ));
         }
         Ok(self.execute(tool.name(), &access, action, &ctx).await)

@@ -192,6 +192,7 @@ async fn run_calls(
                 cancel,
                 &env.settings.secret_env,
                 env.settings.sandbox_network,
+                &env.settings.sandbox_unreadable,
             )
             .await;
             was_cancelled = result.cancelled || cancel.is_cancelled();

@@ -7,3 +7,4 @@ pub(super) mod options;
 pub mod permission;
 mod prefix;
 pub mod protected;
+pub mod unreadable;
