@@ -42,6 +42,7 @@ fn a2a_command(
         envs: model.agent_env(),
         home: Some(home.to_owned()),
         cwd: None,
+        program: None,
     };
     let mut cmd = agent_command(&opts, home);
     cmd.kill_on_drop(true);
