@@ -62,7 +62,7 @@ impl Level {
     pub fn describe(&self) -> String {
         match self {
             Level::Full { abi, own_proc } => format!(
-                "commands run sandboxed: Landlock ABI {abi} (writes only in the project, the temp directory and devices), a private mount namespace (.git/config and .git/hooks read-only) and a PID namespace ({})",
+                "commands run sandboxed: Landlock ABI {abi} (writes only in the project, their own /tmp and devices; no outside abstract socket), a private mount namespace (everything else read-only, .git/config, hooks and other files that tools run read-only, credential stores and the agent's own files unreadable, outside UNIX sockets covered), seccomp (no TIOCSTI) and a PID namespace ({})",
                 if *own_proc {
                     "nothing they start outlives them; they see no other process"
                 } else {
