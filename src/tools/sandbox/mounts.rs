@@ -247,7 +247,7 @@ impl Cover {
         std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0)
+            .mode(0o000)
             .open(&path)
             .map_err(|source| NamespaceError::Mount {
                 what: "a file to cover unreadable files with".into(),

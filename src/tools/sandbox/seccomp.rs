@@ -20,7 +20,9 @@ pub enum SeccompError {
     Apply(seccompiler::Error),
 }
 
-/// The ioctl requests refused.
+/// The ioctl requests refused. (`libc::Ioctl` is `c_ulong` on glibc and
+/// `c_int` on musl: the cast is needed on some targets.)
+#[allow(clippy::unnecessary_cast)]
 const DENIED_IOCTLS: [u64; 2] = [libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
 
 /// Installs the filter on the calling thread (the single-threaded launcher)
