@@ -181,7 +181,29 @@ fn sandbox_check(s: &Settings) -> Check {
     };
     let text = format!("{}{network}", level.describe());
     let check = match level {
-        Sandbox::Full { .. } | Sandbox::Seatbelt => Check::new(Level::Ok, text),
+        Sandbox::Full { .. } | Sandbox::Seatbelt => {
+            // What this user's sandboxed commands cannot read (those that exist).
+            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(std::path::PathBuf::from);
+            let hidden = crate::agent::policy::unreadable::unreadable(
+                home.as_deref(),
+                runtime.as_deref(),
+                &s.sandbox_unreadable,
+                &[],
+            );
+            let list: Vec<String> = hidden.iter().map(|p| p.display().to_string()).collect();
+            Check::new(
+                Level::Ok,
+                format!(
+                    "{text}; unreadable to sandboxed commands (sandbox_unreadable adds more): {}",
+                    if list.is_empty() {
+                        "none of the credential stores exist here".to_owned()
+                    } else {
+                        list.join(", ")
+                    }
+                ),
+            )
+        }
         Sandbox::LandlockOnly { .. } | Sandbox::Unavailable { .. } => Check::new(Level::Warn, text),
     };
     match crate::platform::sandbox::fix(level) {

@@ -114,6 +114,10 @@ pub struct FileConfig {
     pub protected_paths: Vec<String>,
     /// Whether sandboxed commands may use the network (TCP). Default true.
     pub sandbox_network: Option<bool>,
+    /// More paths sandboxed commands may not read (absolute, or `~/…`),
+    /// added to the built-in credential stores (SECURITY.md §2).
+    #[serde(default)]
+    pub sandbox_unreadable: Vec<String>,
     /// Bearer token of `acp-coder a2a` (issue 20); never logged.
     pub a2a_token: Option<String>,
     /// Background commands one session may run at once (issue 19). Default 8.
@@ -222,6 +226,10 @@ pub struct Settings {
     pub protected_paths: Vec<String>,
     /// Whether sandboxed commands may use the network (`sandbox_network`).
     pub sandbox_network: bool,
+    /// What sandboxed commands may not read besides the built-in credential
+    /// stores: the agent's own config, data and state directories and the
+    /// config file's `sandbox_unreadable`.
+    pub sandbox_unreadable: Vec<PathBuf>,
     /// The config file's `a2a_token` (bearer token of `acp-coder a2a`).
     pub a2a_token: Option<String>,
     /// `max_background_commands` (issue 19).
@@ -316,6 +324,11 @@ impl Default for Settings {
             mcp_tool_timeout: Duration::from_secs(300),
             protected_paths: Vec::new(),
             sandbox_network: true,
+            sandbox_unreadable: paths::agent_dirs_with(
+                &|k| std::env::var(k).ok().filter(|v| !v.is_empty()),
+                None,
+                &data_home().join("acp-coder"),
+            ),
             a2a_token: None,
             max_background_commands: 8,
             checkpoint_max_bytes: 64 * 1024 * 1024,
@@ -350,9 +363,11 @@ impl Settings {
             Some(p) => read_file(p)?,
             None => FileConfig::default(),
         };
+        let data_dir = data_home_with(env).join("acp-coder");
         let mut s = Settings {
             config_path: path.clone(),
-            data_dir: data_home_with(env).join("acp-coder"),
+            sandbox_unreadable: paths::agent_dirs_with(env, path.as_deref(), &data_dir),
+            data_dir,
             ..Settings::default()
         };
         s.endpoint(over, env, &file, path.as_deref())?;
@@ -435,6 +450,19 @@ impl Settings {
         }
         check_globs(&file.protected_paths, file_path)?;
         self.protected_paths = file.protected_paths;
+        for p in &file.sandbox_unreadable {
+            let path = match p.strip_prefix("~/") {
+                Some(rest) => paths::home().join(rest),
+                None => PathBuf::from(p),
+            };
+            if !path.is_absolute() {
+                return Err(ConfigError::Invalid(format!(
+                    "{}: sandbox_unreadable: {p:?} is not an absolute path (or ~/…)",
+                    file_path.display()
+                )));
+            }
+            self.sandbox_unreadable.push(path);
+        }
         Ok(())
     }
 

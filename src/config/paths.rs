@@ -44,6 +44,27 @@ pub(super) fn config_home_with(env: &dyn Fn(&str) -> Option<String>) -> PathBuf 
 pub(super) fn data_home_with(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
     xdg(env, "XDG_DATA_HOME", ".local/share")
 }
+pub(super) fn home() -> PathBuf {
+    home_with(&process_env)
+}
+
+/// The agent's own directories (config, data, state) and its config file
+/// wherever it is: sandboxed commands may not read them (they hold the
+/// saved key, MCP OAuth tokens and every project's session logs).
+pub(super) fn agent_dirs_with(
+    env: &dyn Fn(&str) -> Option<String>,
+    config_file: Option<&std::path::Path>,
+    data_dir: &std::path::Path,
+) -> Vec<PathBuf> {
+    let mut v = vec![
+        config_home_with(env).join("acp-coder"),
+        data_dir.to_path_buf(),
+        xdg(env, "XDG_STATE_HOME", ".local/state").join("acp-coder"),
+    ];
+    v.extend(config_file.map(std::path::Path::to_path_buf));
+    v
+}
+
 pub fn config_home() -> PathBuf {
     config_home_with(&process_env)
 }

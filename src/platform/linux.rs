@@ -6,13 +6,14 @@
 pub mod launcher;
 mod mounts;
 mod rules;
+mod seccomp;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 pub use launcher::{MESSAGE_PREFIX, SUBCOMMAND};
 
-use crate::tools::sandbox::{Level, Policy, temp_dirs};
+use crate::tools::sandbox::{Level, Policy};
 
 pub const SANDBOX_AVAILABLE: bool = true;
 pub const SHELL: (&str, &[&str]) = ("sh", &["-c"]);
@@ -76,13 +77,16 @@ pub fn wrap(
     let mut v: Vec<OsString> = vec![SUBCOMMAND.into()];
     match policy {
         Some(p) if level.confines() => {
-            for r in &p.roots {
-                v.push("--root".into());
-                v.push(r.into());
-            }
-            for t in temp_dirs() {
-                v.push("--writable".into());
-                v.push(t.into());
+            for (flag, paths) in [
+                ("--root", &p.roots),
+                ("--writable", &p.writable),
+                ("--read-only", &p.read_only),
+                ("--unreadable", &p.unreadable),
+            ] {
+                for path in paths {
+                    v.push(flag.into());
+                    v.push(path.into());
+                }
             }
             if !p.network {
                 v.push("--no-network".into());

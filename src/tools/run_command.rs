@@ -173,9 +173,12 @@ impl Action for Run {
             return Ok(second);
         }
         let mut first = first;
-        first.for_model.push_str(
-            "\n\n[The command ran in the sandbox: it may write only inside the project and the temp directory (.git/config and .git/hooks are read-only), and the failure looks like a denied write or connection. The user declined to run it without the sandbox: do not retry it in another form; work inside the project or ask the user.]",
-        );
+        let note = sandbox::unreadable_note(&first.for_model, policy)
+            .map(|n| format!(" {n}"))
+            .unwrap_or_default();
+        first.for_model.push_str(&format!(
+            "\n\n[The command ran in the sandbox: it may write only inside the project and its own temp directory (.git/config, hooks and other files that tools run on their own are read-only), may not read credential stores or the agent's own files, and reaches no outside UNIX socket; the failure looks like a denied write, read or connection.{note} The user declined to run it without the sandbox: do not retry it in another form; work inside the project or ask the user.]",
+        ));
         Ok(first)
     }
 }
@@ -218,7 +221,7 @@ impl Run {
     ) -> Result<ToolOutput, ToolError> {
         use super::process::background;
         let started = if ctx.editor.has_terminal() {
-            let (program, args) = self.terminal_argv(policy);
+            let (program, args) = self.terminal_argv(policy)?;
             background::start_terminal(
                 &ctx.session_id,
                 &ctx.editor,
@@ -248,11 +251,17 @@ impl Run {
 
     /// The argv for an editor terminal: the launcher confines `sh -c` (issue
     /// 14) and the editor still shows the output live.
-    fn terminal_argv(&self, policy: Option<&sandbox::Policy>) -> (String, Vec<String>) {
+    /// The editor is given the launcher's path: refused when the binary
+    /// there is no longer the agent's own (a command may have replaced it).
+    fn terminal_argv(
+        &self,
+        policy: Option<&sandbox::Policy>,
+    ) -> Result<(String, Vec<String>), ToolError> {
+        sandbox::launcher_unchanged().map_err(ToolError::Failed)?;
         let (shell, shell_args) = crate::platform::process::shell();
         let mut argv = shell_args.to_vec();
         argv.push(&self.command);
-        match sandbox::wrap(shell, &argv, policy, None) {
+        Ok(match sandbox::wrap(shell, &argv, policy, None) {
             Some((exe, args)) => (
                 exe.to_string_lossy().into_owned(),
                 args.iter()
@@ -263,7 +272,7 @@ impl Run {
                 shell.to_owned(),
                 argv.iter().map(|a| (*a).to_owned()).collect(),
             ),
-        }
+        })
     }
 
     fn local_spec(&self, ctx: &ToolContext, policy: Option<&sandbox::Policy>) -> CommandSpec {
@@ -308,13 +317,16 @@ impl Run {
             .map(|r| r.display().to_string())
             .collect();
         let mut dropped = 0;
+        let note = sandbox::unreadable_note(&first.for_model, policy)
+            .map(|n| format!("\n\n{n}"))
+            .unwrap_or_default();
         let text = format!(
-            "The sandbox stopped this command: it may write only in {} and the temp directory (.git/config and .git/hooks are read-only){}. Its output ends with:\n{}\n\nRun it once more, **without the sandbox**, with your permissions?\n```sh\n{}\n```",
+            "The sandbox stopped this command: it may write only in {} and its own temp directory (.git/config, hooks and other files that tools run on their own are read-only), may not read credential stores or the agent's own files, and reaches no outside UNIX socket{}.{note} Its output ends with:\n{}\n\nRun it once more, **without the sandbox**, with your permissions?\n```sh\n{}\n```",
             roots.join(", "),
             if policy.network {
                 ""
             } else {
-                ", without network"
+                " nor the network"
             },
             fenced(&tail(&first.for_model, 2048, &mut dropped)),
             self.command.replace("```", "`\u{200b}``"),
@@ -354,7 +366,7 @@ impl Run {
         policy: Option<&sandbox::Policy>,
     ) -> Result<ToolOutput, ToolError> {
         let editor = &ctx.editor;
-        let (program, args) = self.terminal_argv(policy);
+        let (program, args) = self.terminal_argv(policy)?;
         let id = editor
             .terminal_create(&program, args, Vec::new(), &self.cwd, TERMINAL_OUTPUT_LIMIT)
             .await

@@ -60,6 +60,7 @@ pub(super) async fn serve(
         envs: env,
         home: Some(home.path().to_owned()),
         cwd: None,
+        program: None,
     };
     let mut child = agent_command(&opts, home.path())
         .spawn()

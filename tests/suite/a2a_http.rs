@@ -42,6 +42,7 @@ fn a2a_command(
         envs: model.agent_env(),
         home: Some(home.to_owned()),
         cwd: None,
+        program: None,
     };
     let mut cmd = agent_command(&opts, home);
     cmd.kill_on_drop(true);
@@ -575,6 +576,7 @@ async fn a_context_id_of_another_projects_session_is_refused() {
         envs: model.agent_env(),
         home: Some(s.home.path().to_owned()),
         cwd: None,
+        program: None,
     });
     editor.initialize(full_capabilities()).await;
     let sid = editor.new_session(other.path()).await;

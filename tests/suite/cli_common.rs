@@ -117,6 +117,7 @@ impl CliEnv {
             envs: self.envs.clone(),
             home: Some(self.home().to_owned()),
             cwd: self.cwd.clone(),
+            program: None,
         };
         let mut cmd = agent_command(&opts, self.home());
         cmd.stdin(if stdin.is_some() {

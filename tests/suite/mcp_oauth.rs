@@ -149,6 +149,7 @@ async fn agent_with(model: &FakeModel, home: &Path, caps: Value) -> FakeEditor {
         envs: model.agent_env(),
         home: Some(home.to_path_buf()),
         cwd: None,
+        program: None,
     });
     editor.initialize(caps).await;
     editor

@@ -46,6 +46,7 @@ mod permissions;
 mod prompt_content;
 mod providers;
 mod sandbox;
+mod sandbox_escape;
 mod secrets;
 mod security;
 mod session_logs;

@@ -47,6 +47,7 @@ pub async fn run(
     cancel: &CancellationToken,
     secret_env: &[String],
     sandbox_network: bool,
+    sandbox_unreadable: &[std::path::PathBuf],
     limits: Limits,
 ) -> CallResult {
     let call = Call {
@@ -55,7 +56,10 @@ pub async fn run(
         cancel,
         limits,
     };
-    match call.steps(req, secret_env, sandbox_network).await {
+    match call
+        .steps(req, secret_env, sandbox_network, sandbox_unreadable)
+        .await
+    {
         Ok(done) | Err(done) => done,
     }
 }
@@ -89,6 +93,7 @@ impl Call<'_> {
         req: &ToolCallRequest,
         secret_env: &[String],
         sandbox_network: bool,
+        sandbox_unreadable: &[std::path::PathBuf],
     ) -> Step<CallResult> {
         let (tool, args, first_title) = self.start(req)?;
         let mut ctx = self.context(secret_env);
@@ -110,6 +115,7 @@ impl Call<'_> {
                 &self.session.roots(),
                 cwd,
                 sandbox_network,
+                sandbox_unreadable,
             ));
         }
         Ok(self.execute(tool.name(), &access, action, &ctx).await)

@@ -273,6 +273,7 @@ async fn run_calls(
                     cancel,
                     &env.settings.secret_env,
                     env.settings.sandbox_network,
+                    &env.settings.sandbox_unreadable,
                     limits,
                 )
                 .await

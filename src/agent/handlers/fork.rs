@@ -85,7 +85,8 @@ impl Agent {
             // fork's id is not announced yet).
             let editor = crate::editor::Editor::new(self.peer.clone(), self.client_caps(), &source);
             let dir = self.store.checkpoints_dir(&source);
-            let report = cursors::restore_after(&editor, &session.cwd, &session.roots(), &dir, upto).await;
+            let report =
+                cursors::restore_after(&editor, &session.cwd, &session.roots(), &dir, upto).await;
             tracing::info!(
                 source = %source,
                 session = %session.id,

@@ -210,6 +210,8 @@ impl Agent {
     }
 
     /// Switches mode and keeps the mode list and the config option in sync in the editor.
+    /// Read-only allows no command: the session's background commands that
+    /// still run are stopped, and the user is told which.
     pub(in crate::agent) async fn apply_mode(&self, session: &Session, mode: Mode) {
         if session.set_mode(mode) {
             tracing::info!(session = %session.id, mode = mode.id(), "mode changed");
@@ -219,6 +221,25 @@ impl Agent {
             .update(&SessionUpdate::CurrentModeUpdate(CurrentModeUpdate {
                 current_mode_id: mode.id().into(),
             }));
+        if mode == Mode::ReadOnly {
+            let stopped = crate::tools::process::background::stop_running(&session.id);
+            if !stopped.is_empty() {
+                let list: Vec<String> = stopped
+                    .iter()
+                    .map(|c| format!("- {}", crate::tools::code_span(c, 100)))
+                    .collect();
+                session.editor.update(&SessionUpdate::agent_text(
+                    format!(
+                        "\n\n> {} mode allows no command to run: stopped {} background command{} of this session:\n{}\n\n",
+                        mode.name(),
+                        stopped.len(),
+                        if stopped.len() == 1 { "" } else { "s" },
+                        list.join("\n")
+                    ),
+                    None,
+                ));
+            }
+        }
         self.send_options(session).await;
     }
 

@@ -19,6 +19,7 @@ use super::changes::{read_now, user_text_at};
 use super::checkpoint::{Before, Checkpoint};
 use crate::agent::session::Session;
 use crate::agent::store::Record;
+use crate::editor::Editor;
 
 /// What restoring one checkpoint did, for the user.
 #[derive(Default)]

@@ -8,3 +8,4 @@ pub(super) mod options;
 pub mod permission;
 mod prefix;
 pub mod protected;
+pub mod unreadable;

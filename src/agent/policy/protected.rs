@@ -32,9 +32,20 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     // Dev containers run their lifecycle commands when opened.
     "**/.devcontainer/**",
     "**/.devcontainer.json",
-    // Zed.
-    "**/.zed/tasks.json",
-    "**/.zed/settings.json",
+    // Zed: settings (language-server commands), tasks, debug configurations.
+    "**/.zed",
+    "**/.zed/**",
+    // Cargo's configuration (`rustc-wrapper`, `runner`, aliases), which the
+    // editor's own `cargo check` obeys.
+    "**/.cargo/config",
+    "**/.cargo/config.toml",
+    // Git hook managers: husky's hooks (its `core.hooksPath`), pre-commit's
+    // and lefthook's configurations, which name the commands hooks run.
+    "**/.husky",
+    "**/.husky/**",
+    "**/.pre-commit-config.yaml",
+    "**/lefthook.yml",
+    "**/.lefthook.yml",
     // JetBrains IDEs: run configurations (also shared ones under .run/).
     "**/.idea/workspace.xml",
     "**/.idea/runConfigurations/**",
@@ -80,13 +91,147 @@ impl Protected {
         })
     }
 
-    /// Whether `path` (absolute, resolved) is protected under one of `roots`.
+    /// Whether `path` (absolute, resolved) is protected under one of `roots`:
+    /// by a glob, or inside the directory the root's `core.hooksPath` names.
     pub fn covers(&self, path: &Path, roots: &[PathBuf]) -> bool {
         roots.iter().any(|root| {
             path.strip_prefix(root)
                 .is_ok_and(|rel| !rel.as_os_str().is_empty() && self.set.is_match(rel))
+                || hooks_path(root).is_some_and(|h| path.starts_with(h))
         })
     }
+}
+
+/// What the sandbox keeps read-only at the top of one root (SECURITY.md §2),
+/// besides git's directory, which the sandbox finds itself: the files above
+/// that something runs on its own, and the `core.hooksPath` directory. A
+/// listed path that does not exist yet must stay absent: the sandbox removes
+/// it if the command creates it. Files an editor writes by itself (JetBrains'
+/// `workspace.xml`) are listed only when they exist, so that the editor's
+/// own new file is never removed. Deeper copies (`sub/.envrc`) are protected
+/// for the file tools only.
+pub fn sandbox_read_only(root: &Path) -> Vec<PathBuf> {
+    const TOP: &[&str] = &[
+        ".envrc",
+        ".acp-coder",
+        ".vscode/tasks.json",
+        ".vscode/launch.json",
+        ".vscode/settings.json",
+        ".devcontainer",
+        ".devcontainer.json",
+        ".zed",
+        ".idea/runConfigurations",
+        ".run",
+        ".nvim.lua",
+        ".nvimrc",
+        ".exrc",
+        ".lazy.lua",
+        ".dir-locals.el",
+        ".dir-locals-2.el",
+        ".helix/config.toml",
+        ".helix/languages.toml",
+        ".cargo/config",
+        ".cargo/config.toml",
+        ".husky",
+        ".pre-commit-config.yaml",
+        "lefthook.yml",
+        ".lefthook.yml",
+    ];
+    const WHEN_PRESENT: &[&str] = &[".idea/workspace.xml"];
+    let mut out: Vec<PathBuf> = TOP.iter().map(|p| root.join(p)).collect();
+    out.extend(
+        WHEN_PRESENT
+            .iter()
+            .map(|p| root.join(p))
+            .filter(|p| p.exists()),
+    );
+    if let Ok(entries) = std::fs::read_dir(root) {
+        out.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "code-workspace")),
+        );
+    }
+    if let Some(hooks) = hooks_path(root).filter(|h| h.starts_with(root) && h != root) {
+        out.push(hooks);
+    }
+    out
+}
+
+/// The directory that `core.hooksPath` in the root's own git configuration
+/// names (`.git/config`, or the config of the git directory a `.git` file
+/// points to), resolved as git does: relative to the root, `~/` to the home
+/// directory. Git runs every hook from there.
+pub fn hooks_path(root: &Path) -> Option<PathBuf> {
+    let dotgit = root.join(".git");
+    let dir = if dotgit.is_dir() {
+        dotgit
+    } else {
+        let text = std::fs::read_to_string(&dotgit).ok()?;
+        let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+        let dir = root.join(target);
+        // A worktree's git directory: the config is in the common directory.
+        match std::fs::read_to_string(dir.join("commondir")) {
+            Ok(common) => dir.join(common.trim()),
+            Err(_) => dir,
+        }
+    };
+    let config = std::fs::read_to_string(dir.join("config")).ok()?;
+    let value = config_value(&config, "core", "hookspath")?;
+    let path = match value.strip_prefix("~/") {
+        Some(rest) => PathBuf::from(std::env::var_os("HOME")?).join(rest),
+        None => root.join(value),
+    };
+    Some(normalize(&path))
+}
+
+/// The last value of `key` in `[section]` of a git config file (names are
+/// case-insensitive; a quoted value is unquoted; `#`/`;` comments end it).
+fn config_value(text: &str, section: &str, key: &str) -> Option<String> {
+    let mut current = String::new();
+    let mut found = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix('[') {
+            let name = rest.split([']', ' ', '"']).next().unwrap_or_default();
+            current = name.to_ascii_lowercase();
+            continue;
+        }
+        if current != section {
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
+        if !k.trim().eq_ignore_ascii_case(key) {
+            continue;
+        }
+        let v = v.trim();
+        let v = if let Some(q) = v.strip_prefix('"') {
+            q.split('"').next().unwrap_or_default()
+        } else {
+            v.split(['#', ';']).next().unwrap_or_default().trim()
+        };
+        found = Some(v.to_owned());
+    }
+    found.filter(|v| !v.is_empty())
+}
+
+/// `a/./b/../c` → `a/c`, without touching the disk (the directory may not exist yet).
+fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Whether `path` is a file with other hard links: writing it in place (as an
@@ -160,6 +305,11 @@ mod tests {
             "/proj/.exrc",
             "/proj/.dir-locals.el",
             "/proj/.helix/languages.toml",
+            "/proj/.cargo/config.toml",
+            "/proj/.cargo/config",
+            "/proj/.zed/debug.json",
+            "/proj/.husky/pre-commit",
+            "/proj/.pre-commit-config.yaml",
             "/other/.git/config",
         ] {
             assert!(p.covers(Path::new(path), &roots), "{path}");
@@ -169,12 +319,41 @@ mod tests {
             "/proj/.gitignore",
             "/proj/.github/workflows/ci.yml",
             "/proj/.vscode/extensions.json",
+            "/proj/.cargo/registry/x",
+            "/proj/Makefile",
             "/proj/docs/git/config",
             "/proj",
             "/elsewhere/.git/config",
         ] {
             assert!(!p.covers(Path::new(path), &roots), "{path}");
         }
+    }
+
+    #[test]
+    fn the_hooks_path_directory_is_protected() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[core]\n\tbare = false\n[Core]\n\thooksPath = \"tools/./githooks\" # here\n",
+        )
+        .unwrap();
+        let roots = vec![root.clone()];
+        let p = Protected::default();
+        assert_eq!(hooks_path(&root), Some(root.join("tools/githooks")));
+        assert!(p.covers(&root.join("tools/githooks/pre-commit"), &roots));
+        assert!(!p.covers(&root.join("tools/other.sh"), &roots));
+        let ro = sandbox_read_only(&root);
+        assert!(ro.contains(&root.join("tools/githooks")), "{ro:?}");
+        assert!(ro.contains(&root.join(".cargo/config.toml")), "{ro:?}");
+        // No hooksPath: nothing extra.
+        std::fs::write(root.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+        assert_eq!(hooks_path(&root), None);
+        assert_eq!(
+            config_value("[alias]\nhookspath = x\n", "core", "hookspath"),
+            None
+        );
     }
 
     #[test]

@@ -40,7 +40,7 @@ use crate::llm::{ChatMessage, ToolCallRequest, ToolSpec};
 use crate::tools::sanitize_title;
 
 use crate::agent::engine::model_call::TurnEnv;
-use crate::agent::engine::tool_call::{CallResult, trim_for_model};
+use crate::agent::engine::tool_call::{CallResult, result_limit, trim_to};
 use crate::agent::session::{History, Session};
 
 mod progress;
@@ -278,6 +278,8 @@ async fn run_task(
             }));
     }
     tracing::info!(parent = %parent.id, child = %child_id, ?stop, "subagent ended");
+    let limit = result_limit(env.context_window());
+    let finish = |parent: &Session, id: &str, answer: String| finish(parent, id, answer, limit);
     match outcome {
         Err(e) => fail(
             parent,
@@ -350,7 +352,7 @@ impl Used {
     }
 }
 
-fn finish(parent: &Session, id: &str, answer: String) -> CallResult {
+fn finish(parent: &Session, id: &str, answer: String, limit: usize) -> CallResult {
     parent
         .editor
         .update(&SessionUpdate::ToolCallUpdate(ToolCallUpdate {
@@ -360,8 +362,10 @@ fn finish(parent: &Session, id: &str, answer: String) -> CallResult {
             ..ToolCallUpdate::new(id)
         }));
     CallResult {
-        for_model: trim_for_model(answer),
+        for_model: trim_to(answer, limit),
         cancelled: false,
+        failed: false,
+        halted: false,
         media: Vec::new(),
     }
 }
@@ -378,6 +382,8 @@ fn fail(parent: &Session, id: &str, msg: String) -> CallResult {
     CallResult {
         for_model: format!("Error: {msg}"),
         cancelled: false,
+        failed: true,
+        halted: false,
         media: Vec::new(),
     }
 }
@@ -391,6 +397,8 @@ fn cancelled(parent: &Session, id: &str) -> CallResult {
     CallResult {
         for_model: "Error: the user cancelled this call before it finished.".into(),
         cancelled: true,
+        failed: true,
+        halted: false,
         media: Vec::new(),
     }
 }

@@ -3,7 +3,8 @@
 //! (issue 14, DESIGN §3 "Modes and permissions").
 //!
 //! ```text
-//! acp-coder sandbox-exec [--root DIR]... [--writable DIR]... [--no-network]
+//! acp-coder sandbox-exec [--root DIR]... [--writable DIR]... [--read-only PATH]...
+//!                        [--unreadable PATH]... [--no-network]
 //!                        [--landlock-only | --no-sandbox] [--parent PID] -- PROGRAM [ARG]...
 //! ```
 //!
@@ -13,11 +14,16 @@
 //! 1. arms `PR_SET_PDEATHSIG` and checks that its parent is still the one
 //!    it was started by (`--parent`), and makes itself a process-group leader;
 //! 2. unless `--no-sandbox`: enters a private mount namespace ([`super::mounts`])
-//!    that makes `.git/config`, `.git/hooks/`… read-only, and a PID namespace
+//!    in which everything but the `--root`s is read-only, the `--writable`
+//!    temp directories are its own, `.git/config`, `.git/hooks/` and the
+//!    `--read-only` paths are read-only, the `--unreadable` paths and the
+//!    UNIX sockets of outside processes are covered; and a PID namespace
 //!    whose init (the holder, [`hold_namespaces`]) mounts its own `/proc` and
 //!    takes every process left in it down with the launcher; then restricts itself
 //!    with Landlock ([`super::rules`]): writes only beneath `--root`s,
-//!    `--writable`s and the usual devices, TCP off with `--no-network`;
+//!    `--writable`s and the usual devices, no abstract UNIX socket made
+//!    outside, TCP off with `--no-network`; and with seccomp
+//!    ([`super::seccomp`]): no typing into a terminal (`TIOCSTI`);
 //! 3. starts PROGRAM as its child and stays as a small supervisor: signals
 //!    sent to it alone are passed on, the child's exit status becomes its own
 //!    (a signal death is re-raised), and when its parent dies — even by
@@ -55,6 +61,8 @@ pub const MESSAGE_PREFIX: &str = "acp-coder sandbox:";
 pub(super) struct LaunchArgs {
     pub roots: Vec<PathBuf>,
     pub writable: Vec<PathBuf>,
+    pub read_only: Vec<PathBuf>,
+    pub unreadable: Vec<PathBuf>,
     pub network: bool,
     pub sandbox: bool,
     pub namespace: bool,
@@ -76,6 +84,8 @@ pub(super) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<LaunchAr
         match arg.to_str() {
             Some("--root") => a.roots.push(value("--root")?.into()),
             Some("--writable") => a.writable.push(value("--writable")?.into()),
+            Some("--read-only") => a.read_only.push(value("--read-only")?.into()),
+            Some("--unreadable") => a.unreadable.push(value("--unreadable")?.into()),
             Some("--no-network") => a.network = false,
             Some("--no-sandbox") => a.sandbox = false,
             Some("--landlock-only") => a.namespace = false,
@@ -206,16 +216,45 @@ fn confine(a: &LaunchArgs) -> Result<Vec<PathBuf>, i32> {
         return Ok(absent);
     }
     if a.namespace {
-        absent = super::mounts::enter(&a.roots, !a.network).map_err(|e| fail(&e.to_string()))?;
+        let plan = super::mounts::Plan {
+            roots: &a.roots,
+            temp: &a.writable,
+            read_only: &a.read_only,
+            unreadable: &a.unreadable,
+            network_off: !a.network,
+        };
+        absent = super::mounts::enter(&plan).map_err(|e| fail(&e.to_string()))?;
         // Without a private /proc the command still runs (the probe told the
         // agent, and `doctor` says so); the rest of the sandbox holds.
         hold_namespaces()?;
+        drop_root_overrides();
     }
     let mut writable = a.roots.clone();
     writable.extend(a.writable.iter().cloned());
     let netns = a.namespace && !a.network;
     super::rules::restrict(&writable, a.network, netns).map_err(|e| fail(&e.to_string()))?;
+    super::seccomp::deny_terminal_injection().map_err(|e| fail(&e.to_string()))?;
     Ok(absent)
+}
+
+/// A command the launcher starts as root (the agent runs as root, without
+/// a user namespace) would read the covered paths anyway: a covering
+/// directory or file that no one may read stops everyone but a holder of
+/// `CAP_DAC_OVERRIDE` / `CAP_DAC_READ_SEARCH`. Dropped from the bounding
+/// set, root's command starts without them and meets file modes as any
+/// user does (SECURITY.md §2). Other users' commands have no capabilities.
+fn drop_root_overrides() {
+    /// `linux/capability.h` (the libc crate has no names for them).
+    const CAP_DAC_OVERRIDE: libc::c_ulong = 1;
+    const CAP_DAC_READ_SEARCH: libc::c_ulong = 2;
+    // SAFETY: geteuid and prctl take no pointers.
+    unsafe {
+        if libc::geteuid() == 0 {
+            for cap in [CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH] {
+                libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+            }
+        }
+    }
 }
 
 /// Starts the command; a program that cannot run exits 127 (not found) or
@@ -248,7 +287,7 @@ fn remove_absent(absent: &[PathBuf], stderr: libc::c_int) {
     {
         let gone = std::fs::remove_file(p).or_else(|_| std::fs::remove_dir_all(p));
         let line = format!(
-            "{MESSAGE_PREFIX} the command created {}, which would point git at another configuration: {}\n",
+            "{MESSAGE_PREFIX} the command created {}, which the sandbox keeps read-only (git or an editor would run what it says): {}\n",
             p.display(),
             if gone.is_ok() {
                 "removed it"
@@ -486,6 +525,10 @@ mod tests {
             "/p",
             "--writable",
             "/tmp",
+            "--read-only",
+            "/p/.envrc",
+            "--unreadable",
+            "/h/.ssh",
             "--no-network",
             "--parent",
             "42",
@@ -497,6 +540,8 @@ mod tests {
         .unwrap();
         assert_eq!(a.roots, [PathBuf::from("/p")]);
         assert_eq!(a.writable, [PathBuf::from("/tmp")]);
+        assert_eq!(a.read_only, [PathBuf::from("/p/.envrc")]);
+        assert_eq!(a.unreadable, [PathBuf::from("/h/.ssh")]);
         assert!(!a.network && a.sandbox && a.namespace);
         assert_eq!(a.parent, Some(42));
         assert_eq!(a.program, os(&["sh", "-c", "echo --root"]));

@@ -1,9 +1,10 @@
 //! The Landlock step of the sandbox (the `landlock` crate, best effort up to
 //! [`TARGET_ABI`]): the launcher restricts itself, and so everything it
 //! starts, to writing beneath the given trees and the usual devices; reads
-//! and execution stay allowed everywhere. With the network off, TCP `bind`
-//! and `connect` are denied (ABI ≥ 4) as well as connecting to abstract
-//! UNIX sockets made outside the sandbox (ABI ≥ 6).
+//! and execution stay allowed everywhere. Connecting to abstract UNIX
+//! sockets made outside the sandbox (X11's `@/tmp/.X11-unix/X0`, a D-Bus
+//! bus) is denied (ABI ≥ 6), the network on or off; with it off, TCP
+//! `bind` and `connect` are denied too (ABI ≥ 4).
 use std::path::PathBuf;
 
 use landlock::{
@@ -76,11 +77,10 @@ pub fn restrict(writable: &[PathBuf], network: bool, netns: bool) -> Result<(), 
     let write = AccessFs::from_write(abi);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(write)?;
+        .handle_access(write)?
+        .scope(Scope::AbstractUnixSocket)?;
     if !network {
-        ruleset = ruleset
-            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?
-            .scope(Scope::AbstractUnixSocket)?;
+        ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
     }
     let status = ruleset
         .create()?

@@ -196,6 +196,23 @@ pub fn kill_session(session: &str) {
     }
 }
 
+/// Stops every running job of `session` (a mode that allows no command was
+/// chosen) and returns their commands; the jobs stay listed, so that
+/// `command_output` shows how they ended.
+pub fn stop_running(session: &str) -> Vec<String> {
+    let jobs: Vec<Arc<Job>> = jobs()
+        .get(session)
+        .map(|s| s.jobs.values().cloned().collect())
+        .unwrap_or_default();
+    let mut stopped = Vec::new();
+    for job in jobs.iter().filter(|j| j.running_now()) {
+        tracing::info!(session, handle = %job.handle, "stopping background command");
+        job.stop_now();
+        stopped.push(job.command.clone());
+    }
+    stopped
+}
+
 /// [`kill_session`] for every session (agent exit).
 pub fn kill_all() {
     let sessions: Vec<String> = jobs().keys().cloned().collect();

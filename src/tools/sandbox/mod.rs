@@ -1,9 +1,12 @@
 //! The command sandbox (issue 14; DESIGN §3 "Modes and permissions";
-//! SECURITY.md §1): commands that run without a per-command "allow" from the
-//! user — full-auto, or a remembered "always" prefix — may write only inside
-//! the session roots, the temp directory and the usual devices; `.git/config`
-//! and `.git/hooks/` stay read-only; reads are allowed everywhere; the
-//! network is optional (`sandbox_network` in the config file).
+//! SECURITY.md §1–2): commands that run without a per-command "allow" from
+//! the user — full-auto, or a remembered "always" prefix — may write only
+//! inside the session roots, their own temp directory and the usual devices;
+//! everything else, and the protected paths in the roots (`.git/config`,
+//! hooks, `.envrc`, editor tasks…), is read-only for every kind of write;
+//! the credential stores and the agent's own directories are unreadable; no
+//! UNIX socket of a process outside is reachable; the network is optional
+//! (`sandbox_network` in the config file).
 //!
 //! Everything goes through the agent's own binary in its launcher mode
 //! ([`launcher`], `acp-coder sandbox-exec … -- sh -c CMD`): local commands,
@@ -58,7 +61,7 @@ impl Level {
     pub fn describe(&self) -> String {
         match self {
             Level::Full { abi, own_proc } => format!(
-                "commands run sandboxed: Landlock ABI {abi} (writes only in the project, the temp directory and devices), a private mount namespace (.git/config and .git/hooks read-only) and a PID namespace ({})",
+                "commands run sandboxed: Landlock ABI {abi} (writes only in the project, their own /tmp and devices; no outside abstract socket), a private mount namespace (everything else read-only, .git/config, hooks and other files that tools run read-only, credential stores and the agent's own files unreadable, outside UNIX sockets covered), seccomp (no TIOCSTI) and a PID namespace ({})",
                 if *own_proc {
                     "nothing they start outlives them; they see no other process"
                 } else {
@@ -76,7 +79,36 @@ impl Level {
     }
 }
 
-static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
+/// The agent's own binary, opened when the agent starts: a command that
+/// replaces the file (it may lie inside a writable root) must not turn the
+/// next "sandboxed" command into an unsandboxed one.
+struct Launcher {
+    path: PathBuf,
+    /// The open binary; processes the agent starts itself exec it through
+    /// `/proc/self/fd/N` (close-on-exec: resolved before it closes).
+    file: Option<std::fs::File>,
+    /// Device and inode at start, checked before the editor is given `path`.
+    id: Option<(u64, u64)>,
+}
+
+impl Launcher {
+    /// The program for a process the agent starts itself: the file opened at
+    /// start, whatever is at `path` now.
+    fn own(&self) -> PathBuf {
+        use std::os::fd::AsRawFd as _;
+        match &self.file {
+            Some(f) => PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd())),
+            None => self.path.clone(),
+        }
+    }
+}
+
+fn file_id(m: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt as _;
+    (m.dev(), m.ino())
+}
+
+static LAUNCHER: OnceLock<Launcher> = OnceLock::new();
 static LEVEL: OnceLock<Level> = OnceLock::new();
 
 /// Makes `exe` (the agent's own binary) the launcher. Without this call
@@ -85,7 +117,36 @@ static LEVEL: OnceLock<Level> = OnceLock::new();
 /// runs the launcher as a child process, which at start-up competed with
 /// the agent for the CPU and cost `initialize` about 2 ms (issue 15).
 pub fn init(exe: PathBuf) {
-    let _ = LAUNCHER.set(exe);
+    let file = std::fs::File::open(&exe).ok();
+    let id = file
+        .as_ref()
+        .and_then(|f| f.metadata().ok())
+        .map(|m| file_id(&m));
+    // Without /proc the path is all there is (checked like the editor's).
+    let file = file.filter(|_| Path::new("/proc/self/fd").is_dir());
+    let _ = LAUNCHER.set(Launcher {
+        path: exe,
+        file,
+        id,
+    });
+}
+
+/// Checks that the binary at the launcher's path is still the one the
+/// agent started from, before its path is handed to the editor (which
+/// cannot use the agent's open file). A command that replaced it could
+/// otherwise run the next "sandboxed" command unconfined.
+pub fn launcher_unchanged() -> Result<(), String> {
+    let Some(l) = LAUNCHER.get() else {
+        return Ok(());
+    };
+    let now = std::fs::metadata(&l.path).ok().map(|m| file_id(&m));
+    if l.id.is_some() && now == l.id {
+        return Ok(());
+    }
+    Err(format!(
+        "the agent's binary {} was replaced or removed since the agent started, so its sandbox launcher can no longer be trusted; no command runs through it. Restart the agent (the editor's \"restart agent\", or close and reopen the session's window).",
+        l.path.display()
+    ))
 }
 
 /// Probes the sandbox in the background unless that has begun, so that the
@@ -115,20 +176,32 @@ pub fn level() -> &'static Level {
 }
 
 fn probe() -> Level {
-    let Some(exe) = LAUNCHER.get() else {
+    let Some(exe) = LAUNCHER.get().map(Launcher::own) else {
         return Level::Unavailable {
             why: "the agent runs inside another program, without its launcher".into(),
         };
     };
-    crate::platform::sandbox::probe(exe)
+    crate::platform::sandbox::probe(&exe)
 }
 
-/// How one command is to be confined.
+/// How one command is to be confined: what it may write, what stays
+/// read-only inside that, what it may not read, and the network. The same
+/// for every platform; each one's sandbox enforces it its own way (Linux:
+/// [`launcher`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     /// Writable trees whose `.git` is protected: the session roots (and a
     /// working directory outside them that the user allowed).
     pub roots: Vec<PathBuf>,
+    /// Other writable directories: the temp directories, each the
+    /// command's own (empty at start, gone after it).
+    pub writable: Vec<PathBuf>,
+    /// Protected paths inside the roots (besides git's directory): read-only
+    /// when they exist, kept absent when they do not.
+    pub read_only: Vec<PathBuf>,
+    /// Paths the command may not read at all (credential stores, the
+    /// agent's own directories).
+    pub unreadable: Vec<PathBuf>,
     /// Whether the command may use the network.
     pub network: bool,
 }
@@ -153,8 +226,14 @@ pub fn wrap(
     policy: Option<&Policy>,
     parent: Option<u32>,
 ) -> Option<(PathBuf, Vec<OsString>)> {
-    let exe = LAUNCHER.get()?;
-    crate::platform::sandbox::wrap(exe, level(), program, args, policy, parent)
+    let launcher = LAUNCHER.get()?;
+    // The editor starts terminal commands: it gets the path (checked by
+    // [`launcher_unchanged`]); the agent's own children, the open file.
+    let exe = match parent {
+        Some(_) => launcher.own(),
+        None => launcher.path.clone(),
+    };
+    crate::platform::sandbox::wrap(&exe, level(), program, args, policy, parent)
 }
 
 /// Whether a failed sandboxed command looks like the sandbox stopped it:
@@ -177,13 +256,55 @@ pub fn looks_denied(output: &str) -> bool {
         || output.contains(MESSAGE_PREFIX)
 }
 
-/// A working directory outside `roots` is added as a writable root.
-pub fn policy_for(roots: &[PathBuf], cwd: &Path, network: bool) -> Policy {
+/// The policy of a command that runs unasked in `cwd`: a working directory
+/// outside `roots` is added as a writable root; `unreadable_extra`: the
+/// agent's own directories and the config file's `sandbox_unreadable`.
+pub fn policy_for(
+    roots: &[PathBuf],
+    cwd: &Path,
+    network: bool,
+    unreadable_extra: &[PathBuf],
+) -> Policy {
+    use crate::agent::policy::{protected, unreadable};
     let mut roots = roots.to_vec();
     if !roots.iter().any(|r| cwd.starts_with(r)) {
         roots.push(cwd.to_path_buf());
     }
-    Policy { roots, network }
+    let read_only = roots
+        .iter()
+        .flat_map(|r| protected::sandbox_read_only(r))
+        .collect();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
+    let unreadable = unreadable::unreadable(
+        home.as_deref(),
+        runtime.as_deref(),
+        unreadable_extra,
+        &roots,
+    );
+    Policy {
+        writable: temp_dirs()
+            .into_iter()
+            .filter(|t| !roots.iter().any(|r| t.starts_with(r)))
+            .collect(),
+        roots,
+        read_only,
+        unreadable,
+        network,
+    }
+}
+
+/// When a denied command's output names a path the sandbox hides, what to
+/// tell the model and the user about it: which path, why, how to allow it.
+pub fn unreadable_note(output: &str, policy: &Policy) -> Option<String> {
+    let hit = policy
+        .unreadable
+        .iter()
+        .find(|p| output.contains(&*p.to_string_lossy()))?;
+    Some(format!(
+        "{} is unreadable to sandboxed commands: it holds credentials or the agent's own data. The user can let this command read it by running it once without the sandbox when asked, or by allowing it in ask mode (a command the user allows by itself runs unsandboxed).",
+        hit.display()
+    ))
 }
 
 #[cfg(test)]
@@ -207,9 +328,10 @@ mod tests {
 
     #[test]
     fn outside_cwd_becomes_a_root() {
-        let p = policy_for(&["/p".into()], Path::new("/p/sub"), true);
+        let p = policy_for(&["/p".into()], Path::new("/p/sub"), true, &[]);
         assert_eq!(p.roots, [PathBuf::from("/p")]);
-        let p = policy_for(&["/p".into()], Path::new("/q"), false);
+        assert!(p.read_only.contains(&PathBuf::from("/p/.envrc")));
+        let p = policy_for(&["/p".into()], Path::new("/q"), false, &[]);
         assert_eq!(p.roots, [PathBuf::from("/p"), PathBuf::from("/q")]);
         assert!(!p.network);
     }

@@ -11,13 +11,19 @@ pub struct SpawnOptions {
     pub home: Option<PathBuf>,
     /// Working directory of the agent process.
     pub cwd: Option<PathBuf>,
+    /// The binary to start instead of the one cargo built (a link to it).
+    pub program: Option<PathBuf>,
 }
 
 /// A `Command` for the real `acp-coder` binary with a clean environment:
 /// PATH, HOME = `home`, XDG_{CONFIG,DATA,STATE,CACHE}_HOME under it,
 /// RUST_BACKTRACE=1, RUST_LOG/TMPDIR if set, then `opts.envs`; stdio piped.
 pub fn agent_command(opts: &SpawnOptions, home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_acp-coder"));
+    let program = opts
+        .program
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_acp-coder")));
+    let mut cmd = Command::new(program);
     cmd.args(&opts.args)
         .env_clear()
         .env(

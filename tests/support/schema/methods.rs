@@ -395,7 +395,6 @@ pub(super) mod v120 {
 /// differently (`serverId` + `requestId`) and has no `mcp/connect`.
 pub(super) const UNSTABLE_SCHEMA: &str = include_str!("../schema.unstable.json");
 
-
 /// The validator of one `$defs` entry of [`UNSTABLE_SCHEMA`], cached.
 pub fn unstable_validator(def: &'static str) -> &'static Validator {
     static CACHE: LazyLock<Mutex<HashMap<&'static str, &'static Validator>>> =
