@@ -79,6 +79,7 @@ async fn allow_once_shows_the_diff_and_asks_every_time() {
         json!([
             {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
             {"optionId": "allow-always", "name": "Always allow edits by write_file inside the project (protected files excepted) in this session", "kind": "allow_always"},
+            {"optionId": "allow-project", "name": "Always allow edits by write_file inside the project (protected files excepted), also in later sessions of this project", "kind": "allow_always"},
             {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
             {"optionId": "reject-always", "name": "Always reject edits by write_file inside the project (protected files excepted) in this session", "kind": "reject_always"}
         ])

@@ -70,7 +70,10 @@ pub fn message_id() -> String {
 /// tool descriptions, with the same tools.
 pub fn turn_request<'a>(env: &TurnEnv, session: &Session, history: &'a History) -> ChatRequest<'a> {
     let compact = env.settings.compact_prompt_for(env.context_window());
-    let tools = session
+    // The `task` tool counts in the 128 a request may offer: it takes the
+    // place of the registry's last (MCP) tool when the registry is full.
+    let task = crate::agent::subagent::tool_spec(env, session);
+    let mut tools: Vec<_> = session
         .registry
         .specs()
         .into_iter()
@@ -78,8 +81,11 @@ pub fn turn_request<'a>(env: &TurnEnv, session: &Session, history: &'a History) 
             true => compact_tool_spec(t),
             false => tool_spec(t),
         })
-        .chain(crate::agent::subagent::tool_spec(env, session))
         .collect();
+    if let Some(task) = task {
+        tools.truncate(crate::mcp::MAX_TOOLS - 1);
+        tools.push(task);
+    }
     let mut request = request(env, &history.messages, tools, env.settings.send_reasoning);
     let system = session.system_prompt();
     request.system = Some(match compact {
