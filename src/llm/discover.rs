@@ -88,7 +88,9 @@ pub async fn find(servers: &[(String, String)], budget: Duration) -> Option<Loca
         .next()
 }
 
-fn model_ids(v: &Value) -> Vec<String> {
+/// The model ids of an OpenAI-style `/models` listing (`data`, or Ollama's
+/// `models`; each by `id`, else `name`).
+pub(super) fn model_ids(v: &Value) -> Vec<String> {
     v.get("data")
         .or_else(|| v.get("models"))
         .and_then(Value::as_array)

@@ -255,22 +255,6 @@ impl Model for OpenAiModel {
         if let Ok(mut kept) = self.listing.lock() {
             *kept = Some(v.clone());
         }
-        let list = v
-            .get("data")
-            .or_else(|| v.get("models"))
-            .and_then(Value::as_array);
-        Ok(list
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(|m| {
-                        m.get("id")
-                            .or_else(|| m.get("name"))
-                            .and_then(Value::as_str)
-                    })
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default())
+        Ok(super::discover::model_ids(&v))
     }
 }

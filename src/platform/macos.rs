@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::seatbelt::{self, SANDBOX_EXEC};
-use crate::tools::sandbox::{Level, Policy, temp_dirs};
+use crate::tools::sandbox::{Level, Policy};
 
 pub const SUBCOMMAND: &str = "sandbox-exec";
 pub const MESSAGE_PREFIX: &str = "acp-coder sandbox:";
@@ -26,9 +26,11 @@ pub fn probe_sandbox(_exe: &Path) -> Level {
             why: format!("{SANDBOX_EXEC} is missing"),
         };
     }
-    let dir = std::env::temp_dir();
     let policy = Policy {
-        roots: vec![dir],
+        roots: vec![std::env::temp_dir()],
+        writable: Vec::new(),
+        read_only: Vec::new(),
+        unreadable: Vec::new(),
         network: false,
     };
     let Some((program, args)) = wrap(
@@ -63,7 +65,10 @@ pub fn probe_sandbox(_exe: &Path) -> Level {
 }
 
 /// `sandbox-exec` with the policy's profile; `None` (run directly) when
-/// the command is not to be confined.
+/// the command is not to be confined. The command writes in the roots and
+/// in a temp directory of its own (its `TMPDIR`), not in the shared
+/// `/tmp` or the user's `$TMPDIR`, where other programs keep their sockets
+/// and files.
 pub fn wrap(
     _exe: &Path,
     level: &Level,
@@ -74,39 +79,80 @@ pub fn wrap(
 ) -> Option<(PathBuf, Vec<OsString>)> {
     let p = policy.filter(|_| level.confines())?;
     let real = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+    let tmpdir = own_temp();
     let spec = seatbelt::Spec {
         roots: p.roots.iter().map(real).collect(),
-        writable: temp_dirs().iter().map(real).collect(),
-        deny_read: secret_locations().iter().map(real).collect(),
+        writable: tmpdir.iter().cloned().collect(),
+        deny_read: p.unreadable.iter().map(real).collect(),
+        read_only: p.read_only.iter().map(real).collect(),
         network: p.network,
     };
     let profile = seatbelt::profile(&spec);
-    Some((SANDBOX_EXEC.into(), seatbelt::argv(&profile, program, args)))
+    Some((
+        SANDBOX_EXEC.into(),
+        seatbelt::argv(&profile, tmpdir.as_deref(), program, args),
+    ))
 }
 
-/// Credential stores and the agent's own configuration and state: no
-/// command reads them.
-fn secret_locations() -> Vec<PathBuf> {
-    let mut v = vec![
-        crate::config::config_home().join("acp-coder"),
-        crate::config::state_home().join("acp-coder"),
-    ];
-    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-        for d in [
-            ".ssh",
-            ".aws",
-            ".gnupg",
-            ".kube",
-            ".docker",
-            ".netrc",
-            ".config/gh",
-            ".config/gcloud",
-            "Library/Keychains",
-        ] {
-            v.push(home.join(d));
+/// A fresh, empty temp directory for one command:
+/// `$TMPDIR/acp-coder-<uid>-<pid>/<n>` (macOS's `$TMPDIR` is the user's
+/// own, mode 0700). What agents that are gone left behind is removed when
+/// the first command of this one runs. `None` when it cannot be made: the
+/// command then has no temp directory it may write.
+fn own_temp() -> Option<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static BASE: OnceLock<Option<PathBuf>> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let base = BASE
+        .get_or_init(|| {
+            let tmp = std::fs::canonicalize(std::env::temp_dir()).ok()?;
+            sweep(&tmp, uid);
+            let base = tmp.join(format!("acp-coder-{uid}-{}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&base) {
+                Ok(()) => Some(base),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let m = std::fs::symlink_metadata(&base).ok()?;
+                    (m.is_dir() && m.uid() == uid).then_some(base)
+                }
+                Err(e) => {
+                    tracing::warn!("no temp directory for sandboxed commands: {e}");
+                    None
+                }
+            }
+        })
+        .as_ref()?;
+    let dir = base.join(NEXT.fetch_add(1, Ordering::Relaxed).to_string());
+    std::fs::DirBuilder::new().mode(0o700).create(&dir).ok()?;
+    Some(dir)
+}
+
+/// Removes the command temp directories of this user's agents that are no
+/// longer running.
+fn sweep(tmp: &Path, uid: u32) {
+    let prefix = format!("acp-coder-{uid}-");
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } == -1
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
     }
-    v
 }
 
 pub fn sandbox_fix(level: &Level) -> Option<&'static str> {

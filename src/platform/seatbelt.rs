@@ -4,7 +4,9 @@
 //! executable configuration (`.git/config`, `.git/hooks/`, …) and the
 //! protected files that make editors or shells run commands stay read-only
 //! at any depth in the roots; the secret locations cannot be read at all;
-//! the network (IP sockets) follows `sandbox_network`.
+//! the network (IP sockets) follows `sandbox_network`; UNIX-domain sockets
+//! connect only to sockets beneath the roots and the command's own temp
+//! directory, never to the user's tmux, ssh-agent, Docker or D-Bus.
 //!
 //! A pure function of its input, compiled and unit-tested on every system;
 //! only the macOS build runs it. Paths reach the profile as parameters
@@ -35,6 +37,10 @@ pub struct Spec {
     /// Trees no command may read or write (credential stores, the agent's
     /// own configuration and state).
     pub deny_read: Vec<PathBuf>,
+    /// Protected paths inside the roots that no generic rule names (the
+    /// directory `core.hooksPath` names, `.cargo/config*`): read-only, and
+    /// kept absent when they do not exist.
+    pub read_only: Vec<PathBuf>,
     /// Whether IP networking is allowed.
     pub network: bool,
 }
@@ -117,6 +123,11 @@ pub fn profile(spec: &Spec) -> Profile {
     let mut writable: Vec<String> = spec.roots.iter().map(|p| param("ROOT", p)).collect();
     writable.extend(spec.writable.iter().map(|p| param("WRITABLE", p)));
     let read_only: Vec<String> = spec.roots.iter().map(|r| read_only_regex(r)).collect();
+    let kept: Vec<String> = spec
+        .read_only
+        .iter()
+        .map(|p| param("READ_ONLY", p))
+        .collect();
     if !writable.is_empty() {
         t.push_str("(allow file-write*\n  (require-all\n    (require-any");
         for w in &writable {
@@ -125,6 +136,9 @@ pub fn profile(spec: &Spec) -> Profile {
         t.push(')');
         for re in &read_only {
             let _ = write!(t, "\n    (require-not (regex #\"{re}\"))");
+        }
+        for k in &kept {
+            let _ = write!(t, "\n    (require-not (subpath (param \"{k}\")))");
         }
         for d in &denied {
             let _ = write!(t, "\n    (require-not (subpath (param \"{d}\")))");
@@ -136,24 +150,36 @@ pub fn profile(spec: &Spec) -> Profile {
         let _ = writeln!(t, "  (literal \"{d}\")");
     }
     t.push_str("  (regex #\"^/dev/ttys[0-9]+$\") (regex #\"^/dev/fd/[0-9]+$\"))\n");
+    // UNIX-domain sockets: made and reached beneath the roots and the
+    // command's own temp directory only. A socket elsewhere belongs to a
+    // process outside the sandbox (tmux in /private/tmp, ssh-agent's
+    // launchd socket, Docker, a language server) that would run what it is
+    // told with the user's full rights.
+    t.push_str("(allow system-socket (socket-domain AF_UNIX))\n");
+    if !writable.is_empty() {
+        for (op, side) in [("network-bind", "local"), ("network-outbound", "remote")] {
+            let _ = write!(t, "(allow {op}");
+            for w in &writable {
+                let _ = write!(t, "\n  ({side} unix-socket (subpath (param \"{w}\")))");
+            }
+            t.push_str(")\n");
+        }
+    }
     if spec.network {
         t.push_str(NETWORK);
-    } else {
-        // Local (UNIX-domain) sockets stay allowed, as on Linux.
-        t.push_str(LOCAL_SOCKETS);
     }
     Profile { text: t, params }
 }
 
-/// UNIX-domain sockets (ssh-agent, Docker, name resolution through
-/// mDNSResponder): allowed with the network off, as on Linux.
-const LOCAL_SOCKETS: &str = "(allow system-socket (socket-domain AF_UNIX))
-(allow network-bind (local unix-socket))
-(allow network-outbound (remote unix-socket))
-";
-
-/// `sandbox-exec`'s arguments that run `program args` under `profile`.
-pub fn argv(profile: &Profile, program: &str, args: &[&str]) -> Vec<OsString> {
+/// `sandbox-exec`'s arguments that run `program args` under `profile`,
+/// with `TMPDIR` set to `tmpdir` (the command's own temp directory, the one
+/// temp directory the profile lets it write) when given.
+pub fn argv(
+    profile: &Profile,
+    tmpdir: Option<&Path>,
+    program: &str,
+    args: &[&str],
+) -> Vec<OsString> {
     let mut v: Vec<OsString> = vec!["-p".into(), profile.text.clone().into()];
     for (name, path) in &profile.params {
         let mut d = OsString::from(format!("-D{name}="));
@@ -161,6 +187,12 @@ pub fn argv(profile: &Profile, program: &str, args: &[&str]) -> Vec<OsString> {
         v.push(d);
     }
     v.push("--".into());
+    if let Some(dir) = tmpdir {
+        v.push("/usr/bin/env".into());
+        let mut t = OsString::from("TMPDIR=");
+        t.push(dir.as_os_str());
+        v.push(t);
+    }
     v.push(program.into());
     v.extend(args.iter().map(OsString::from));
     v
@@ -239,8 +271,13 @@ const BASE: &str = r#"(version 1)
   (global-name "com.apple.PowerManagement.control"))
 "#;
 
-/// The network on: IP sockets, name resolution and certificate checks.
-const NETWORK: &str = r#"(allow network-outbound network-inbound network-bind system-socket)
+/// The network on: IP sockets (any address), name resolution through
+/// mDNSResponder, certificate checks. UNIX-domain sockets stay as above.
+const NETWORK: &str = r#"(allow system-socket)
+(allow network-outbound (remote ip "*:*"))
+(allow network-inbound (local ip "*:*"))
+(allow network-bind (local ip "*:*"))
+(allow network-outbound (remote unix-socket (path-literal "/private/var/run/mDNSResponder")))
 (allow mach-lookup
   (global-name "com.apple.bsd.dirhelper")
   (global-name "com.apple.system.opendirectoryd.membership")
@@ -259,8 +296,9 @@ mod tests {
     fn spec(network: bool) -> Spec {
         Spec {
             roots: vec!["/Users/me/proj".into()],
-            writable: vec!["/private/tmp".into()],
+            writable: vec!["/private/var/folders/x/T/acp-coder-501-7/1".into()],
             deny_read: vec!["/Users/me/.ssh".into()],
+            read_only: vec!["/Users/me/proj/.husky".into()],
             network,
         }
     }
@@ -282,7 +320,14 @@ mod tests {
             [
                 ("DENY_READ_0".to_string(), PathBuf::from("/Users/me/.ssh")),
                 ("ROOT_1".to_string(), PathBuf::from("/Users/me/proj")),
-                ("WRITABLE_2".to_string(), PathBuf::from("/private/tmp")),
+                (
+                    "WRITABLE_2".to_string(),
+                    PathBuf::from("/private/var/folders/x/T/acp-coder-501-7/1")
+                ),
+                (
+                    "READ_ONLY_3".to_string(),
+                    PathBuf::from("/Users/me/proj/.husky")
+                ),
             ]
         );
         assert!(p.text.contains("(subpath (param \"ROOT_1\"))"));
@@ -354,21 +399,75 @@ mod tests {
     #[test]
     fn network_follows_the_setting() {
         let on = profile(&spec(true)).text;
-        assert!(on.contains("(allow network-outbound network-inbound"));
+        assert!(on.contains("(allow network-outbound (remote ip \"*:*\"))"));
+        assert!(on.contains("com.apple.networkd"));
         let off = profile(&spec(false)).text;
         assert!(!off.contains("network-inbound") && !off.contains("com.apple.networkd"));
-        assert!(!off.contains("(allow network-outbound)"));
-        assert!(off.contains("(allow network-outbound (remote unix-socket))"));
+        assert!(!off.contains("remote ip") && !off.contains("mDNSResponder"));
+    }
+
+    /// The user's tmux, ssh-agent, Docker or D-Bus socket is a way out of
+    /// any sandbox: with the network on or off, a command reaches UNIX
+    /// sockets beneath the roots and its own temp directory only, and no
+    /// rule allows networking without naming what it allows.
+    #[test]
+    fn unix_sockets_only_beneath_the_roots_and_own_temp() {
+        for network in [false, true] {
+            let t = profile(&spec(network)).text;
+            assert!(
+                t.contains(
+                    "(allow network-outbound\n  (remote unix-socket (subpath (param \"ROOT_1\")))\n  (remote unix-socket (subpath (param \"WRITABLE_2\"))))"
+                ),
+                "{t}"
+            );
+            assert!(!t.contains("(remote unix-socket)"), "{t}");
+            assert!(!t.contains("(local unix-socket)"), "{t}");
+            for bare in ["network-outbound)", "network*", "network-bind)"] {
+                assert!(!t.contains(&format!("(allow {bare}")), "{bare} in {t}");
+            }
+            // Every outbound rule names what it allows.
+            for rule in t.split("(allow network-outbound").skip(1) {
+                let rule = rule.trim_start();
+                assert!(
+                    rule.starts_with("(remote unix-socket (subpath (param")
+                        || rule.starts_with("(remote ip")
+                        || rule.starts_with(
+                            "(remote unix-socket (path-literal \"/private/var/run/mDNSResponder\"))"
+                        ),
+                    "{rule}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn named_protected_paths_stay_read_only() {
+        let p = profile(&spec(false));
+        assert!(p.params.contains(&(
+            "READ_ONLY_3".to_string(),
+            PathBuf::from("/Users/me/proj/.husky")
+        )));
+        assert!(
+            p.text
+                .contains("(require-not (subpath (param \"READ_ONLY_3\")))")
+        );
     }
 
     #[test]
     fn argv_passes_paths_as_parameters() {
         let p = profile(&spec(false));
-        let v = argv(&p, "sh", &["-c", "make test"]);
+        let v = argv(&p, None, "sh", &["-c", "make test"]);
         assert_eq!(v[0], "-p");
         assert!(v.contains(&OsString::from("-DROOT_1=/Users/me/proj")));
         let dash = v.iter().position(|a| a == "--").unwrap();
         assert_eq!(v[dash + 1..], ["sh", "-c", "make test"].map(OsString::from));
+        // The command's own temp directory reaches it as TMPDIR.
+        let v = argv(&p, Some(Path::new("/private/var/t/1")), "sh", &["-c", "x"]);
+        let dash = v.iter().position(|a| a == "--").unwrap();
+        assert_eq!(
+            v[dash + 1..],
+            ["/usr/bin/env", "TMPDIR=/private/var/t/1", "sh", "-c", "x"].map(OsString::from)
+        );
     }
 
     #[test]

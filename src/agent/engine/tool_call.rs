@@ -373,21 +373,7 @@ impl Call<'_> {
 
     /// Reports the call failed with `msg`, which the model reads too.
     fn fail(&self, msg: String) -> CallResult {
-        self.session
-            .editor
-            .update(&SessionUpdate::ToolCallUpdate(ToolCallUpdate {
-                status: Some(ToolCallStatus::Failed),
-                content: Some(vec![ToolCallContent::text(msg.clone())]),
-                raw_output: Some(json!({ "error": msg })),
-                ..ToolCallUpdate::new(&self.id)
-            }));
-        CallResult {
-            for_model: format!("Error: {msg}"),
-            cancelled: false,
-            failed: true,
-            halted: false,
-            media: Vec::new(),
-        }
+        failed(self.session, &self.id, msg)
     }
 
     fn cancelled(&self) -> CallResult {
@@ -485,8 +471,27 @@ fn announce(
     }));
 }
 
+/// Reports call `id` failed with `msg`, which the model reads too.
+pub(crate) fn failed(session: &Session, id: &str, msg: String) -> CallResult {
+    session
+        .editor
+        .update(&SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+            status: Some(ToolCallStatus::Failed),
+            content: Some(vec![ToolCallContent::text(msg.clone())]),
+            raw_output: Some(json!({ "error": msg })),
+            ..ToolCallUpdate::new(id)
+        }));
+    CallResult {
+        for_model: format!("Error: {msg}"),
+        cancelled: false,
+        failed: true,
+        halted: false,
+        media: Vec::new(),
+    }
+}
+
 /// Reports a call stopped by `session/cancel` (v1 has no "cancelled" status).
-fn cancelled(session: &Session, id: &str) -> CallResult {
+pub(crate) fn cancelled(session: &Session, id: &str) -> CallResult {
     session.editor.update(&SessionUpdate::ToolCallUpdate(
         ToolCallUpdate::new(id)
             .status(ToolCallStatus::Failed)

@@ -47,6 +47,16 @@ pub const DEFAULT_UNREADABLE: &[&str] = &[
     ".config/vivaldi",
     "snap/firefox",
     "snap/chromium",
+    // macOS: the login keychain, browser profiles and cookies.
+    "Library/Keychains",
+    "Library/Cookies",
+    "Library/Safari",
+    "Library/Application Support/Google/Chrome",
+    "Library/Application Support/Chromium",
+    "Library/Application Support/Firefox",
+    "Library/Application Support/BraveSoftware",
+    "Library/Application Support/Microsoft Edge",
+    "Library/Application Support/Vivaldi",
 ];
 
 /// The paths to hide from a sandboxed command: the defaults under `home`,

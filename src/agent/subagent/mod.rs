@@ -40,7 +40,9 @@ use crate::llm::{ChatMessage, ToolCallRequest, ToolSpec};
 use crate::tools::sanitize_title;
 
 use crate::agent::engine::model_call::TurnEnv;
-use crate::agent::engine::tool_call::{CallResult, result_limit, trim_to};
+use crate::agent::engine::tool_call::{
+    CallResult, cancelled, failed as fail, result_limit, trim_to,
+};
 use crate::agent::session::{History, Session};
 
 mod progress;
@@ -365,39 +367,6 @@ fn finish(parent: &Session, id: &str, answer: String, limit: usize) -> CallResul
         for_model: trim_to(answer, limit),
         cancelled: false,
         failed: false,
-        halted: false,
-        media: Vec::new(),
-    }
-}
-
-fn fail(parent: &Session, id: &str, msg: String) -> CallResult {
-    parent
-        .editor
-        .update(&SessionUpdate::ToolCallUpdate(ToolCallUpdate {
-            status: Some(ToolCallStatus::Failed),
-            content: Some(vec![ToolCallContent::text(msg.clone())]),
-            raw_output: Some(json!({ "error": msg })),
-            ..ToolCallUpdate::new(id)
-        }));
-    CallResult {
-        for_model: format!("Error: {msg}"),
-        cancelled: false,
-        failed: true,
-        halted: false,
-        media: Vec::new(),
-    }
-}
-
-fn cancelled(parent: &Session, id: &str) -> CallResult {
-    parent.editor.update(&SessionUpdate::ToolCallUpdate(
-        ToolCallUpdate::new(id)
-            .status(ToolCallStatus::Failed)
-            .content(vec![ToolCallContent::text("Cancelled")]),
-    ));
-    CallResult {
-        for_model: "Error: the user cancelled this call before it finished.".into(),
-        cancelled: true,
-        failed: true,
         halted: false,
         media: Vec::new(),
     }
