@@ -239,7 +239,7 @@ pub struct Session {
     store: Option<store::Store>,
     /// Checkpoints for `/undo` and what the tools saw (issue 19).
     /// Shared with its subagents: their changes join the turn's checkpoint.
-    pub tracker: Arc<super::history::changes::Tracker>,
+    pub tracker: Arc<super::history::tracker::Tracker>,
     /// 0 for a session the editor opened; a subagent is one deeper than its parent.
     pub depth: u32,
     /// Subagents of this session's family running at once (`agent::subagent`),
@@ -339,7 +339,7 @@ impl Session {
             used_tool_ids: Mutex::new(init.used_tool_ids),
             tool_seq: AtomicU64::new(0),
             recorder: init.recorder,
-            tracker: Arc::new(super::history::changes::Tracker::new(checkpoints)),
+            tracker: Arc::new(super::history::tracker::Tracker::new(checkpoints)),
             depth: 0,
             subagent_slots: std::sync::OnceLock::new(),
             sampling: init.sampling,
