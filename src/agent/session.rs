@@ -436,6 +436,34 @@ impl Session {
         changed
     }
 
+    /// Sets the model used from the next model call on and records it;
+    /// whether it changed.
+    pub fn store_model(&self, model: &str) -> bool {
+        let changed = {
+            let mut meta = self.meta.lock().unwrap_or_else(|e| e.into_inner());
+            let changed = meta.model.as_deref() != Some(model);
+            meta.model = Some(model.to_owned());
+            changed
+        };
+        if changed {
+            self.record(&Record::Model {
+                model: model.to_owned(),
+            });
+        }
+        changed
+    }
+
+    /// Sets the reasoning effort and records it.
+    pub fn store_effort(&self, effort: &str) {
+        self.meta
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .reasoning_effort = Some(effort.to_owned());
+        self.record(&Record::ReasoningEffort {
+            effort: Some(effort.to_owned()),
+        });
+    }
+
     pub fn meta(&self) -> SessionMeta {
         self.meta.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
