@@ -359,3 +359,53 @@ async fn initial_options_apply_silently_and_survive_load_and_resume() {
     assert_eq!(current(&resumed, "reasoning_effort"), "low");
     editor.assert_no_errors();
 }
+
+/// `session/fork` takes initial values too, on top of what the fork
+/// starts with (the source's choices), and the source keeps its own.
+#[tokio::test]
+async fn a_fork_takes_initial_options_on_top_of_the_source() {
+    let home = tempfile::tempdir().unwrap();
+    write_config(home.path(), CONFIG);
+    let ws = Workspace::new();
+    let model = model_with_two().await;
+    model.push(Reply::text("hello"));
+    let editor = started_in(home.path(), &model).await;
+    let sid = editor.new_session(ws.path()).await;
+    editor
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": sid, "configId": "model", "value": "other-model"}),
+        )
+        .await
+        .unwrap();
+    editor.prompt(&sid, "hi").await;
+    let fork = editor
+        .request(
+            "session/fork",
+            json!({"sessionId": sid, "cwd": ws.path(), "mcpServers": [], "configOptions": [
+                {"configId": "mode", "value": "full-auto"},
+                {"configId": "reasoning_effort", "value": "low"}
+            ]}),
+        )
+        .await
+        .unwrap();
+    let forked = fork["sessionId"].as_str().unwrap();
+    assert_eq!(current(&fork, "mode"), "full-auto");
+    assert_eq!(current(&fork, "model"), "other-model");
+    assert_eq!(current(&fork, "reasoning_effort"), "low");
+    assert!(
+        editor
+            .updates_of_kind(forked, "current_mode_update")
+            .is_empty()
+    );
+    let source = editor
+        .request(
+            "session/options",
+            json!({"cwd": ws.path(), "sessionId": sid}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(current(&source, "mode"), "ask");
+    assert_eq!(current(&source, "model"), "other-model");
+    editor.assert_no_errors();
+}
