@@ -409,3 +409,49 @@ async fn a_fork_takes_initial_options_on_top_of_the_source() {
     assert_eq!(current(&source, "model"), "other-model");
     editor.assert_no_errors();
 }
+
+/// A session another acp-coder process holds (its log has one writer) is
+/// not retitled from here, whether this process has it open read-only or
+/// not at all: the error names the holder, and the title stays.
+#[tokio::test]
+async fn a_session_held_elsewhere_is_not_retitled() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = Workspace::new();
+    let model = FakeModel::with_replies([Reply::text("one")]).await;
+    let holder = started_in(home.path(), &model).await;
+    let sid = holder.new_session(ws.path()).await;
+    holder.prompt(&sid, "kept title").await;
+    let other = started_in(home.path(), &model).await;
+    let refused = other
+        .request(
+            "session/set_title",
+            json!({"sessionId": sid, "title": "Not mine"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        refused.message.contains("another acp-coder process"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        refused.data.as_ref().unwrap()["holderPid"],
+        holder.pid().unwrap()
+    );
+    // Opened read-only here: still refused.
+    other.load_session(&sid, ws.path()).await;
+    let again = other
+        .request(
+            "session/set_title",
+            json!({"sessionId": sid, "title": "Not mine"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        again.message.contains("another acp-coder process"),
+        "{again:?}"
+    );
+    let list = other.request("session/list", json!({})).await.unwrap();
+    assert_eq!(listed_title(&list, &sid), "kept title");
+    other.assert_no_errors();
+    holder.assert_no_errors();
+}
