@@ -163,6 +163,12 @@ pub struct SessionCapabilities {
     /// Unstable `session/fork` (ACP §15, `unstable_session_fork`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fork: Option<super::Empty>,
+    /// Unstable `session/options` and initial `configOptions` on setup requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options: Option<super::Empty>,
+    /// Unstable `session/set_title`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<super::Empty>,
 }
 
 impl SessionCapabilities {
@@ -173,6 +179,8 @@ impl SessionCapabilities {
             && self.close.is_none()
             && self.additional_directories.is_none()
             && self.fork.is_none()
+            && self.options.is_none()
+            && self.title.is_none()
     }
 }
 

@@ -9,6 +9,7 @@ pub mod content;
 pub mod elicitation;
 pub mod initialize;
 pub mod session;
+pub mod session_options;
 pub mod tool_call;
 pub mod unstable_providers;
 pub mod unstable_sessions;
@@ -19,6 +20,7 @@ pub use content::*;
 pub use elicitation::*;
 pub use initialize::*;
 pub use session::*;
+pub use session_options::*;
 pub use tool_call::*;
 pub use unstable_providers::*;
 pub use unstable_sessions::*;
@@ -97,6 +99,10 @@ pub mod method {
     pub const ELICITATION_COMPLETE: &str = "elicitation/complete";
     /// Unstable (`unstable_session_fork`, ACP §15).
     pub const SESSION_FORK: &str = "session/fork";
+    /// Unstable (schema 1.20 `sessionCapabilities.title`).
+    pub const SESSION_SET_TITLE: &str = "session/set_title";
+    /// Unstable (schema 1.20 `sessionCapabilities.options`).
+    pub const SESSION_OPTIONS: &str = "session/options";
     // Unstable (schema.unstable.json): editor-configured providers, MCP over ACP.
     pub const PROVIDERS_LIST: &str = "providers/list";
     pub const PROVIDERS_SET: &str = "providers/set";

@@ -12,6 +12,10 @@ pub struct NewSessionRequest {
     pub mcp_servers: Vec<McpServer>,
     #[serde(default, deserialize_with = "super::lenient_items")]
     pub additional_directories: Vec<String>,
+    /// Initial config option values (unstable `sessionCapabilities.options`),
+    /// read by [`super::initial_config_options`].
+    #[serde(default)]
+    pub config_options: Option<Value>,
     #[serde(rename = "_meta", default, deserialize_with = "super::lenient")]
     pub meta: Meta,
 }
@@ -303,6 +307,10 @@ pub struct LoadSessionRequest {
     /// `session/fork` at a cursor (unstable `unstable_session_cursors`).
     #[serde(default)]
     pub cursor_id: Option<String>,
+    /// Initial config option values (unstable `sessionCapabilities.options`),
+    /// read by [`super::initial_config_options`].
+    #[serde(default)]
+    pub config_options: Option<Value>,
 }
 
 /// Result of `session/load` and `session/resume`.

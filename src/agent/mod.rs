@@ -238,6 +238,8 @@ impl Handler for Agent {
                 EditorRequest::LoadSession(p) => self.load_session(p).await,
                 EditorRequest::ResumeSession(p) => self.resume_session(p).await,
                 EditorRequest::ForkSession(p) => self.fork_session(p).await,
+                EditorRequest::SetTitle(p) => self.set_title(p).await,
+                EditorRequest::SessionOptions(p) => to_raw(&self.options_for(p).await?),
                 EditorRequest::ListSessions(p) => to_raw(&self.list_sessions(p)?),
                 EditorRequest::CloseSession(p) => to_raw(&self.close_session(p)?),
                 EditorRequest::DeleteSession(p) => to_raw(&self.delete_session(p)?),

@@ -3,7 +3,7 @@
 //! Without it nothing is sent, and each caller keeps showing what it showed
 //! before (usually agent text), so a client that did not opt in sees no
 //! change.
-use crate::acp::{Notice, NoticeSeverity, SessionUpdate};
+use crate::acp::{Notice, NoticeSeverity};
 use crate::editor::Editor;
 
 use super::Session;
@@ -16,11 +16,7 @@ pub fn send(session: &Session, notice: Notice) -> bool {
 
 /// [`send`] for code that holds the session's editor only (tools, MCP).
 pub fn send_to(editor: &Editor, notice: Notice) -> bool {
-    if !editor.capabilities().notices() || notice.title.trim().is_empty() {
-        return false;
-    }
-    editor.update(&SessionUpdate::Notice(notice));
-    true
+    editor.notice(notice)
 }
 
 pub fn info(title: impl Into<String>, description: Option<String>) -> Notice {
@@ -66,4 +62,10 @@ pub fn queued(ahead: usize) -> Notice {
                 .into(),
         ),
     )
+}
+
+/// acp-coder found a local model server and uses it, no endpoint being
+/// configured (`Settings::local_server_notice` says which and how to change it).
+pub fn local_model(text: String) -> Notice {
+    info("Using a local model server", Some(text))
 }

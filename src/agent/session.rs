@@ -239,7 +239,7 @@ pub struct Session {
     store: Option<store::Store>,
     /// Checkpoints for `/undo` and what the tools saw (issue 19).
     /// Shared with its subagents: their changes join the turn's checkpoint.
-    pub tracker: Arc<super::history::changes::Tracker>,
+    pub tracker: Arc<super::history::tracker::Tracker>,
     /// 0 for a session the editor opened; a subagent is one deeper than its parent.
     pub depth: u32,
     /// Subagents of this session's family running at once (`agent::subagent`),
@@ -339,7 +339,7 @@ impl Session {
             used_tool_ids: Mutex::new(init.used_tool_ids),
             tool_seq: AtomicU64::new(0),
             recorder: init.recorder,
-            tracker: Arc::new(super::history::changes::Tracker::new(checkpoints)),
+            tracker: Arc::new(super::history::tracker::Tracker::new(checkpoints)),
             depth: 0,
             subagent_slots: std::sync::OnceLock::new(),
             sampling: init.sampling,
@@ -434,6 +434,34 @@ impl Session {
             });
         }
         changed
+    }
+
+    /// Sets the model used from the next model call on and records it;
+    /// whether it changed.
+    pub fn store_model(&self, model: &str) -> bool {
+        let changed = {
+            let mut meta = self.meta.lock().unwrap_or_else(|e| e.into_inner());
+            let changed = meta.model.as_deref() != Some(model);
+            meta.model = Some(model.to_owned());
+            changed
+        };
+        if changed {
+            self.record(&Record::Model {
+                model: model.to_owned(),
+            });
+        }
+        changed
+    }
+
+    /// Sets the reasoning effort and records it.
+    pub fn store_effort(&self, effort: &str) {
+        self.meta
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .reasoning_effort = Some(effort.to_owned());
+        self.record(&Record::ReasoningEffort {
+            effort: Some(effort.to_owned()),
+        });
     }
 
     pub fn meta(&self) -> SessionMeta {

@@ -112,6 +112,17 @@ impl Editor {
         self.caps.terminal
     }
 
+    /// Sends a `notice` update (schema 1.20) if the client shows notices
+    /// (`session.notices`) and it has a title; `false` when nothing was
+    /// sent, so the caller says it the way it did before notices.
+    pub fn notice(&self, notice: crate::acp::Notice) -> bool {
+        if !self.caps.notices() || notice.title.trim().is_empty() {
+            return false;
+        }
+        self.update(&SessionUpdate::Notice(notice));
+        true
+    }
+
     /// Sends one `session/update` for this session.
     pub fn update(&self, update: &SessionUpdate) {
         if let Some(observer) = &self.observer {

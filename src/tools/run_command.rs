@@ -162,6 +162,9 @@ impl Action for Run {
         if !failed(&first) || !sandbox::looks_denied(&first.for_model) {
             return Ok(first);
         }
+        // A client that shows notices learns of the denial as one (others
+        // see it in the question below or the tool's result, as before).
+        ctx.editor.notice(denied_notice(&self.command));
         // Issue 14: the sandbox probably stopped a write (or the network);
         // the user may let this one command run again without it.
         if self.ask_unsandboxed(ctx, policy, &first).await? {
@@ -180,6 +183,19 @@ impl Action for Run {
             "\n\n[The command ran in the sandbox: it may write only inside the project and its own temp directory (.git/config, hooks and other files that tools run on their own are read-only), may not read credential stores or the agent's own files, and reaches no outside UNIX socket; the failure looks like a denied write, read or connection.{note} The user declined to run it without the sandbox: do not retry it in another form; work inside the project or ask the user.]",
         ));
         Ok(first)
+    }
+}
+
+/// The `notice` for a command whose failure looks like a sandbox denial
+/// (`sandbox::looks_denied`).
+fn denied_notice(command: &str) -> crate::acp::Notice {
+    crate::acp::Notice {
+        severity: crate::acp::NoticeSeverity::Warning,
+        title: "The sandbox denied a command's access".into(),
+        description: Some(format!(
+            "{} failed on a denied write, read or connection. It ran in the sandbox, which allows writes only inside the project and its temp directory, no credential stores and, unless allowed, no network.",
+            quote(command)
+        )),
     }
 }
 

@@ -84,7 +84,9 @@ async fn initialize_describes_the_agent() {
             "delete",
             "fork",
             "list",
-            "resume"
+            "options",
+            "resume",
+            "title"
         ],
         "{result}"
     );

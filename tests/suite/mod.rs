@@ -50,6 +50,7 @@ mod sandbox_escape;
 mod secrets;
 mod security;
 mod session_logs;
+mod session_setup;
 mod sessions;
 mod skills;
 mod soak;

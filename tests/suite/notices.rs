@@ -118,3 +118,147 @@ async fn without_the_opt_ins_nothing_new_is_sent() {
         assert!(t.contains("retrying") && t.contains("Compacting"), "{t}");
     }
 }
+
+/// The frames the agent wrote after the response to `id` and before the
+/// response to `barrier` (a later request: everything the first one sent
+/// after its response is queued before the barrier's answer).
+fn between(editor: &FakeEditor, id: &str, barrier: &str) -> Vec<Value> {
+    let messages = editor.messages();
+    let answered = |want: &str| {
+        messages
+            .iter()
+            .position(|m| m.get("method").is_none() && m["id"] == want)
+            .unwrap_or_else(|| panic!("no response to {want}"))
+    };
+    messages[answered(id) + 1..answered(barrier)].to_vec()
+}
+
+fn update_kinds(frames: &[Value]) -> Vec<String> {
+    frames
+        .iter()
+        .map(|m| {
+            m["params"]["update"]["sessionUpdate"]
+                .as_str()
+                .unwrap_or_else(|| panic!("not a session/update: {m}"))
+                .to_owned()
+        })
+        .collect()
+}
+
+/// A local model server found without configuration (no endpoint set): the
+/// `session/new` response's `_meta` says so as before; a client that shows
+/// notices also gets it as an info notice, strictly after the response. A
+/// strict client (no opt-in) gets nothing but the commands after it.
+#[tokio::test]
+async fn a_found_local_model_is_a_notice_after_the_response_only_with_the_opt_in() {
+    use crate::support::SpawnOptions;
+    let model = FakeModel::start().await;
+    model.set_models(&["qwen2.5-coder-1.5b-instruct"]);
+    let servers = format!("Fake Ollama={}", model.base_url());
+    for opt_in in [true, false] {
+        let ws = Workspace::new();
+        let editor = FakeEditor::spawn_with(SpawnOptions {
+            envs: vec![("ACP_CODER_LOCAL_SERVERS".into(), servers.clone())],
+            ..SpawnOptions::default()
+        });
+        let session = if opt_in {
+            json!({"notices": {}})
+        } else {
+            Value::Null
+        };
+        editor.initialize(caps(session)).await;
+        let new = editor
+            .request_with_id(
+                "new",
+                "session/new",
+                json!({"cwd": ws.path(), "mcpServers": []}),
+            )
+            .await
+            .unwrap();
+        let sid = new["sessionId"].as_str().unwrap().to_owned();
+        let meta = new["_meta"]["acp-coder"]["notice"].as_str().unwrap();
+        assert!(meta.contains("Fake Ollama"), "{new}");
+        editor
+            .request_with_id("barrier", "session/list", json!({}))
+            .await
+            .unwrap();
+        let after = between(&editor, "new", "barrier");
+        let kinds = update_kinds(&after);
+        if opt_in {
+            assert_eq!(kinds, ["available_commands_update", "notice"], "{after:#?}");
+            let notice = &after[1]["params"]["update"];
+            assert_eq!(notice["severity"], "info");
+            assert_eq!(notice["title"], "Using a local model server");
+            assert_eq!(notice["description"], meta);
+        } else {
+            assert_eq!(kinds, ["available_commands_update"], "{after:#?}");
+        }
+        // Before the response: nothing for the session (it was unknown).
+        let messages = editor.messages();
+        let answered = messages
+            .iter()
+            .position(|m| m.get("method").is_none() && m["id"] == "new")
+            .unwrap();
+        assert!(
+            messages[..answered]
+                .iter()
+                .all(|m| m["params"]["sessionId"] != sid.as_str())
+        );
+        // Only the first session says it.
+        let again = editor.new_session_full(ws.path()).await;
+        assert!(again.get("_meta").is_none(), "{again}");
+        assert!(
+            editor
+                .updates_of_kind(again["sessionId"].as_str().unwrap(), "notice")
+                .is_empty()
+        );
+        editor.assert_no_errors();
+    }
+}
+
+/// A strict client (nothing opted in): outside its turns it gets the
+/// commands after `session/new` and nothing else, also after a turn that
+/// retried the model and queued a prompt (both notices with the opt-in).
+#[tokio::test]
+async fn a_strict_client_gets_nothing_outside_a_turn_but_the_commands() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let editor = spawn(&model, &[]);
+    editor.initialize(crate::support::no_capabilities()).await;
+    let new = editor
+        .request_with_id(
+            "new",
+            "session/new",
+            json!({"cwd": ws.path(), "mcpServers": []}),
+        )
+        .await
+        .unwrap();
+    let sid = new["sessionId"].as_str().unwrap().to_owned();
+    editor
+        .request_with_id("barrier-1", "session/list", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        update_kinds(&between(&editor, "new", "barrier-1")),
+        ["available_commands_update"]
+    );
+    model.push(Reply::error(500, "busy"));
+    model.push(Reply::text("answer"));
+    let turn = editor
+        .request_with_id(
+            "turn",
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(turn["stopReason"], "end_turn");
+    editor
+        .request_with_id("barrier-2", "session/list", json!({}))
+        .await
+        .unwrap();
+    let after = between(&editor, "turn", "barrier-2");
+    assert!(after.is_empty(), "after the turn: {after:#?}");
+    assert!(editor.updates_of_kind(&sid, "notice").is_empty());
+    editor.assert_no_errors();
+}

@@ -56,13 +56,23 @@ fn names_in(dir: &Path) -> Vec<String> {
 /// A full-auto session whose HOME is `home` (so that `cd` and `~` lead
 /// there), with `config` as the config file.
 async fn full_auto(via: Via, ws: Workspace, home: &Path, config: &str) -> Harness {
-    let config_home = tempfile::tempdir_in(crate::support::outside_temp_base()).unwrap();
-    write_config(config_home.path(), config);
-    let xdg = config_home.path().join(".config");
     let caps = match via {
         Via::Editor => full_capabilities(),
         Via::Local => no_capabilities(),
     };
+    full_auto_for(caps, ws, home, config).await
+}
+
+/// [`full_auto`] for a client with these capabilities.
+async fn full_auto_for(
+    caps: serde_json::Value,
+    ws: Workspace,
+    home: &Path,
+    config: &str,
+) -> Harness {
+    let config_home = tempfile::tempdir_in(crate::support::outside_temp_base()).unwrap();
+    write_config(config_home.path(), config);
+    let xdg = config_home.path().join(".config");
     let env = vec![
         ("HOME".to_owned(), home.display().to_string()),
         ("XDG_CONFIG_HOME".to_owned(), xdg.display().to_string()),
@@ -422,6 +432,44 @@ async fn a_denied_command_runs_again_unsandboxed_when_the_user_allows() {
         "{r}"
     );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
+    // No notice for a client that did not opt in.
+    assert!(h.editor.updates_of_kind(&h.sid, "notice").is_empty());
+}
+
+/// With `session.notices`, a command the sandbox denied is also a warning
+/// notice (the question and the result stay as they were).
+#[tokio::test]
+async fn a_denied_command_is_a_notice_for_a_client_that_shows_them() {
+    if !landlock() {
+        return;
+    }
+    let out = outside();
+    let target = out.path().join("denied.txt");
+    let mut caps = no_capabilities();
+    caps["session"] = json!({"notices": {}});
+    let h = full_auto_for(caps, Workspace::new(), out.path(), "").await;
+    h.editor.push_permission(PermissionDecision::RejectOnce);
+    let r = h
+        .run_tool(
+            "w",
+            "run_command",
+            json!({"command": format!("echo x > {}", target.display())}),
+        )
+        .await;
+    assert!(r.contains("declined to run it without the sandbox"), "{r}");
+    assert!(!target.exists());
+    let notices = h.editor.updates_of_kind(&h.sid, "notice");
+    assert_eq!(notices.len(), 1, "{notices:#?}");
+    assert_eq!(notices[0]["severity"], "warning");
+    assert_eq!(notices[0]["title"], "The sandbox denied a command's access");
+    let description = notices[0]["description"].as_str().unwrap();
+    assert!(description.contains("denied.txt"), "{description}");
+    // A command that fails otherwise is no notice.
+    let r = h
+        .run_tool("f", "run_command", json!({"command": "exit 3"}))
+        .await;
+    assert!(r.contains("Exit code: 3"), "{r}");
+    assert_eq!(h.editor.updates_of_kind(&h.sid, "notice").len(), 1);
 }
 
 /// An outside review read an MCP server's token from `/proc/PID/environ`

@@ -27,6 +27,7 @@ impl Agent {
         req: LoadSessionRequest,
     ) -> Result<Reply, RpcError> {
         absolute_dir("params.cwd", &req.cwd)?;
+        let initial = super::config::initial_options(req.config_options.as_ref())?;
         self.usable_settings()?;
         let mut records = self.read_records(&req.session_id)?;
         // A fork at a cursor: the records before it (ACP: an unknown cursor
@@ -96,6 +97,7 @@ impl Agent {
                 "files restored for a fork at a cursor"
             );
         }
+        self.apply_initial_options(&session, &initial).await;
         self.answer_new(id, session).await
     }
 }

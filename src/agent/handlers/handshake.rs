@@ -13,7 +13,6 @@ use crate::rpc::RpcError;
 use crate::agent::Agent;
 use crate::agent::policy::options::{self, MODE, MODEL, REASONING_EFFORT};
 use crate::agent::session::Session;
-use crate::agent::store::Record;
 use crate::config::Mode;
 
 pub(in crate::agent) const AUTH_METHOD_ID: &str = "openai-api-key";
@@ -56,6 +55,8 @@ impl Agent {
                     close: present(),
                     additional_directories: present(),
                     fork: present(),
+                    options: present(),
+                    title: present(),
                 },
                 // Unstable `providers/*` (agent/providers.rs).
                 providers: present(),
@@ -187,14 +188,7 @@ impl Agent {
                 if req.config_id == MODEL {
                     self.apply_model(&session, value).await;
                 } else {
-                    session
-                        .meta
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .reasoning_effort = Some(value.to_owned());
-                    session.record(&Record::ReasoningEffort {
-                        effort: Some(value.to_owned()),
-                    });
+                    session.store_effort(value);
                     self.send_options(&session).await;
                 }
             }
@@ -245,17 +239,8 @@ impl Agent {
 
     /// Switches the session's model (used from the next model call on).
     pub(in crate::agent) async fn apply_model(&self, session: &Session, model: &str) {
-        let changed = {
-            let mut meta = session.meta.lock().unwrap_or_else(|e| e.into_inner());
-            let changed = meta.model.as_deref() != Some(model);
-            meta.model = Some(model.to_owned());
-            changed
-        };
-        if changed {
+        if session.store_model(model) {
             tracing::info!(session = %session.id, model, "model changed");
-            session.record(&Record::Model {
-                model: model.to_owned(),
-            });
         }
         self.send_options(session).await;
     }

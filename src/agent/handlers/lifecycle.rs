@@ -1,31 +1,28 @@
-//! Session lifecycle handlers (ACP §5.1, §5.3, §5.4): new, load, resume,
-//! list, close, delete.
+//! Opening sessions (ACP §5.1, §5.3, §5.4): new, load and resume (fork,
+//! in `fork.rs`, ends here too). Listing, closing, deleting and retitling
+//! stored sessions are in `stored.rs`; what a session is built with in
+//! `setup.rs`; config options before and at setup in `config.rs`.
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::acp::{
-    AvailableCommandsUpdate, Empty, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, SessionInfo,
-    SessionInfoUpdate, SessionRef, SessionUpdate,
+    LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse,
+    SessionInfoUpdate, SessionUpdate,
 };
 use crate::config::Settings;
 use crate::editor::Editor;
 use crate::llm::ChatMessage;
 use crate::rpc::{Reply, RpcError};
-use crate::skills::Shelf;
-use crate::tools::paths::canonicalize_lenient;
-use crate::tools::{Registry, SkillTools};
 
+use super::config::initial_options;
+use super::setup::{find_skills, protected_for, send_commands, tools_for, watch_commands};
+use crate::agent::Agent;
 use crate::agent::policy::options;
 use crate::agent::session::{Recorder, Session, SessionInit, SessionMeta};
 use crate::agent::store::restore::{Restored, restore};
 use crate::agent::store::{self, StoreError, Summary};
-use crate::agent::{Agent, policy::commands};
 use crate::config::Mode;
-
-/// Sessions per `session/list` page.
-const PAGE: usize = 50;
 
 /// Where a session works: its cwd, additional directories and MCP servers.
 type Place = (PathBuf, Vec<PathBuf>, Vec<McpServer>);
@@ -76,6 +73,7 @@ impl Agent {
     ) -> Result<Reply, RpcError> {
         let cwd = existing_dir("params.cwd", &req.cwd)?;
         let additional = additional_dirs(&req.additional_directories)?;
+        let initial = initial_options(req.config_options.as_ref())?;
         for (i, dir) in additional.iter().enumerate() {
             existing_dir(
                 &format!("params.additionalDirectories[{i}]"),
@@ -116,6 +114,7 @@ impl Agent {
         let place = (cwd, additional, req.mcp_servers);
         let opening = Opening::fresh(&id, place, settings.default_mode, meta, Some(log));
         let session = self.open(opening, &settings).await;
+        self.apply_initial_options(&session, &initial).await;
         tracing::info!(session = %id, "session created");
         let reply = self.answer_new(id, session).await;
         unborn.born = true;
@@ -129,14 +128,28 @@ impl Agent {
         session_id: String,
         session: Arc<Session>,
     ) -> Result<Reply, RpcError> {
+        let notice = crate::llm::discover::first_session_notice(&self.settings());
         let response = NewSessionResponse {
             session_id,
             modes: Mode::state(session.mode()),
             config_options: self.session_options(&session).await,
-            meta: crate::llm::discover::first_session_notice(&self.settings())
+            meta: notice
+                .as_ref()
                 .map(|notice| serde_json::json!({"acp-coder": {"notice": notice}})),
         };
-        self.reply_then_commands(&response, session)
+        let mut reply = self.reply_then_commands(&response, session.clone())?;
+        // A client that shows notices also gets it as one, after the
+        // response (the session is unknown to it before).
+        if let Some(text) = notice {
+            let then = reply.after.take();
+            reply.after = Some(Box::new(move || {
+                if let Some(then) = then {
+                    then();
+                }
+                crate::agent::notices::send(&session, crate::agent::notices::local_model(text));
+            }));
+        }
+        Ok(reply)
     }
 
     /// A stored session's records; a missing one is `unknown session`, an
@@ -174,7 +187,9 @@ impl Agent {
         req: LoadSessionRequest,
         replay: bool,
     ) -> Result<Reply, RpcError> {
+        let initial = initial_options(req.config_options.as_ref())?;
         let (session, restored) = self.restore_session(req).await?;
+        self.apply_initial_options(&session, &initial).await;
         if replay {
             for update in &restored.replay {
                 session.editor.replay(update);
@@ -356,201 +371,6 @@ impl Agent {
         }));
         Ok(reply)
     }
-
-    /// `session/list` (ACP §5.4): newest first, optionally only one cwd.
-    pub(in crate::agent) fn list_sessions(
-        &self,
-        req: ListSessionsRequest,
-    ) -> Result<ListSessionsResponse, RpcError> {
-        let offset = match req.cursor.as_deref() {
-            None | Some("") => 0,
-            Some(c) => decode_cursor(c).ok_or_else(|| {
-                RpcError::invalid_params(format!(
-                    "params.cursor: {c:?} is not a cursor this agent issued"
-                ))
-            })?,
-        };
-        let filter = req
-            .cwd
-            .as_deref()
-            .map(|c| canonicalize_lenient(Path::new(c)));
-        let unborn = self
-            .unborn
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let mut all: Vec<Summary> = self
-            .store
-            .list()
-            .into_iter()
-            .filter(|s| !unborn.contains(&s.session_id))
-            .filter(|s| {
-                filter
-                    .as_ref()
-                    .is_none_or(|f| canonicalize_lenient(Path::new(&s.cwd)) == *f)
-            })
-            .collect();
-        all.sort_by(|a, b| {
-            b.updated_at
-                .cmp(&a.updated_at)
-                .then_with(|| a.session_id.cmp(&b.session_id))
-        });
-        let next = (offset + PAGE < all.len()).then(|| encode_cursor(offset + PAGE));
-        let sessions = all
-            .into_iter()
-            .skip(offset)
-            .take(PAGE)
-            .map(|s| SessionInfo {
-                session_id: s.session_id,
-                cwd: s.cwd,
-                additional_directories: s.additional_directories,
-                title: s.title,
-                updated_at: Some(s.updated_at),
-            })
-            .collect();
-        Ok(ListSessionsResponse {
-            sessions,
-            next_cursor: next,
-        })
-    }
-
-    /// `session/close` (ACP §5.4): cancels a running turn and frees the session.
-    pub(in crate::agent) fn close_session(&self, req: SessionRef) -> Result<Empty, RpcError> {
-        let session = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&req.session_id);
-        match session {
-            Some(s) => {
-                s.cancel_all();
-                s.registry.shutdown();
-                crate::tools::process::background::kill_session(&s.id);
-                tracing::info!(session = %req.session_id, "session closed");
-                Ok(Empty::default())
-            }
-            None => Err(unknown_session(&req.session_id)),
-        }
-    }
-
-    /// `session/delete` (ACP §5.4): forgets a session; unknown ids succeed silently.
-    pub(in crate::agent) fn delete_session(&self, req: SessionRef) -> Result<Empty, RpcError> {
-        if let Some(s) = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&req.session_id)
-        {
-            s.cancel_all();
-        }
-        crate::tools::process::background::kill_session(&req.session_id);
-        self.store.delete(&req.session_id).map_err(|e| match e {
-            StoreError::Locked { .. } => locked(&req.session_id, &e),
-            e => RpcError::internal(format!(
-                "could not delete session {:?}: {e}",
-                req.session_id
-            )),
-        })?;
-        tracing::info!(session = %req.session_id, "session deleted");
-        Ok(Empty::default())
-    }
-}
-
-/// Sends the session's commands (ACP §7 `available_commands_update`):
-/// built-ins, prompt files, then its skills.
-pub(in crate::agent) fn send_commands(session: &Session) {
-    let available = commands::to_acp(&session_commands(session));
-    session
-        .editor
-        .update(&SessionUpdate::AvailableCommandsUpdate(
-            AvailableCommandsUpdate {
-                available_commands: available,
-            },
-        ));
-}
-
-/// Every command the session offers now.
-pub(in crate::agent) fn session_commands(session: &Session) -> Vec<commands::Command> {
-    let config_dir = crate::config::config_home().join("acp-coder");
-    let list = commands::with_skills(
-        commands::available(&session.cwd, &config_dir),
-        &session.skills.get(),
-    );
-    commands::with_sources(list, session.registry.source_commands())
-}
-
-/// Sends the commands again whenever a tool source's change (an MCP server
-/// got ready or stopped, or sent `prompts/list_changed`).
-fn watch_commands(session: &Arc<Session>) {
-    let Ok(rt) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    for mut rx in session.registry.commands_changed() {
-        let weak = Arc::downgrade(session);
-        rt.spawn(async move {
-            while rx.changed().await.is_ok() {
-                match weak.upgrade() {
-                    Some(s) => send_commands(&s),
-                    None => return,
-                }
-            }
-        });
-    }
-}
-
-/// The skills of a session rooted at `cwd` (issue 21), read off the runtime's
-/// workers (a few small files, but file-system work all the same).
-async fn find_skills(cwd: &Path, additional: &[PathBuf]) -> Shelf {
-    let places = crate::skills::places_for_session(cwd, additional);
-    match tokio::task::spawn_blocking(move || crate::skills::discover(&places)).await {
-        Ok(catalog) => Shelf::new(catalog),
-        Err(e) => {
-            tracing::warn!(error = %e, "skills not read");
-            Shelf::default()
-        }
-    }
-}
-
-/// The built-in tools, `load_skill` while there are skills, and the tools of
-/// the session's MCP servers (the editor's and the configured ones, started
-/// concurrently within a bounded time).
-async fn tools_for(
-    servers: &[crate::acp::McpServer],
-    settings: &crate::config::Settings,
-    cwd: &Path,
-    additional: &[PathBuf],
-    editor: &Editor,
-    skills: &Shelf,
-    hooks: &crate::mcp::Hooks,
-) -> Registry {
-    // The editor's MCP env values and headers are secrets from now on.
-    for server in servers {
-        let pairs = match server {
-            crate::acp::McpServer::Http(h) | crate::acp::McpServer::Sse(h) => &h.headers,
-            crate::acp::McpServer::Stdio(s) | crate::acp::McpServer::StdioUntagged(s) => &s.env,
-            crate::acp::McpServer::Acp(_) => continue,
-        };
-        for p in pairs {
-            crate::secrets::learn_named(&p.name, &p.value);
-        }
-    }
-    let mut registry = Registry::builtin();
-    // `ask_user` exists only where the editor can show its form (issue 17).
-    if editor.can_elicit_form() {
-        registry.add(Arc::new(crate::tools::AskUser));
-    }
-    registry.add_source(Arc::new(SkillTools::new(skills.clone())));
-    crate::mcp::attach(
-        &mut registry,
-        servers,
-        settings,
-        cwd,
-        additional,
-        editor,
-        hooks,
-    )
-    .await;
-    registry
 }
 
 /// A `session/new` still being answered. Dropped before it is (`$/cancel_request`
@@ -643,25 +463,6 @@ pub(in crate::agent) fn read_only_note(holder: &Option<u32>) -> String {
     )
 }
 
-/// A session held by another process (its log has one writer): the error
-/// names the session and the holder's pid.
-fn locked(id: &str, e: &StoreError) -> RpcError {
-    let pid = match e {
-        StoreError::Locked { pid, .. } => *pid,
-        _ => None,
-    };
-    RpcError::new(crate::rpc::codes::INTERNAL_ERROR, e.to_string())
-        .with_data(serde_json::json!({ "sessionId": id, "holderPid": pid }))
-}
-
-fn encode_cursor(offset: usize) -> String {
-    format!("o{offset:x}")
-}
-
-fn decode_cursor(c: &str) -> Option<usize> {
-    usize::from_str_radix(c.strip_prefix('o')?, 16).ok()
-}
-
 pub(in crate::agent) fn absolute_dir(field: &str, path: &str) -> Result<PathBuf, RpcError> {
     let p = Path::new(path);
     if !p.is_absolute() {
@@ -688,18 +489,9 @@ fn existing_dir(field: &str, path: &str) -> Result<PathBuf, RpcError> {
     }
 }
 
-fn additional_dirs(dirs: &[String]) -> Result<Vec<PathBuf>, RpcError> {
+pub(in crate::agent) fn additional_dirs(dirs: &[String]) -> Result<Vec<PathBuf>, RpcError> {
     dirs.iter()
         .enumerate()
         .map(|(i, d)| absolute_dir(&format!("params.additionalDirectories[{i}]"), d))
         .collect()
-}
-
-/// The protected paths of a new session: the built-in list plus the config's
-/// (checked when the config was loaded).
-fn protected_for(settings: &crate::config::Settings) -> crate::agent::policy::protected::Protected {
-    crate::agent::policy::protected::Protected::new(&settings.protected_paths).unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "protected_paths: using the built-in list only");
-        crate::agent::policy::protected::Protected::default()
-    })
 }

@@ -35,7 +35,7 @@ impl Agent {
         if turn.ahead > 0 {
             crate::agent::notices::send(&session, crate::agent::notices::queued(turn.ahead));
         }
-        self.set_title(&session, &req.prompt).await;
+        self.title_from_prompt(&session, &req.prompt).await;
         tracing::info!(session = %session.id, prompt = %crate::agent::engine::model_text::summary(&req.prompt, 80), "turn start");
         session.registry.turn_started();
         let before = tokens_used(&session).await;
@@ -109,7 +109,7 @@ impl Agent {
         (name, args): (&str, &str),
         token: &tokio_util::sync::CancellationToken,
     ) -> Result<Option<StopReason>, RpcError> {
-        let available = crate::agent::handlers::lifecycle::session_commands(session);
+        let available = crate::agent::handlers::setup::session_commands(session);
         // Not a command: the model gets the text as typed.
         let Some(action) = commands::resolve(&available, name, args) else {
             return Ok(None);
@@ -233,7 +233,7 @@ impl Agent {
     }
 
     /// Gives a session its title from its first prompt (ACP `session_info_update`).
-    async fn set_title(&self, session: &Arc<Session>, prompt: &[ContentBlock]) {
+    async fn title_from_prompt(&self, session: &Arc<Session>, prompt: &[ContentBlock]) {
         let title = {
             let mut meta = session.meta.lock().unwrap_or_else(|e| e.into_inner());
             if meta.title.is_some() {
@@ -396,7 +396,7 @@ impl Agent {
                 if let Err(e) = tokio::task::spawn_blocking(move || s.reload_skills()).await {
                     tracing::warn!(error = %e, "skills not reloaded");
                 }
-                crate::agent::handlers::lifecycle::send_commands(session);
+                crate::agent::handlers::setup::send_commands(session);
                 let catalog = session.skills.get();
                 let mut text = format!(
                     "Skills reloaded: {} found{}.",

@@ -7,8 +7,9 @@ use serde_json::value::RawValue;
 
 use crate::acp::{
     AuthenticateRequest, DisableProviderRequest, InitializeRequest, ListSessionsRequest,
-    LoadSessionRequest, MessageMcp, NewSessionRequest, PromptRequest, SessionRef,
-    SetConfigOptionRequest, SetModeRequest, SetProviderRequest, SteeringRequest, method,
+    LoadSessionRequest, MessageMcp, NewSessionRequest, PromptRequest, SessionOptionsRequest,
+    SessionRef, SetConfigOptionRequest, SetModeRequest, SetProviderRequest, SetSessionTitleRequest,
+    SteeringRequest, method,
 };
 use crate::rpc::{RpcError, decode_params};
 
@@ -27,6 +28,10 @@ pub enum EditorRequest {
     ResumeSession(LoadSessionRequest),
     /// Unstable `session/fork`.
     ForkSession(LoadSessionRequest),
+    /// Unstable `session/set_title`.
+    SetTitle(SetSessionTitleRequest),
+    /// Unstable `session/options`.
+    SessionOptions(SessionOptionsRequest),
     ListSessions(ListSessionsRequest),
     CloseSession(SessionRef),
     DeleteSession(SessionRef),
@@ -61,6 +66,8 @@ impl EditorRequest {
             method::SESSION_LOAD => Self::LoadSession(decode_params(p)?),
             method::SESSION_RESUME => Self::ResumeSession(decode_params(p)?),
             method::SESSION_FORK => Self::ForkSession(decode_params(p)?),
+            method::SESSION_SET_TITLE => Self::SetTitle(decode_params(p)?),
+            method::SESSION_OPTIONS => Self::SessionOptions(decode_params(p)?),
             method::SESSION_LIST => Self::ListSessions(decode_params(p)?),
             method::SESSION_CLOSE => Self::CloseSession(decode_params(p)?),
             method::SESSION_DELETE => Self::DeleteSession(decode_params(p)?),

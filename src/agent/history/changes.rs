@@ -25,26 +25,21 @@
 //! was reached, not text, too many files to track.
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::editor::{Editor, FileError};
 use crate::llm::{ChatMessage, UserPart};
 use crate::tools::snapshot::{Change, Changes, Mark, Stamp, Watch};
 use crate::tools::{Access, ToolOutput};
 
-use super::checkpoint::{Before, Checkpoints};
+use super::checkpoint::Before;
+use super::tracker::{
+    COPY_MAX_FILE, COPY_MAX_TIME, COPY_MAX_TOTAL, Copies, CopyCache, Seen, Unkept,
+};
 use crate::agent::session::Session;
 
 /// Most changed files listed in one result.
 const LIST_LIMIT: usize = 50;
-
-/// Largest file whose content is kept before a command.
-pub const COPY_MAX_FILE: u64 = 1024 * 1024;
-/// Most content kept before a command, in all.
-pub const COPY_MAX_TOTAL: u64 = 32 * 1024 * 1024;
-/// Longest time spent reading files to keep before one command (reused
-/// copies cost no reading).
-pub const COPY_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How much [`keep_copies`] may keep and read.
 #[derive(Debug, Clone, Copy)]
@@ -59,106 +54,6 @@ const BOUNDS: Bounds = Bounds {
     total: COPY_MAX_TOTAL,
     time: COPY_MAX_TIME,
 };
-
-/// Why a file's content before a command was not kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unkept {
-    TooBig(u64),
-    Limit,
-    NotText,
-    TooManyFiles,
-}
-
-impl Unkept {
-    fn why(self) -> String {
-        match self {
-            Unkept::TooBig(size) => format!(
-                "it held {} KiB, more than the {} KiB kept per file",
-                size.div_ceil(1024),
-                COPY_MAX_FILE >> 10
-            ),
-            Unkept::Limit => format!(
-                "the copies kept before the command had reached their limit ({} MiB, {} s)",
-                COPY_MAX_TOTAL >> 20,
-                COPY_MAX_TIME.as_secs()
-            ),
-            Unkept::NotText => "it is not a text file".into(),
-            Unkept::TooManyFiles => format!(
-                "the project has more than {} files, more than are tracked",
-                crate::tools::snapshot::MAX_ENTRIES
-            ),
-        }
-    }
-}
-
-/// Contents of the files a command may change, kept before it.
-#[derive(Default)]
-struct Copies {
-    texts: HashMap<PathBuf, Arc<str>>,
-    unkept: HashMap<PathBuf, Unkept>,
-    /// The list of files was cut short: a file not in it has no copy.
-    truncated: bool,
-}
-
-type CopyCache = HashMap<PathBuf, (Stamp, Arc<str>)>;
-
-/// How the model last saw a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Seen {
-    Read,
-    Written,
-    WrittenViaEditor,
-}
-
-/// A session's checkpoints and what its tool calls saw.
-pub struct Tracker {
-    pub checkpoints: Checkpoints,
-    seen: Mutex<HashMap<PathBuf, Seen>>,
-    /// Per background handle: where its changes are measured from, and the
-    /// contents kept then.
-    background: Mutex<HashMap<String, (Mark, Copies)>>,
-    /// Started at the first command, for the roots it was started with
-    /// (`/add-dir` changes them: the next command starts a new watch).
-    watch: Mutex<Option<(Vec<PathBuf>, Arc<Watch>)>>,
-    /// The last copies kept, with the stamp they were read at.
-    copies: Arc<Mutex<CopyCache>>,
-    /// Held for a whole prompt turn (and by `/undo`): checkpoints follow the
-    /// history, and queued turns wait here.
-    pub gate: tokio::sync::Mutex<()>,
-}
-
-impl Tracker {
-    pub fn new(dir: Option<PathBuf>) -> Self {
-        Tracker {
-            checkpoints: Checkpoints::new(dir),
-            seen: Mutex::new(HashMap::new()),
-            background: Mutex::new(HashMap::new()),
-            watch: Mutex::new(None),
-            copies: Arc::default(),
-            gate: tokio::sync::Mutex::new(()),
-        }
-    }
-
-    /// Whether the model read or wrote `path` (or was shown it) in this session.
-    pub fn has_seen(&self, path: &Path) -> bool {
-        self.seen().contains_key(path)
-    }
-
-    /// The model was shown `path`'s content (an editing tool's answer).
-    pub fn mark_shown(&self, path: &Path) {
-        self.seen().entry(path.to_path_buf()).or_insert(Seen::Read);
-    }
-
-    fn seen(&self) -> MutexGuard<'_, HashMap<PathBuf, Seen>> {
-        self.seen.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn background(&self) -> MutexGuard<'_, HashMap<String, (Mark, Copies)>> {
-        self.background
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-}
 
 /// The content now of `files` (see the module docs for the bounds and the
 /// order), those in `seen` first; `cache` holds the last copies. Blocking.

@@ -4,4 +4,5 @@
 pub mod changes;
 pub mod checkpoint;
 pub mod cursors;
+pub mod tracker;
 pub mod undo;
