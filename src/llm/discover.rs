@@ -25,6 +25,19 @@ pub const SERVERS_ENV: &str = "ACP_CODER_LOCAL_SERVERS";
 /// The whole probe takes at most this long.
 pub const BUDGET: Duration = Duration::from_millis(100);
 
+/// Replaces [`BUDGET`] (milliseconds): tests on a loaded machine give the
+/// servers they start the time to answer, so that no result depends on
+/// how busy the machine is.
+pub const BUDGET_ENV: &str = "ACP_CODER_LOCAL_PROBE_MS";
+
+/// [`BUDGET`], or what [`BUDGET_ENV`] says.
+fn budget(env: &dyn Fn(&str) -> Option<String>) -> Duration {
+    env(BUDGET_ENV)
+        .and_then(|v| v.trim().parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(BUDGET)
+}
+
 /// A server that answered with at least one model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalServer {
@@ -114,7 +127,7 @@ pub async fn use_local_server(settings: &mut Settings, env: &dyn Fn(&str) -> Opt
     if !settings.may_use_local_server() {
         return;
     }
-    let Some(found) = find(&servers(env), BUDGET).await else {
+    let Some(found) = find(&servers(env), budget(env)).await else {
         tracing::debug!("no local model server found");
         return;
     };

@@ -262,6 +262,7 @@ async fn a_local_server_is_found_without_configuration() {
 
     let run = super::cli_common::CliEnv::new()
         .env("ACP_CODER_LOCAL_SERVERS", &servers)
+        .env("ACP_CODER_LOCAL_PROBE_MS", "20000")
         .run(&["doctor"])
         .await;
     run.assert_stdout_has(&format!(
@@ -272,7 +273,10 @@ async fn a_local_server_is_found_without_configuration() {
 
     let ws = Workspace::new();
     let editor = FakeEditor::spawn_with(SpawnOptions {
-        envs: vec![("ACP_CODER_LOCAL_SERVERS".into(), servers)],
+        envs: vec![
+            ("ACP_CODER_LOCAL_SERVERS".into(), servers),
+            ("ACP_CODER_LOCAL_PROBE_MS".into(), "20000".into()),
+        ],
         ..SpawnOptions::default()
     });
     editor.initialize(full_capabilities()).await;

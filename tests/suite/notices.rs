@@ -158,7 +158,10 @@ async fn a_found_local_model_is_a_notice_after_the_response_only_with_the_opt_in
     for opt_in in [true, false] {
         let ws = Workspace::new();
         let editor = FakeEditor::spawn_with(SpawnOptions {
-            envs: vec![("ACP_CODER_LOCAL_SERVERS".into(), servers.clone())],
+            envs: vec![
+                ("ACP_CODER_LOCAL_SERVERS".into(), servers.clone()),
+                ("ACP_CODER_LOCAL_PROBE_MS".into(), "20000".into()),
+            ],
             ..SpawnOptions::default()
         });
         let session = if opt_in {
