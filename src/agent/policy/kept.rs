@@ -171,11 +171,11 @@ fn read(path: &Path, root: &Path) -> Vec<Grant> {
 
 /// Replaces the file atomically (a private temporary file, then rename).
 fn write(path: &Path, root: &Path, rules: &[Grant]) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use crate::platform::fs::OwnerOnly as _;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::DirBuilder::new()
         .recursive(true)
-        .mode(0o700)
+        .owner_only()
         .create(dir)?;
     let file = KeptFile {
         root: root.display().to_string(),
@@ -188,7 +188,7 @@ fn write(path: &Path, root: &Path, rules: &[Grant]) -> std::io::Result<()> {
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(0o600)
+        .owner_only()
         .open(&tmp)
         .and_then(|mut f| {
             f.write_all(&bytes)?;
@@ -267,6 +267,7 @@ fn render(kept: &Kept) -> String {
 mod tests {
     use super::*;
 
+    #[cfg(unix)] // file modes and FIFOs are Unix's
     #[test]
     fn kept_rules_are_private_survive_reopening_and_revoke() {
         use std::os::unix::fs::PermissionsExt;

@@ -54,7 +54,7 @@ fn a_full_disk_loses_nothing_once_it_has_room_again() {
     std::fs::create_dir_all(store.dir()).unwrap();
     let path = store.dir().join("s2.jsonl");
     // Every write to /dev/full fails with ENOSPC.
-    std::os::unix::fs::symlink("/dev/full", &path).unwrap();
+    crate::platform::fs::symlink("/dev/full", &path).unwrap();
     let log = store.open("s2");
     let title = |t: &str| Record::Title { title: t.into() };
     assert!(log.append(&title("one")).is_err());
@@ -65,6 +65,7 @@ fn a_full_disk_loses_nothing_once_it_has_room_again() {
     assert_eq!(titles, vec![title("one"), title("two"), title("three")]);
 }
 
+#[cfg(unix)] // file modes and FIFOs are Unix's
 #[test]
 fn sessions_are_private() {
     use std::os::unix::fs::PermissionsExt;
