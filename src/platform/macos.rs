@@ -31,6 +31,9 @@ pub fn probe_sandbox(_exe: &Path) -> Level {
     let dir = std::env::temp_dir();
     let policy = Policy {
         roots: vec![dir],
+        writable: Vec::new(),
+        read_only: Vec::new(),
+        unreadable: Vec::new(),
         network: false,
     };
     let Some((program, args)) = wrap(

@@ -2,7 +2,8 @@
 //! small interface per concern; each system's side is one file
 //! ([`linux`](self) `linux.rs` with the sandbox's launcher, mounts and
 //! Landlock rules beside it in `linux/`, `macos.rs`, `windows.rs`; what
-//! Linux and macOS share as Unix is in `unix.rs`). Nothing outside this module names a target system.
+//! Linux and macOS share as Unix is in `unix.rs`). Nothing outside this
+//! module names a target system.
 //!
 //! - **Command sandbox** ([`sandbox`]): probe what confines commands here,
 //!   wrap a command line so that it runs confined by a
@@ -12,11 +13,10 @@
 //!   (`/usr/bin/sandbox-exec`, profile from [`seatbelt`]); Windows: none,
 //!   and it says so.
 //! - **Process tree** ([`process`]): the shell that runs a command line,
-//!   and finding a program the way the system's shell would
-//!   ([`win`]'s `PATHEXT` resolution on Windows).
-//! - **Process tree** also: starting a command in a tree of its own and
-//!   ending the whole tree (Unix process groups, Windows Job Objects),
-//!   peeking at a leader's exit, decoding exit statuses.
+//!   finding a program the way the system's shell would ([`win`]'s
+//!   `PATHEXT` resolution on Windows), starting a command in a tree of its
+//!   own and ending the whole tree (Unix process groups, Windows Job
+//!   Objects), peeking at a leader's exit, decoding exit statuses.
 //! - **Files** ([`fs`]): owner-only files and folders, executable bits,
 //!   file identities and link counts, opening without following a link.
 //! - **Standard streams** ([`stdio`]), the **terminal** ([`term`], echo

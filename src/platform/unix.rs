@@ -292,3 +292,75 @@ pub async fn terminated() {
         _ = int.recv() => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::fs::OwnerOnly as _;
+
+    #[test]
+    fn owner_only_files_and_folders_get_0600_and_0700() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("a/b");
+        DirBuilder::new()
+            .recursive(true)
+            .owner_only()
+            .create(&sub)
+            .unwrap();
+        let f = sub.join("f");
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .owner_only()
+            .open(&f)
+            .unwrap();
+        let m = |p: &Path| mode(&std::fs::metadata(p).unwrap()).unwrap() & 0o777;
+        assert_eq!((m(&sub), m(&f)), (0o700, 0o600));
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        restrict_file(&file).unwrap();
+        assert_eq!(m(&f), 0o600);
+    }
+
+    #[test]
+    fn ids_links_and_programs() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        std::fs::write(&a, "x").unwrap();
+        let file = File::open(&a).unwrap();
+        assert_eq!(file_id(&file).unwrap(), path_id(&a).unwrap());
+        assert_eq!(link_count(&a), Some(1));
+        std::fs::hard_link(&a, dir.path().join("b")).unwrap();
+        assert_eq!(link_count(&a), Some(2));
+        symlink(Path::new("a"), &dir.path().join("l")).unwrap();
+        assert_eq!(
+            link_count(&dir.path().join("l")),
+            None,
+            "a link is not followed"
+        );
+        // A plain file is found by the launcher's check, not as a program.
+        let path = dir.path().as_os_str();
+        assert!(find_program("a", path, dir.path(), false).is_some());
+        assert!(find_program("a", path, dir.path(), true).is_none());
+        std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(find_program("a", path, dir.path(), true), Some(a.clone()));
+        assert_eq!(
+            find_program("./a", OsStr::new(""), dir.path(), true),
+            Some(dir.path().join("./a"))
+        );
+        assert!(is_beneath(&a, dir.path()) && !is_beneath(dir.path(), &a));
+    }
+
+    #[test]
+    fn exits_and_signals_are_named() {
+        use std::os::unix::process::ExitStatusExt as _;
+        assert_eq!(exit_of(ExitStatus::from_raw(3 << 8)), Some(Exit::Code(3)));
+        assert_eq!(
+            exit_of(ExitStatus::from_raw(libc::SIGKILL)),
+            Some(Exit::Signal(libc::SIGKILL))
+        );
+        assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
+        assert!(!is_foreign_tree(0) && !is_foreign_tree(1));
+        // SAFETY: getpgrp has no preconditions.
+        assert!(!is_foreign_tree(unsafe { libc::getpgrp() }));
+    }
+}
