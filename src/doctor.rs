@@ -429,18 +429,7 @@ pub fn mcp_checks(config_path: &Path) -> Vec<Check> {
 /// Where `cmd` would be run from: itself if it has a slash, else the first
 /// executable match on PATH.
 pub fn find_command(cmd: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if cmd.contains('/') {
-        let p = PathBuf::from(cmd);
-        return executable(&p).then_some(p);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(cmd))
-        .find(|p| executable(p))
+    crate::platform::process::find(cmd)
 }
 
 fn log_check(log_file: Option<&Path>) -> Check {

@@ -502,14 +502,14 @@ pub fn apply_changes(old: &str, changes: &[Change]) -> Result<String, String> {
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
+    use crate::platform::fs::OwnerOnly as _;
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::DirBuilder::new()
         .recursive(true)
-        .mode(0o700)
+        .owner_only()
         .create(dir)?;
     let tmp = dir.join(format!(".config.toml.{}.tmp", fastrand::u64(..)));
     crate::mcp::oauth::replace_private(&tmp, path, bytes)

@@ -110,12 +110,7 @@ pub struct Tty {
 
 impl Tty {
     pub fn open() -> Option<Tty> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/tty")
-            .ok()?;
-        let writer = file.try_clone().ok()?;
+        let (file, writer) = crate::platform::term::open()?;
         Some(Tty {
             reader: BufReader::new(file),
             writer,
@@ -151,28 +146,11 @@ impl Tty {
 
     /// Like [`Tty::ask`] with echo off (for secrets); the answer is never shown.
     pub fn ask_hidden(&mut self, question: &str) -> Option<String> {
-        use std::os::fd::AsRawFd;
-        let fd = self.reader.get_ref().as_raw_fd();
-        // SAFETY: plain termios calls on a file descriptor we own; `old` is
-        // fully initialised by tcgetattr before it is read.
-        let old = unsafe {
-            let mut t: libc::termios = std::mem::zeroed();
-            if libc::tcgetattr(fd, &mut t) != 0 {
-                None
-            } else {
-                let mut quiet = t;
-                quiet.c_lflag &= !libc::ECHO;
-                quiet.c_lflag |= libc::ECHONL;
-                libc::tcsetattr(fd, libc::TCSANOW, &quiet);
-                Some(t)
-            }
-        };
+        let quiet = crate::platform::term::echo_off(self.reader.get_ref());
         let answer = self.ask(question);
-        if let Some(t) = old {
-            // SAFETY: restores the settings read above on the same descriptor.
-            unsafe {
-                libc::tcsetattr(fd, libc::TCSANOW, &t);
-            }
+        if quiet.is_some() {
+            drop(quiet);
+            self.write(crate::platform::term::AFTER_HIDDEN);
         }
         answer
     }

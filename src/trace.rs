@@ -55,7 +55,7 @@ impl TraceFile {
     /// `secrets` are literal values never to be written (shorter than 4
     /// characters are ignored).
     pub fn create(path: &Path, secrets: Vec<String>) -> Result<TraceFile, TraceError> {
-        use std::os::unix::fs::OpenOptionsExt;
+        use crate::platform::fs::OwnerOnly as _;
         let open_err = |source| TraceError::Open {
             path: path.to_owned(),
             source,
@@ -66,7 +66,7 @@ impl TraceFile {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .mode(0o600)
+            .owner_only()
             .open(path)
             .map_err(open_err)?;
         let (tx, rx) = mpsc::channel();
@@ -407,8 +407,8 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 100);
         assert!(!text.contains("secret-value"));
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
+        if let Some(mode) = crate::platform::fs::mode(&std::fs::metadata(&path).unwrap()) {
+            assert_eq!(mode & 0o777, 0o600);
+        }
     }
 }

@@ -23,9 +23,14 @@ fn spawn_server(env: &AgentEnv, port: u16) -> Child {
 }
 
 fn stop(mut child: Child) {
-    // SIGTERM: the server's orderly shutdown.
+    // SIGTERM: the server's orderly shutdown (Windows has none to send).
+    #[cfg(unix)]
     // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM)
+    };
+    #[cfg(not(unix))]
+    let _ = child.kill();
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(5) {
         if let Ok(Some(_)) = child.try_wait() {

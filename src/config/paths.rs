@@ -21,8 +21,11 @@ pub fn is_local_endpoint(base_url: &str) -> bool {
     }
 }
 
+/// The user's home: `HOME`, else (Windows) `USERPROFILE`.
 fn home_with(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    env("HOME")
+    crate::platform::fs::HOME_VARS
+        .iter()
+        .find_map(|v| env(v))
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/"))
 }

@@ -336,6 +336,7 @@ mod tests {
 
     /// An outside review's `read_file /dev/zero` grew the agent by 1.5 GB a
     /// second; a FIFO blocked; a huge file would have been read whole.
+    #[cfg(unix)] // file modes and FIFOs are Unix's
     #[tokio::test]
     async fn devices_fifos_and_huge_files_are_not_read() {
         let r = read_local(Path::new("/dev/zero")).await;
@@ -358,6 +359,7 @@ mod tests {
         assert!(status.contains("Pid:"));
     }
 
+    #[cfg(unix)] // file modes and FIFOs are Unix's
     #[tokio::test]
     async fn local_round_trip_keeps_permissions() {
         use std::os::unix::fs::PermissionsExt;
@@ -431,7 +433,7 @@ mod tests {
         let outside = base.join("outside");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&outside).unwrap();
-        std::os::unix::fs::symlink(&outside, root.join("sub")).unwrap();
+        crate::platform::fs::symlink(&outside, root.join("sub")).unwrap();
         let roots = [root.clone()];
         let r = write_local(&roots, &root.join("sub/f.txt"), "x").await;
         assert!(matches!(r, Err(FileError::Moved { .. })), "{r:?}");
@@ -439,7 +441,7 @@ mod tests {
         assert!(check_no_link(&root.join("sub/f.txt")).is_err());
         // A link as the file itself is replaced, not written through.
         std::fs::write(outside.join("target"), "keep").unwrap();
-        std::os::unix::fs::symlink(outside.join("target"), root.join("l.txt")).unwrap();
+        crate::platform::fs::symlink(outside.join("target"), root.join("l.txt")).unwrap();
         write_local(&roots, &root.join("l.txt"), "new")
             .await
             .unwrap();

@@ -75,7 +75,7 @@ fn open_log_file(path: &std::path::Path) -> anyhow::Result<std::fs::File> {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .mode(0o600)
+        .owner_only()
         .open(path)
         .with_context(|| format!("cannot open log file {}", path.display()))
 }
@@ -86,7 +86,7 @@ fn daily_log() -> Option<tracing_appender::rolling::RollingFileAppender> {
     let dir = config::state_home().join("acp-coder").join("logs");
     let appender = std::fs::DirBuilder::new()
         .recursive(true)
-        .mode(0o700)
+        .owner_only()
         .create(&dir)
         .map_err(anyhow::Error::from)
         .and_then(|()| {
@@ -126,4 +126,4 @@ fn log_writer<W: std::io::Write + Send + 'static>(
         .finish(acp_coder::secrets::Writer(w))
 }
 
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use acp_coder::platform::fs::OwnerOnly as _;

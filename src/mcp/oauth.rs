@@ -166,14 +166,14 @@ fn learn(file: &TokenFile) {
 /// Writes `bytes` to `path` atomically, readable by the owner only: a new
 /// file created 0600 next to it, then renamed over it; the folder is 0700.
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
+    use crate::platform::fs::OwnerOnly as _;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::DirBuilder::new()
         .recursive(true)
-        .mode(0o700)
+        .owner_only()
         .create(dir)?;
     // A folder made earlier (or by someone else) with wider rights is narrowed.
-    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+    crate::platform::fs::restrict_dir(dir)?;
     let tmp = dir.join(format!(
         ".{}.{}.{:08x}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("token"),
@@ -187,15 +187,15 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// link: `create_new`) and renames it over `path`; `tmp` is removed on
 /// failure. Shared with `login.rs` (the config file holding API keys).
 pub(crate) fn replace_private(tmp: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use crate::platform::fs::OwnerOnly as _;
     use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let result = (|| {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0o600)
+            .owner_only()
             .open(tmp)?;
-        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        crate::platform::fs::restrict_file(&f)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(tmp, path)
@@ -284,8 +284,6 @@ pub fn sign_out(server: &str, url: Option<&str>, data_dir: &Path, status: &AuthS
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::PermissionsExt;
-
     use super::*;
 
     fn credentials(access: &str) -> StoredCredentials {
@@ -301,19 +299,17 @@ mod tests {
 
     #[tokio::test]
     async fn tokens_are_stored_0600_one_file_per_url_and_redacted() {
+        let mode =
+            |p: &Path| crate::platform::fs::mode(&std::fs::metadata(p).unwrap()).map(|m| m & 0o777);
         let dir = tempfile::tempdir().unwrap();
         let a = TokenStore::for_server(dir.path(), "http://127.0.0.1:9/mcp");
         let b = TokenStore::for_server(dir.path(), "http://127.0.0.1:9/other");
         assert_ne!(a.path(), b.path());
         assert!(a.load().await.unwrap().is_none());
         a.save(credentials("tok-aaaaaaaaaaaaaaaa")).await.unwrap();
-        let mode = std::fs::metadata(a.path()).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-        let dir_mode = std::fs::metadata(a.path().parent().unwrap())
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(dir_mode & 0o777, 0o700);
+        if let (Some(file), Some(dir)) = (mode(a.path()), mode(a.path().parent().unwrap())) {
+            assert_eq!((file, dir), (0o600, 0o700));
+        }
         assert!(!b.exists());
         let loaded = a.load().await.unwrap().unwrap();
         assert_eq!(loaded.client_id, "client-1");
@@ -332,6 +328,8 @@ mod tests {
         assert!(a.load().await.unwrap().is_none());
     }
 
+    /// Modes are Unix's; the link itself is made on every system.
+    #[cfg(unix)]
     #[tokio::test]
     async fn a_planted_symlink_is_replaced_not_followed() {
         use std::os::unix::fs::PermissionsExt;
@@ -345,7 +343,7 @@ mod tests {
             std::fs::Permissions::from_mode(0o777),
         )
         .unwrap();
-        std::os::unix::fs::symlink(&victim, a.path()).unwrap();
+        crate::platform::fs::symlink(&victim, a.path()).unwrap();
         a.save(credentials("tok-bbbbbbbbbbbbbbbb")).await.unwrap();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
         let meta = std::fs::symlink_metadata(a.path()).unwrap();

@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
-use crate::tools::process::{kill_group, register_group, signal_name, unregister_group};
+use crate::tools::process::{Signal, kill_group, register_group, signal_name, unregister_group};
 
 use super::McpError;
 
@@ -56,7 +56,7 @@ pub fn spawn(
         .map_err(spawn_error)?
         .spawn()
         .map_err(spawn_error)?;
-    let pid = child.id().map_or(0, |p| p as i32);
+    let pid = crate::platform::process::adopt(&child).unwrap_or(0);
     register_group(pid);
     // Its lines reach rmcp through a copier that fails a request at once
     // when its answer is over the line limit (`stdio_lines`).
@@ -101,11 +101,11 @@ fn server_command(
             c
         }
     };
+    crate::platform::process::new_tree(&mut cmd);
     cmd.current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
     for k in secret_env {
         cmd.env_remove(k);
@@ -159,39 +159,25 @@ fn launched(
 ) -> Option<std::io::Result<(std::path::PathBuf, Vec<std::ffi::OsString>)>> {
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let wrapped = crate::tools::sandbox::wrap(command, &argv, None, Some(std::process::id()))?;
-    let found = if command.contains('/') {
-        cwd.join(command).is_file()
-    } else {
-        let path = env
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| std::ffi::OsString::from(v))
-            .or_else(|| std::env::var_os("PATH"))
-            .unwrap_or_default();
-        std::env::split_paths(&path).any(|d| cwd.join(d).join(command).is_file())
-    };
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| std::ffi::OsString::from(v))
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    let found = crate::platform::process::findable(command, &path, cwd);
     Some(if found {
         Ok(wrapped)
     } else {
-        Err(std::io::Error::from_raw_os_error(libc::ENOENT))
+        Err(crate::platform::process::not_found())
     })
 }
 
-/// Whether the group leader has exited (left as a zombie: `WNOWAIT`), so its
-/// pid, which is the group id, cannot be recycled before we reap it.
+/// Whether the group leader has exited (left unreaped), so its pid, which
+/// is the group id, cannot be recycled before we reap it.
 fn leader_exited(pid: i32) -> bool {
-    // SAFETY: waitid with a zeroed siginfo and WNOWAIT only inspects our own child.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let r = libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        );
-        r == 0 && info.si_pid() != 0
-    }
+    crate::platform::process::peek_exit(pid).is_some()
 }
 
 impl StdioChild {
@@ -230,13 +216,13 @@ impl StdioChild {
                 .unwrap_or_else(|| "stopped".into());
         };
         if !leader_exited(self.pid) {
-            kill_group(self.pid, libc::SIGTERM);
+            kill_group(self.pid, Signal::Terminate);
             let deadline = tokio::time::Instant::now() + TERM_GRACE;
             while !leader_exited(self.pid) && tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
-        kill_group(self.pid, libc::SIGKILL);
+        kill_group(self.pid, Signal::Kill);
         unregister_group(self.pid);
         let how = match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
             Ok(Ok(status)) => describe(status),
@@ -268,17 +254,17 @@ impl Drop for StdioChild {
             Err(_) => true,
         };
         if live {
-            kill_group(self.pid, libc::SIGKILL);
+            kill_group(self.pid, Signal::Kill);
             unregister_group(self.pid);
         }
     }
 }
 
 fn describe(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => format!("exit status {c}"),
-        (None, Some(s)) => format!("killed by {}", signal_name(s)),
-        _ => "ended".into(),
+    use crate::platform::process::{Exit, exit_of};
+    match exit_of(status) {
+        Some(Exit::Code(c)) => format!("exit status {c}"),
+        Some(Exit::Signal(s)) => format!("killed by {}", signal_name(s)),
+        None => "ended".into(),
     }
 }

@@ -15,6 +15,8 @@ pub use launcher::{MESSAGE_PREFIX, SUBCOMMAND};
 
 use crate::tools::sandbox::{Level, Policy};
 
+pub use super::unix::*;
+
 pub const SANDBOX_AVAILABLE: bool = true;
 pub const SHELL: (&str, &[&str]) = ("sh", &["-c"]);
 pub const WATCH_BACKEND: &str = "inotify";
@@ -129,6 +131,26 @@ pub fn protect_memory() -> std::io::Result<&'static str> {
     } else {
         Err(std::io::Error::last_os_error())
     }
+}
+
+/// A `waitid` status: the exit code, or the signal that killed the child.
+pub fn decode_siginfo(info: &libc::siginfo_t) -> Option<super::process::Exit> {
+    use super::process::Exit;
+    // SAFETY: a SIGCHLD siginfo from waitid.
+    let value = unsafe { info.si_status() };
+    match info.si_code {
+        libc::CLD_EXITED => Some(Exit::Code(value)),
+        libc::CLD_KILLED | libc::CLD_DUMPED => Some(Exit::Signal(value)),
+        _ => None,
+    }
+}
+
+/// `/proc/self/fd/N`: the open file itself, whatever is at its path now.
+pub fn open_file_path(file: &std::fs::File) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd as _;
+    Path::new("/proc/self/fd")
+        .is_dir()
+        .then(|| PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())))
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@ use crate::tools::sandbox::{Level, Policy};
 
 pub const SUBCOMMAND: &str = "sandbox-exec";
 pub const MESSAGE_PREFIX: &str = "acp-coder sandbox:";
+pub use super::unix::*;
+
 pub const SANDBOX_AVAILABLE: bool = true;
 pub const SHELL: (&str, &[&str]) = ("sh", &["-c"]);
 pub const WATCH_BACKEND: &str = "FSEvents";
@@ -177,4 +179,15 @@ pub fn protect_memory() -> std::io::Result<&'static str> {
     } else {
         Err(std::io::Error::last_os_error())
     }
+}
+
+/// macOS's `waitid` does not say how the child ended: the status is read
+/// when it is reaped instead.
+pub fn decode_siginfo(_info: &libc::siginfo_t) -> Option<super::process::Exit> {
+    None
+}
+
+/// No `/proc` here: the launcher is run by its path.
+pub fn open_file_path(_file: &std::fs::File) -> Option<PathBuf> {
+    None
 }

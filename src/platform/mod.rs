@@ -1,8 +1,9 @@
 //! Everything that differs between Linux, macOS and Windows, behind one
 //! small interface per concern; each system's side is one file
 //! ([`linux`](self) `linux.rs` with the sandbox's launcher, mounts and
-//! Landlock rules beside it in `linux/`, `macos.rs`, `windows.rs`). Nothing
-//! outside this module names a target system.
+//! Landlock rules beside it in `linux/`, `macos.rs`, `windows.rs`; what
+//! Linux and macOS share as Unix is in `unix.rs`). Nothing outside this
+//! module names a target system.
 //!
 //! - **Command sandbox** ([`sandbox`]): probe what confines commands here,
 //!   wrap a command line so that it runs confined by a
@@ -12,8 +13,14 @@
 //!   (`/usr/bin/sandbox-exec`, profile from [`seatbelt`]); Windows: none,
 //!   and it says so.
 //! - **Process tree** ([`process`]): the shell that runs a command line,
-//!   and finding a program the way the system's shell would
-//!   ([`win`]'s `PATHEXT` resolution on Windows).
+//!   finding a program the way the system's shell would ([`win`]'s
+//!   `PATHEXT` resolution on Windows), starting a command in a tree of its
+//!   own and ending the whole tree (Unix process groups, Windows Job
+//!   Objects), peeking at a leader's exit, decoding exit statuses.
+//! - **Files** ([`fs`]): owner-only files and folders, executable bits,
+//!   file identities and link counts, opening without following a link.
+//! - **Standard streams** ([`stdio`]), the **terminal** ([`term`], echo
+//!   off for secrets) and **stop requests** ([`signals`]).
 //! - **Self-hardening** ([`harden`]): keeping other processes of the same
 //!   user from reading the agent's memory (its API key).
 //! - **File watching** ([`watch`]): which `notify` backend watches trees.
@@ -22,6 +29,8 @@
 //! unit tests run on the Linux CI machine.
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(unix)]
+mod unix;
 #[cfg(target_os = "linux")]
 use linux as os;
 #[cfg(target_os = "macos")]
@@ -85,14 +94,311 @@ pub mod sandbox {
     }
 }
 
-/// Processes: the shell and program lookup.
+/// Processes: the shell, program lookup, process trees and how a
+/// process ended.
+///
+/// A *tree* is everything one command or server started: on Unix a process
+/// group (its id is the leader's pid), on Windows a Job Object that holds
+/// the child and everything it starts (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`:
+/// the tree dies when the agent does, however it ends). A tree is named by
+/// its leader's pid on every system.
 pub mod process {
+    use std::ffi::OsStr;
+    use std::io;
+    use std::path::{Path, PathBuf};
+    use std::process::ExitStatus;
+
+    use tokio::process::{Child, Command};
+
     /// The shell that runs a command line, and its arguments before the
     /// command text: `sh -c` on Unix; `cmd.exe /D /S /C` on Windows (no
     /// AutoRun, no profile: nothing the user's shell start-up prints can
     /// reach the agent's stdout).
     pub fn shell() -> (&'static str, &'static [&'static str]) {
         super::os::SHELL
+    }
+
+    /// Appends the command text as the shell's last argument: as is for
+    /// `sh -c`; for `cmd.exe /S /C` in the one pair of quotes `/S` strips,
+    /// passed raw (the usual argument quoting would add backslashes that
+    /// cmd.exe keeps).
+    pub fn push_shell_text(cmd: &mut Command, text: &str) {
+        super::os::push_shell_text(cmd, text);
+    }
+
+    /// How to ask a tree to end.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Signal {
+        /// Unix: `SIGTERM`, which a program may catch to clean up. Windows
+        /// has no such request for a process without a console of ours:
+        /// the tree is ended at once, as by [`Signal::Kill`].
+        Terminate,
+        /// Unix: `SIGKILL`; Windows: `TerminateJobObject`.
+        Kill,
+    }
+
+    /// How a process ended.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Exit {
+        /// It exited with this code (Windows: the process's exit code).
+        Code(i32),
+        /// A signal killed it (Unix only).
+        Signal(i32),
+    }
+
+    /// Makes `cmd` start a tree of its own: a new process group (Unix), a
+    /// new process group without a console window (Windows; the Job
+    /// Object is made by [`adopt`]).
+    pub fn new_tree(cmd: &mut Command) {
+        super::os::new_tree(cmd);
+    }
+
+    /// Starts the program without the agent's terminal: a new session
+    /// (Unix `setsid`: no controlling terminal, `/dev/tty` cannot be
+    /// opened); no console (Windows `DETACHED_PROCESS`: no `CONIN$`).
+    pub fn without_terminal(cmd: &mut Command) {
+        super::os::without_terminal(cmd);
+    }
+
+    /// The tree id of a child just started with [`new_tree`]; on Windows
+    /// the child is put into a new Job Object here (what it starts from
+    /// then on is in the job too). `None`: the child has no pid (already
+    /// reaped).
+    pub fn adopt(child: &Child) -> Option<i32> {
+        super::os::adopt(child)
+    }
+
+    /// Whether `id` names a tree that is safe to signal: not 0 or 1 (which
+    /// `killpg` reads as "my group" or init) and not the agent's own group.
+    pub fn is_foreign_tree(id: i32) -> bool {
+        super::os::is_foreign_tree(id)
+    }
+
+    /// Sends `signal` to every process of tree `id`, unless it is not ours
+    /// to signal ([`is_foreign_tree`]); a tree that is gone is not an error.
+    pub fn signal_tree(id: i32, signal: Signal) {
+        super::os::signal_tree(id, signal);
+    }
+
+    /// Forgets tree `id` after its last signal (Windows: closes the job,
+    /// which ends whatever is still in it; Unix: nothing to do).
+    pub fn release_tree(id: i32) {
+        super::os::release_tree(id);
+    }
+
+    /// Has our child `pid` (a tree's leader) exited? Does not reap it, so
+    /// its pid (the tree's id) cannot be reused before the last signal.
+    /// `Some(None)`: it exited (or is gone), status unknown until reaped.
+    pub fn peek_exit(pid: i32) -> Option<Option<Exit>> {
+        super::os::peek_exit(pid)
+    }
+
+    /// How a reaped child ended.
+    pub fn exit_of(status: ExitStatus) -> Option<Exit> {
+        super::os::exit_of(status)
+    }
+
+    /// `"SIGKILL"` for 9, etc.; `"SIG<n>"` for unusual ones.
+    pub fn signal_name(sig: i32) -> String {
+        super::os::signal_name(sig)
+    }
+
+    /// Notices that some child exited (Unix: `SIGCHLD`), so that exits are
+    /// not only found by polling.
+    pub struct ChildExits(super::os::ChildExits);
+
+    impl ChildExits {
+        /// The next notice; `None` once no more can come.
+        pub async fn recv(&mut self) -> Option<()> {
+            self.0.recv().await
+        }
+    }
+
+    /// A listener for child exits, made before the child is started;
+    /// an error where the system has none (Windows: exits are polled).
+    pub fn child_exits() -> io::Result<ChildExits> {
+        super::os::child_exits().map(ChildExits)
+    }
+
+    /// Whether `command` names a program that can be started, found the
+    /// way the system does: with a directory part, relative to `cwd`;
+    /// else on `path` (`PATH`'s value), with `PATHEXT` on Windows.
+    pub fn findable(command: &str, path: &OsStr, cwd: &Path) -> bool {
+        super::os::find_program(command, path, cwd, false).is_some()
+    }
+
+    /// The program `command` names, found as [`findable`] does from the
+    /// agent's own directory and `PATH`, and executable.
+    pub fn find(command: &str) -> Option<PathBuf> {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let cwd = std::env::current_dir().unwrap_or_default();
+        super::os::find_program(command, &path, &cwd, true)
+    }
+
+    /// The error a program that cannot be found gives ("No such file or
+    /// directory" / "The system cannot find the file specified").
+    pub fn not_found() -> io::Error {
+        // ENOENT and ERROR_FILE_NOT_FOUND are both 2.
+        io::Error::from_raw_os_error(2)
+    }
+}
+
+/// Files: owner-only files and folders, identities, links.
+pub mod fs {
+    use std::fs::{DirBuilder, File, Metadata, OpenOptions};
+    use std::io;
+    use std::path::Path;
+
+    /// Folders made by `builder` are the owner's only (Unix: mode 0700;
+    /// Windows: the ACL inherited from the user's profile, which is
+    /// already private).
+    pub fn owner_only_dir(builder: &mut DirBuilder) -> &mut DirBuilder {
+        super::os::owner_only_dir(builder)
+    }
+
+    /// Files created by `options` are the owner's only (Unix: mode 0600;
+    /// Windows: the inherited ACL).
+    pub fn owner_only_file(options: &mut OpenOptions) -> &mut OpenOptions {
+        super::os::owner_only_file(options)
+    }
+
+    /// The variables that name the user's home, in order: `HOME`; on
+    /// Windows then `USERPROFILE` (whose ACL is the user's own).
+    pub const HOME_VARS: &[&str] = super::os::HOME_VARS;
+
+    /// `.owner_only()` on a [`DirBuilder`] or [`OpenOptions`]: what it
+    /// creates is the owner's only ([`owner_only_dir`], [`owner_only_file`]).
+    pub trait OwnerOnly {
+        fn owner_only(&mut self) -> &mut Self;
+    }
+
+    impl OwnerOnly for DirBuilder {
+        fn owner_only(&mut self) -> &mut Self {
+            owner_only_dir(self)
+        }
+    }
+
+    impl OwnerOnly for OpenOptions {
+        fn owner_only(&mut self) -> &mut Self {
+            owner_only_file(self)
+        }
+    }
+
+    /// Narrows an existing folder to its owner (Unix: mode 0700; Windows:
+    /// nothing, see [`owner_only_dir`]).
+    pub fn restrict_dir(path: &Path) -> io::Result<()> {
+        super::os::restrict_dir(path)
+    }
+
+    /// Narrows an open file to its owner (Unix: mode 0600; Windows:
+    /// nothing, see [`owner_only_file`]).
+    pub fn restrict_file(file: &File) -> io::Result<()> {
+        super::os::restrict_file(file)
+    }
+
+    /// Whether `path` is `root` or lies beneath it, both resolved: by
+    /// components on Unix; on Windows in any case, with either slash and
+    /// with or without a `\\?\` prefix ([`super::win::starts_with`]), as
+    /// the file system itself compares names.
+    pub fn is_beneath(path: &Path, root: &Path) -> bool {
+        super::os::is_beneath(path, root)
+    }
+
+    /// The Unix permission bits, `None` on Windows.
+    pub fn mode(meta: &Metadata) -> Option<u32> {
+        super::os::mode(meta)
+    }
+
+    /// Whether a regular file can be run as a program: an execute bit
+    /// (Unix), a `PATHEXT` extension (Windows).
+    pub fn is_executable(path: &Path, meta: &Metadata) -> bool {
+        meta.is_file() && super::os::is_executable(path, meta)
+    }
+
+    /// Opens without following a link at the end of the path (the link
+    /// itself is opened, and is not a regular file), and without waiting
+    /// on a FIFO's writer (Unix).
+    pub fn no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
+        super::os::no_follow(options)
+    }
+
+    /// What identifies an open file on its system: (device, inode) on
+    /// Unix, (volume serial number, file index) on Windows.
+    pub fn file_id(file: &File) -> io::Result<(u64, u64)> {
+        super::os::file_id(file)
+    }
+
+    /// [`file_id`] of what is at `path` now (a link at its end followed).
+    pub fn path_id(path: &Path) -> io::Result<(u64, u64)> {
+        super::os::path_id(path)
+    }
+
+    /// The inode of what `meta` describes, `0` where metadata does not
+    /// carry one (Windows): a version stamp's tie-breaker only.
+    pub fn inode(meta: &Metadata) -> u64 {
+        super::os::inode(meta)
+    }
+
+    /// How many names the regular file at `path` has (hard links); no
+    /// link at its end is followed. `None` when it is not a regular file.
+    pub fn link_count(path: &Path) -> Option<u64> {
+        super::os::link_count(path)
+    }
+
+    /// A path that opens the very file `file` is (Linux:
+    /// `/proc/self/fd/N`), whatever is at its old path now; `None` where
+    /// the system has no such path.
+    pub fn open_file_path(file: &File) -> Option<std::path::PathBuf> {
+        super::os::open_file_path(file)
+    }
+
+    /// A symbolic link at `link` to `target` (Windows: a directory link
+    /// when `target`, read from `link`'s folder, is a directory). For
+    /// tests that build trees with links.
+    pub fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) -> io::Result<()> {
+        super::os::symlink(target.as_ref(), link.as_ref())
+    }
+}
+
+/// The agent's own stdin and stdout as async streams for the connection
+/// (Unix: a pipe reopened non-blocking on the reactor; elsewhere tokio's).
+/// Both carry bytes as they are: no newline translation anywhere.
+pub mod stdio {
+    pub use super::os::stdio::{Stdin, Stdout, stdin, stdout};
+}
+
+/// The controlling terminal (questions that must reach a person).
+pub mod term {
+    use std::fs::File;
+
+    /// The terminal for reading and for writing (Unix: `/dev/tty` twice;
+    /// Windows: `CONIN$` and `CONOUT$`); `None` without one.
+    pub fn open() -> Option<(File, File)> {
+        super::os::open_tty()
+    }
+
+    /// Turns echo off on the terminal `input` until the guard is dropped
+    /// (a newline is still echoed on Unix); `None` when it cannot.
+    pub fn echo_off(input: &File) -> Option<EchoOff> {
+        super::os::echo_off(input).map(EchoOff)
+    }
+
+    /// What to write after a line read with echo off, so that the next
+    /// text starts on a line of its own: nothing where the terminal still
+    /// echoed the newline (Unix, `ECHONL`), a newline on Windows.
+    pub const AFTER_HIDDEN: &str = super::os::AFTER_HIDDEN;
+
+    /// Restores the terminal's echo when dropped.
+    pub struct EchoOff(#[allow(dead_code)] super::os::EchoGuard);
+}
+
+/// Requests to stop the agent.
+pub mod signals {
+    /// Resolves when the agent is asked to stop: `SIGTERM` or `SIGINT`
+    /// (Unix); Ctrl-C, Ctrl-Break or the console closing (Windows). Never,
+    /// if the handlers cannot be set up.
+    pub async fn terminated() {
+        super::os::terminated().await;
     }
 }
 

@@ -56,3 +56,405 @@ pub fn protect_memory() -> std::io::Result<&'static str> {
         "no change (Windows has no per-process switch; the process's memory is readable only by the same user's processes)",
     )
 }
+
+// ---------------------------------------------------------------------------
+// Process trees: Job Objects.
+// ---------------------------------------------------------------------------
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fs::{DirBuilder, File, Metadata, OpenOptions};
+use std::io;
+use std::os::windows::fs::OpenOptionsExt as _;
+use std::os::windows::io::AsRawHandle as _;
+use std::process::ExitStatus;
+use std::sync::{Mutex, PoisonError};
+
+use tokio::process::{Child, Command};
+use windows_sys::Win32::Foundation::{CloseHandle, HANDLE, WAIT_OBJECT_0};
+use windows_sys::Win32::System::JobObjects::{
+    AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JobObjectExtendedLimitInformation,
+    SetInformationJobObject, TerminateJobObject,
+};
+use windows_sys::Win32::System::Threading::{
+    CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW, GetExitCodeProcess, OpenProcess,
+    PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SYNCHRONIZE, WaitForSingleObject,
+};
+
+use super::process::{Exit, Signal};
+
+/// The exit code a tree ended by the agent gets (`TerminateJobObject`).
+const KILLED_EXIT_CODE: u32 = 1;
+
+/// One tree: the Job Object holding it, and a handle on its leader for
+/// peeking at its exit. Both closed on drop; closing the job ends every
+/// process still in it (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`).
+struct Tree {
+    job: Option<OwnedHandle>,
+    leader: OwnedHandle,
+}
+
+struct OwnedHandle(HANDLE);
+
+// SAFETY: a kernel handle may be used and closed from any thread.
+unsafe impl Send for OwnedHandle {}
+
+impl Drop for OwnedHandle {
+    fn drop(&mut self) {
+        // SAFETY: the handle is ours and closed once.
+        unsafe { CloseHandle(self.0) };
+    }
+}
+
+/// The trees the agent started, by leader pid. When the agent ends, the
+/// system closes the job handles, and the trees end with it.
+static TREES: Mutex<Option<HashMap<i32, Tree>>> = Mutex::new(None);
+
+fn with_trees<T>(f: impl FnOnce(&mut HashMap<i32, Tree>) -> T) -> T {
+    let mut trees = TREES.lock().unwrap_or_else(PoisonError::into_inner);
+    f(trees.get_or_insert_with(HashMap::new))
+}
+
+pub fn push_shell_text(cmd: &mut Command, text: &str) {
+    cmd.raw_arg(super::win::cmd_argument(text));
+}
+
+pub fn new_tree(cmd: &mut Command) {
+    cmd.creation_flags(CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW);
+}
+
+pub fn without_terminal(cmd: &mut Command) {
+    cmd.creation_flags(windows_sys::Win32::System::Threading::DETACHED_PROCESS);
+}
+
+/// A new job that ends its processes when its last handle closes.
+fn kill_on_close_job() -> io::Result<OwnedHandle> {
+    // SAFETY: no attributes, no name.
+    let job = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
+    if job.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    let job = OwnedHandle(job);
+    // SAFETY: an all-zero JOBOBJECT_EXTENDED_LIMIT_INFORMATION is valid.
+    let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+    limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+    // SAFETY: the struct and its size match the information class.
+    let ok = unsafe {
+        SetInformationJobObject(
+            job.0,
+            JobObjectExtendedLimitInformation,
+            (&raw const limits).cast(),
+            std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+        )
+    };
+    if ok == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(job)
+}
+
+/// Puts the child into a Job Object of its own. The child starts before it
+/// is assigned: what it starts in that first instant is outside the job
+/// (std has no way to start it suspended); everything later is inside.
+pub fn adopt(child: &Child) -> Option<i32> {
+    let pid = child.id()?;
+    let id = i32::try_from(pid).ok()?;
+    // SAFETY: plain call; the child is ours and not yet reaped, so the pid
+    // names it.
+    let leader = unsafe {
+        OpenProcess(
+            PROCESS_SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION,
+            0,
+            pid,
+        )
+    };
+    if leader.is_null() {
+        tracing::warn!(pid, err = %io::Error::last_os_error(), "cannot open the child process");
+        return Some(id);
+    }
+    let leader = OwnedHandle(leader);
+    let job = kill_on_close_job().and_then(|job| {
+        let raw = child
+            .raw_handle()
+            .ok_or_else(|| io::Error::other("the child has no handle"))?;
+        // SAFETY: both handles are valid; the child's stays open while `child` lives.
+        if unsafe { AssignProcessToJobObject(job.0, raw as HANDLE) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(job)
+    });
+    let job = match job {
+        Ok(job) => Some(job),
+        Err(err) => {
+            tracing::warn!(pid, %err, "no Job Object for the child: only it can be ended, not what it starts");
+            None
+        }
+    };
+    with_trees(|t| t.insert(id, Tree { job, leader }));
+    Some(id)
+}
+
+pub fn is_foreign_tree(id: i32) -> bool {
+    id > 0 && u32::try_from(id).is_ok_and(|p| p != std::process::id())
+}
+
+pub fn signal_tree(id: i32, _signal: Signal) {
+    with_trees(|t| {
+        let Some(tree) = t.get(&id) else {
+            return;
+        };
+        // SAFETY: handles owned by the table.
+        let ok = unsafe {
+            match &tree.job {
+                Some(job) => TerminateJobObject(job.0, KILLED_EXIT_CODE),
+                None => windows_sys::Win32::System::Threading::TerminateProcess(
+                    tree.leader.0,
+                    KILLED_EXIT_CODE,
+                ),
+            }
+        };
+        if ok == 0 {
+            tracing::debug!(pid = id, err = %io::Error::last_os_error(), "ending the tree failed");
+        }
+    });
+}
+
+pub fn release_tree(id: i32) {
+    let tree = with_trees(|t| t.remove(&id));
+    drop(tree);
+}
+
+pub fn peek_exit(pid: i32) -> Option<Option<Exit>> {
+    with_trees(|t| {
+        let Some(tree) = t.get(&pid) else {
+            return Some(None);
+        };
+        // SAFETY: a valid process handle; a zero timeout only polls.
+        if unsafe { WaitForSingleObject(tree.leader.0, 0) } != WAIT_OBJECT_0 {
+            return None;
+        }
+        let mut code = 0u32;
+        // SAFETY: valid handle and out-pointer.
+        if unsafe { GetExitCodeProcess(tree.leader.0, &mut code) } == 0 {
+            return Some(None);
+        }
+        Some(Some(Exit::Code(code as i32)))
+    })
+}
+
+pub fn exit_of(status: ExitStatus) -> Option<Exit> {
+    status.code().map(Exit::Code)
+}
+
+pub fn signal_name(sig: i32) -> String {
+    format!("signal {sig}")
+}
+
+/// Windows has no `SIGCHLD`: exits are polled.
+pub struct ChildExits;
+
+impl ChildExits {
+    pub async fn recv(&mut self) -> Option<()> {
+        None
+    }
+}
+
+pub fn child_exits() -> io::Result<ChildExits> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "Windows has no child-exit signal; exits are polled",
+    ))
+}
+
+/// A file with a `PATHEXT` extension is a program: `executable` changes nothing.
+pub fn find_program(command: &str, path: &OsStr, cwd: &Path, _executable: bool) -> Option<PathBuf> {
+    let pathext = std::env::var("PATHEXT").ok();
+    let program = if command.contains(['\\', '/', ':']) {
+        cwd.join(command).to_string_lossy().into_owned()
+    } else {
+        command.to_owned()
+    };
+    super::win::resolve(&program, path, pathext.as_deref(), |p| {
+        cwd.join(p).is_file()
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Files.
+// ---------------------------------------------------------------------------
+
+pub const HOME_VARS: &[&str] = &["HOME", "USERPROFILE"];
+
+pub fn owner_only_dir(builder: &mut DirBuilder) -> &mut DirBuilder {
+    builder
+}
+
+pub fn owner_only_file(options: &mut OpenOptions) -> &mut OpenOptions {
+    options
+}
+
+pub fn restrict_dir(_path: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+pub fn restrict_file(_file: &File) -> io::Result<()> {
+    Ok(())
+}
+
+pub fn is_beneath(path: &Path, root: &Path) -> bool {
+    super::win::starts_with(&path.to_string_lossy(), &root.to_string_lossy())
+}
+
+pub fn mode(_meta: &Metadata) -> Option<u32> {
+    None
+}
+
+pub fn is_executable(path: &Path, _meta: &Metadata) -> bool {
+    let pathext = std::env::var("PATHEXT").ok();
+    let exts = pathext.as_deref().unwrap_or(super::win::DEFAULT_PATHEXT);
+    let Some(ext) = path.extension().and_then(OsStr::to_str) else {
+        return false;
+    };
+    exts.split(';')
+        .filter_map(|e| e.trim().strip_prefix('.'))
+        .any(|e| e.eq_ignore_ascii_case(ext))
+}
+
+pub fn no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
+    options.custom_flags(windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT)
+}
+
+fn handle_info(
+    file: &File,
+) -> io::Result<windows_sys::Win32::Storage::FileSystem::BY_HANDLE_FILE_INFORMATION> {
+    use windows_sys::Win32::Storage::FileSystem::{
+        BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle,
+    };
+    // SAFETY: an all-zero BY_HANDLE_FILE_INFORMATION is valid.
+    let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid handle and out-pointer.
+    if unsafe { GetFileInformationByHandle(file.as_raw_handle() as HANDLE, &mut info) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info)
+}
+
+pub fn file_id(file: &File) -> io::Result<(u64, u64)> {
+    let info = handle_info(file)?;
+    Ok((
+        u64::from(info.dwVolumeSerialNumber),
+        (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow),
+    ))
+}
+
+pub fn path_id(path: &Path) -> io::Result<(u64, u64)> {
+    file_id(&File::open(path)?)
+}
+
+pub fn inode(_meta: &Metadata) -> u64 {
+    0
+}
+
+pub fn link_count(path: &Path) -> Option<u64> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    let file = no_follow(&mut options).open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    handle_info(&file).ok().map(|i| u64::from(i.nNumberOfLinks))
+}
+
+pub fn open_file_path(_file: &File) -> Option<PathBuf> {
+    None
+}
+
+pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
+    let resolved = link.parent().unwrap_or(Path::new(".")).join(target);
+    if resolved.is_dir() {
+        std::os::windows::fs::symlink_dir(target, link)
+    } else {
+        std::os::windows::fs::symlink_file(target, link)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Standard streams, console, stop requests.
+// ---------------------------------------------------------------------------
+
+/// tokio's streams: std's handles on Windows are binary (no newline
+/// translation); an anonymous pipe cannot be driven by the reactor.
+pub mod stdio {
+    pub type Stdin = tokio::io::Stdin;
+    pub type Stdout = tokio::io::Stdout;
+
+    pub fn stdin() -> Stdin {
+        tokio::io::stdin()
+    }
+
+    pub fn stdout() -> Stdout {
+        tokio::io::stdout()
+    }
+}
+
+pub fn open_tty() -> Option<(File, File)> {
+    let input = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("CONIN$")
+        .ok()?;
+    let output = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("CONOUT$")
+        .ok()?;
+    Some((input, output))
+}
+
+pub const AFTER_HIDDEN: &str = "\n";
+
+/// The console's input mode before echo was turned off.
+pub struct EchoGuard {
+    handle: HANDLE,
+    saved: u32,
+}
+
+// SAFETY: a console handle may be used from any thread.
+unsafe impl Send for EchoGuard {}
+
+pub fn echo_off(input: &File) -> Option<EchoGuard> {
+    use windows_sys::Win32::System::Console::{ENABLE_ECHO_INPUT, GetConsoleMode, SetConsoleMode};
+    let handle = input.as_raw_handle() as HANDLE;
+    let mut saved = 0u32;
+    // SAFETY: a console input handle the caller keeps open while the guard lives.
+    unsafe {
+        if GetConsoleMode(handle, &mut saved) == 0
+            || SetConsoleMode(handle, saved & !ENABLE_ECHO_INPUT) == 0
+        {
+            return None;
+        }
+    }
+    Some(EchoGuard { handle, saved })
+}
+
+impl Drop for EchoGuard {
+    fn drop(&mut self) {
+        // SAFETY: restores the mode read by `echo_off` on the same handle.
+        unsafe {
+            windows_sys::Win32::System::Console::SetConsoleMode(self.handle, self.saved);
+        }
+    }
+}
+
+pub async fn terminated() {
+    use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close};
+    let (Ok(mut c), Ok(mut b), Ok(mut close)) = (ctrl_c(), ctrl_break(), ctrl_close()) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = c.recv() => {}
+        _ = b.recv() => {}
+        _ = close.recv() => {}
+    }
+}

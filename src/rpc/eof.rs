@@ -10,17 +10,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 /// Resolves on SIGTERM or SIGINT (never, if the handlers cannot be set up):
 /// the `stop` of [`eof_on`] in agent mode, and `exec`'s Ctrl-C.
 pub async fn terminated() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+    crate::platform::signals::terminated().await;
 }
 
 /// See [`eof_on`].

@@ -86,7 +86,9 @@ fn canonicalize_following(path: &Path, hops: u32) -> PathBuf {
 
 /// Whether a resolved path lies inside one of the (canonical) roots.
 pub fn is_inside(path: &Path, roots: &[PathBuf]) -> bool {
-    roots.iter().any(|r| path.starts_with(r))
+    roots
+        .iter()
+        .any(|r| crate::platform::fs::is_beneath(path, r))
 }
 
 /// Paths a shell command line names that lie outside the roots, resolved
@@ -179,8 +181,7 @@ pub fn outside_paths_in_command(command: &str, cwd: &Path, roots: &[PathBuf]) ->
 }
 
 fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    std::fs::metadata(path).is_ok_and(|m| crate::platform::fs::is_executable(path, &m))
 }
 
 /// The words of a shell command line with quotes removed, each with whether
@@ -286,7 +287,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir(root.join("real")).unwrap();
-        std::os::unix::fs::symlink("/etc", root.join("link")).unwrap();
+        crate::platform::fs::symlink("/etc", root.join("link")).unwrap();
         assert_eq!(resolve("a/../b.txt", &root), root.join("b.txt"));
         assert_eq!(resolve("../x", &root.join("real")), root.join("x"));
         assert!(!is_inside(
@@ -302,18 +303,18 @@ mod tests {
             std::slice::from_ref(&root)
         ));
         // Dangling links resolve to where a write through them would land.
-        std::os::unix::fs::symlink("../elsewhere/new.txt", root.join("real/dangling")).unwrap();
+        crate::platform::fs::symlink("../elsewhere/new.txt", root.join("real/dangling")).unwrap();
         assert_eq!(
             resolve("real/dangling", &root),
             root.join("elsewhere/new.txt")
         );
-        std::os::unix::fs::symlink("/nonexistent-dir", root.join("dlink")).unwrap();
+        crate::platform::fs::symlink("/nonexistent-dir", root.join("dlink")).unwrap();
         assert_eq!(
             resolve("dlink/a/b.txt", &root),
             PathBuf::from("/nonexistent-dir/a/b.txt")
         );
-        std::os::unix::fs::symlink("loop2", root.join("loop1")).unwrap();
-        std::os::unix::fs::symlink("loop1", root.join("loop2")).unwrap();
+        crate::platform::fs::symlink("loop2", root.join("loop1")).unwrap();
+        crate::platform::fs::symlink("loop1", root.join("loop2")).unwrap();
         let _ = resolve("loop1", &root); // terminates
         let home = PathBuf::from(std::env::var("HOME").unwrap());
         assert!(resolve("~/x", &root).starts_with(home.canonicalize().unwrap_or(home)));
@@ -324,7 +325,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir(root.join("src")).unwrap();
-        std::os::unix::fs::symlink("/etc", root.join("etc-link")).unwrap();
+        crate::platform::fs::symlink("/etc", root.join("etc-link")).unwrap();
         let roots = std::slice::from_ref(&root);
         let outside = |cmd: &str| outside_paths_in_command(cmd, &root, roots);
         for inside in [

@@ -154,7 +154,7 @@ async fn bad_input_gets_clear_errors_and_disturbs_nothing() {
     .await;
     assert_eq!(code(&b), -32602, "{b}");
     // A subdirectory outside the served one is refused, through a symlink too.
-    std::os::unix::fs::symlink(ws.path().parent().unwrap(), ws.join("escape")).unwrap();
+    acp_coder::platform::fs::symlink(ws.path().parent().unwrap(), ws.join("escape")).unwrap();
     for outside in ["..", "/etc", "sub/../..", "escape", "escape/.."] {
         let msg = json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "hi"}],
                          "metadata": {"cwd": outside}}});
@@ -626,7 +626,7 @@ async fn a_file_part_outside_the_served_directory_is_refused() {
     let ws = Workspace::builder()
         .file("inside.txt", "INSIDE-TEXT-7")
         .build();
-    std::os::unix::fs::symlink(outside.join("secret.txt"), ws.join("link.txt")).unwrap();
+    acp_coder::platform::fs::symlink(outside.join("secret.txt"), ws.join("link.txt")).unwrap();
     let s = serve(&model, ws.path(), &["--mode", "read-only"], &[]).await;
     let t = Some(s.token.as_str());
     let url = |p: &std::path::Path| format!("file://{}", p.display());

@@ -125,14 +125,8 @@ impl CliEnv {
         } else {
             Stdio::null()
         });
-        // SAFETY: setsid is async-signal-safe; it detaches the child from our
-        // controlling terminal so /dev/tty cannot be opened (as in CI).
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::setsid();
-                Ok(())
-            });
-        }
+        // No controlling terminal, so /dev/tty cannot be opened (as in CI).
+        acp_coder::platform::process::without_terminal(&mut cmd);
         let mut child = cmd.spawn().expect("spawn acp-coder");
         if let Some(input) = stdin {
             let mut pipe = child.stdin.take().expect("stdin");

@@ -530,6 +530,7 @@ async fn stdin_closed_mid_command_stops_it_and_keeps_the_session() {
     assert_stopped_cleanly(&model, &a, pid).await;
 }
 
+#[cfg(unix)] // signals, file modes and FIFOs are Unix's
 #[tokio::test]
 async fn sigterm_mid_command_shuts_down_cleanly() {
     let model = FakeModel::start().await;

@@ -298,7 +298,7 @@ both!(separate_git_dirs_are_protected);
 #[tokio::test]
 async fn a_protected_grant_is_exact() {
     let h = start(Via::Local, "full-auto").await;
-    std::os::unix::fs::symlink(".git/hooks", h.ws.join("proj/hooks")).unwrap();
+    acp_coder::platform::fs::symlink(".git/hooks", h.ws.join("proj/hooks")).unwrap();
     h.editor.push_permission(PermissionDecision::AllowAlways);
     h.editor
         .set_default_permission(Some(PermissionDecision::RejectOnce));

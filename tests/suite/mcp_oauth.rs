@@ -4,7 +4,6 @@
 //! plain HTTP client here) following it back to the agent's loopback
 //! listener, the tools, the 0600 token file no log repeats, the restart that
 //! reuses it, the refresh of an expired token, the sign-out.
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -112,10 +111,12 @@ async fn first_turn_shows_a_sign_in_link(
     (text, link)
 }
 
-/// Only the owner may read or write `file`.
+/// Only the owner may read or write `file` (Unix modes; Windows files
+/// keep the ACL of the user's profile).
 fn assert_private(file: &Path) {
-    let mode = std::fs::metadata(file).unwrap().permissions().mode();
-    assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+    if let Some(mode) = acp_coder::platform::fs::mode(&std::fs::metadata(file).unwrap()) {
+        assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+    }
 }
 
 /// What the agent said to `text` (a slash command).

@@ -45,7 +45,10 @@ mod permission_escapes;
 mod permissions;
 mod prompt_content;
 mod providers;
+// The command sandbox exists on Linux and macOS only.
+#[cfg(unix)]
 mod sandbox;
+#[cfg(unix)]
 mod sandbox_escape;
 mod secrets;
 mod security;

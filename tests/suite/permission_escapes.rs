@@ -13,7 +13,7 @@ fn escape_workspace() -> Workspace {
         .file("outside/secret.txt", "secret\n")
         .file("outside/other.txt", "other\n")
         .build();
-    std::os::unix::fs::symlink(ws.join("outside"), ws.join("proj/link")).unwrap();
+    acp_coder::platform::fs::symlink(ws.join("outside"), ws.join("proj/link")).unwrap();
     ws
 }
 
@@ -206,8 +206,10 @@ async fn always_allow_outside_is_per_path() {
 /// dangling link), and grep does not follow them.
 async fn file_symlinks_ask(via: Via) {
     let ws = escape_workspace();
-    std::os::unix::fs::symlink(ws.join("outside/secret.txt"), ws.join("proj/leak.txt")).unwrap();
-    std::os::unix::fs::symlink("../outside/planted.txt", ws.join("proj/dangling.txt")).unwrap();
+    acp_coder::platform::fs::symlink(ws.join("outside/secret.txt"), ws.join("proj/leak.txt"))
+        .unwrap();
+    acp_coder::platform::fs::symlink("../outside/planted.txt", ws.join("proj/dangling.txt"))
+        .unwrap();
     let h = Harness::start_with(via.capabilities(), ws, "proj", Vec::new()).await;
     h.editor
         .set_default_permission(Some(PermissionDecision::RejectOnce));

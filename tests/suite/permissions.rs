@@ -199,11 +199,7 @@ async fn always_allow_for_a_command_prefix_is_scoped() {
         .file("bin/cargo", "#!/bin/sh\necho \"fake cargo $*\"\n")
         .file("x", "keep me\n")
         .build();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(ws.join("bin/cargo"), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
-    }
+    crate::support::set_mode(&ws.join("bin/cargo"), 0o755);
     let path = format!(
         "{}:{}",
         ws.join("bin").display(),

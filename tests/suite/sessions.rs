@@ -309,6 +309,7 @@ async fn list_paginates_filters_by_cwd_and_rejects_bad_cursors() {
     editor.shut_down().await;
 }
 
+#[cfg(unix)] // signals, file modes and FIFOs are Unix's
 #[tokio::test]
 async fn kill_dash_nine_mid_turn_then_load_keeps_what_was_complete() {
     let (home, ws, model, editor, sid) =

@@ -337,7 +337,7 @@ async fn a_user_skill_outside_the_roots_loads_and_reads_without_asking_but_its_s
     // file beside the folder still asks, also through a symlink in it.
     std::fs::write(dir.join("reference.md"), "REFERENCE-TEXT\n").unwrap();
     std::fs::write(home.path().join("beside.md"), "BESIDE\n").unwrap();
-    std::os::unix::fs::symlink(home.path().join("beside.md"), dir.join("escape.md")).unwrap();
+    acp_coder::platform::fs::symlink(home.path().join("beside.md"), dir.join("escape.md")).unwrap();
     let reference = std::fs::canonicalize(dir.join("reference.md")).unwrap();
     let beside = dir.join("escape.md");
     model.push(Reply::tool_call(
@@ -568,9 +568,9 @@ async fn a_project_skill_linking_to_another_project_is_not_read() {
     std::fs::write(linked.join("secret-notes.md"), "n").expect("notes");
     let skills = ws.join(".agents/skills");
     std::fs::create_dir_all(skills.join("theirs")).expect("dir");
-    std::os::unix::fs::symlink(theirs.join("SKILL.md"), skills.join("theirs/SKILL.md"))
+    acp_coder::platform::fs::symlink(theirs.join("SKILL.md"), skills.join("theirs/SKILL.md"))
         .expect("link");
-    std::os::unix::fs::symlink(&linked, skills.join("linked")).expect("link");
+    acp_coder::platform::fs::symlink(&linked, skills.join("linked")).expect("link");
     skill(
         ws.path(),
         ".agents/skills",

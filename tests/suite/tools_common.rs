@@ -109,6 +109,7 @@ impl Harness {
     /// Scripts `commands` as `run_command` calls `{prefix}0`, `{prefix}1`, …
     /// and then `last` (id, command) in one model reply, and runs the turn
     /// like [`Self::run_calls`]: attacks, then a command that must still work.
+    #[cfg_attr(not(unix), allow(dead_code))] // the sandbox tests' (Unix)
     pub async fn run_commands(
         &self,
         prefix: &str,

@@ -480,6 +480,7 @@ async fn read_only_fs_capability_writes_locally() {
     assert!(h.reverse_methods("fs/write").is_empty());
 }
 
+#[cfg(unix)] // signals, file modes and FIFOs are Unix's
 /// An outside review: `read_file /dev/zero`, once allowed, grew the agent by
 /// 1.5 GB a second and went on after the turn was cancelled; a FIFO in the
 /// project blocked the read. Files that are not regular are refused at once

@@ -40,7 +40,7 @@ fn swapper(dir: &Path, outside: &Path, stop: Arc<AtomicBool>) -> std::thread::Jo
                 std::thread::yield_now();
                 continue;
             }
-            if std::os::unix::fs::symlink(&outside, &dir).is_ok() {
+            if acp_coder::platform::fs::symlink(&outside, &dir).is_ok() {
                 swaps.fetch_add(1, Ordering::Relaxed);
                 // Each state holds a while, so that a path resolved while
                 // the folder was real is often written while it is a link.

@@ -51,6 +51,24 @@ pub const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `s` cut to at most `max` bytes (at a char boundary), saying how long it
 /// was: for long texts in failure messages.
+/// The permission bits of `path` (Unix); `None` on Windows, whose files
+/// keep the ACL of the folder they are made in. `assert_private` style
+/// checks use `is_none_or`.
+pub fn mode_of(path: &Path) -> Option<u32> {
+    acp_coder::platform::fs::mode(&std::fs::metadata(path).unwrap()).map(|m| m & 0o777)
+}
+
+/// Sets `path`'s permission bits where the system has them (Unix).
+pub fn set_mode(path: &Path, mode: u32) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    #[cfg(not(unix))]
+    let _ = (path, mode);
+}
+
 pub fn shorten(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_owned();

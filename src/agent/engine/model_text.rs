@@ -290,6 +290,7 @@ mod tests {
 
     /// An outside review: `AGENTS.md` as a symlink out of the project, to
     /// `/dev/zero`, or a FIFO. None is read; a link inside is.
+    #[cfg(unix)] // file modes and FIFOs are Unix's
     #[test]
     fn agents_md_that_is_not_a_project_file_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
@@ -298,12 +299,12 @@ mod tests {
         std::fs::create_dir_all(proj.join("a/b/c")).unwrap();
         std::fs::write(root.join("secret.txt"), "SECRET").unwrap();
         std::fs::write(proj.join("real.md"), "be brief").unwrap();
-        std::os::unix::fs::symlink(root.join("secret.txt"), proj.join("AGENTS.md")).unwrap();
-        std::os::unix::fs::symlink("/dev/zero", proj.join("a/AGENTS.md")).unwrap();
+        crate::platform::fs::symlink(root.join("secret.txt"), proj.join("AGENTS.md")).unwrap();
+        crate::platform::fs::symlink("/dev/zero", proj.join("a/AGENTS.md")).unwrap();
         let fifo = std::ffi::CString::new(proj.join("a/b/AGENTS.md").to_str().unwrap()).unwrap();
         // SAFETY: a valid C string for mkfifo(3).
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
-        std::os::unix::fs::symlink("../../../real.md", proj.join("a/b/c/AGENTS.md")).unwrap();
+        crate::platform::fs::symlink("../../../real.md", proj.join("a/b/c/AGENTS.md")).unwrap();
         let found = agents_files(&proj.join("a/b/c"), Some(&proj));
         let texts: Vec<&str> = found.iter().map(|(_, t)| t.as_str()).collect();
         assert_eq!(texts, ["be brief"]);

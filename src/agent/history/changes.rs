@@ -107,10 +107,7 @@ fn keep_copies(
 /// `None` when it is not one or not text.
 fn read_regular(path: &Path, max: u64) -> Option<String> {
     use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+    let mut f = crate::platform::fs::no_follow(std::fs::OpenOptions::new().read(true))
         .open(path)
         .ok()?;
     if !f.metadata().ok()?.is_file() {

@@ -273,21 +273,21 @@ impl Checkpoints {
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
+    use crate::platform::fs::OwnerOnly as _;
     std::fs::DirBuilder::new()
         .recursive(true)
-        .mode(0o700)
+        .owner_only()
         .create(dir)
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use crate::platform::fs::OwnerOnly as _;
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(0o600)
+        .owner_only()
         .open(path)?;
     f.write_all(bytes)?;
     f.sync_all()

@@ -61,7 +61,7 @@ pub fn find(records: &[Record], id: &str) -> Option<(usize, u64)> {
 /// Copies the checkpoints of `from` numbered up to `upto` into `to` (the
 /// fork's), private like the originals.
 pub fn copy_checkpoints(from: &Path, to: &Path, upto: u64) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
+    use crate::platform::fs::OwnerOnly as _;
     let Ok(entries) = std::fs::read_dir(from) else {
         return Ok(());
     };
@@ -81,7 +81,7 @@ pub fn copy_checkpoints(from: &Path, to: &Path, upto: u64) -> std::io::Result<()
         if !made {
             std::fs::DirBuilder::new()
                 .recursive(true)
-                .mode(0o700)
+                .owner_only()
                 .create(to)?;
             made = true;
         }

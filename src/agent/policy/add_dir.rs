@@ -86,7 +86,7 @@ mod tests {
         let base = tmp.path().canonicalize().unwrap();
         std::fs::create_dir_all(base.join("proj/lib")).unwrap();
         std::fs::write(base.join("file"), "x").unwrap();
-        std::os::unix::fs::symlink(base.join("proj/lib"), base.join("link")).unwrap();
+        crate::platform::fs::symlink(base.join("proj/lib"), base.join("link")).unwrap();
         let cwd = base.join("proj");
         assert_eq!(resolve(&cwd, "lib").unwrap(), base.join("proj/lib"));
         assert_eq!(resolve(&cwd, " '../link' ").unwrap(), base.join("proj/lib"));

@@ -171,11 +171,11 @@ fn read(path: &Path, root: &Path) -> Vec<Grant> {
 
 /// Replaces the file atomically (a private temporary file, then rename).
 fn write(path: &Path, root: &Path, rules: &[Grant]) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use crate::platform::fs::OwnerOnly as _;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::DirBuilder::new()
         .recursive(true)
-        .mode(0o700)
+        .owner_only()
         .create(dir)?;
     let file = KeptFile {
         root: root.display().to_string(),
@@ -188,7 +188,7 @@ fn write(path: &Path, root: &Path, rules: &[Grant]) -> std::io::Result<()> {
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(0o600)
+        .owner_only()
         .open(&tmp)
         .and_then(|mut f| {
             f.write_all(&bytes)?;
@@ -269,7 +269,9 @@ mod tests {
 
     #[test]
     fn kept_rules_are_private_survive_reopening_and_revoke() {
-        use std::os::unix::fs::PermissionsExt;
+        // Unix modes; `None` on Windows (the profile's ACL).
+        let mode =
+            |p: &Path| crate::platform::fs::mode(&std::fs::metadata(p).unwrap()).map(|m| m & 0o777);
         let data = tempfile::tempdir().unwrap();
         let root = PathBuf::from("/proj/kept-test-a");
         let cmd = Grant::Command {
@@ -284,13 +286,8 @@ mod tests {
             assert_eq!(k.list(), [cmd.clone(), tool.clone()]);
         }
         let path = file_for(data.path(), &root);
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-        let dir_mode = std::fs::metadata(path.parent().unwrap())
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(dir_mode & 0o777, 0o700);
+        assert!(mode(&path).is_none_or(|m| m == 0o600));
+        assert!(mode(path.parent().unwrap()).is_none_or(|m| m == 0o700));
         // Reopened (as after a restart): the rules are read back.
         let k = Kept::open(data.path(), &root);
         assert!(k.contains(&cmd) && k.contains(&tool));

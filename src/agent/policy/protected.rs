@@ -242,8 +242,7 @@ fn normalize(path: &Path) -> PathBuf {
 /// reach the other names, but the policy does not depend on how a write is
 /// done.
 pub fn linked_elsewhere(path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.nlink() > 1)
+    crate::platform::fs::link_count(path).is_some_and(|n| n > 1)
 }
 
 /// Whether `path` lies in a git directory that is not named `.git` (which

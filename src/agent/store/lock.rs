@@ -1,6 +1,7 @@
 //! One writer per session log (issue 14; DESIGN §4 "Session logs").
 //!
-//! A process that holds a session open holds an advisory `flock` on
+//! A process that holds a session open holds an exclusive lock
+//! (`File::try_lock`: `flock` on Unix, `LockFileEx` on Windows) on
 //! `<id>.lock` beside its log, with its pid written inside. A second
 //! process that loads, resumes or deletes the session is refused with an
 //! error naming the session and that pid, so two processes never interleave
@@ -8,19 +9,20 @@
 //! reopening a thread replaces the live session; both belong to the same
 //! writer). The lock goes when the last holder (the session's log) is
 //! dropped — session closed or deleted — and with the process, however it
-//! ends: the kernel drops `flock`s with the file descriptor.
+//! ends: the system drops the lock with the file handle. (On Windows the
+//! lock also keeps the other process from reading the pid inside: the
+//! error then names no pid.)
 //!
 //! The lock file is never removed while unlocked by us, except by
 //! `session/delete` while holding it; a process that locked a file that was
 //! removed meanwhile sees a different inode at the path and tries again.
 use std::collections::HashMap;
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::agent::store::StoreError;
+use crate::platform::fs::OwnerOnly as _;
 
 /// A held lock on one session's log; released when the last clone is dropped.
 #[derive(Debug)]
@@ -54,7 +56,7 @@ pub fn claim(dir: &Path, id: &str) -> Result<Arc<Claim>, StoreError> {
     };
     std::fs::DirBuilder::new()
         .recursive(true)
-        .mode(0o700)
+        .owner_only()
         .create(dir)
         .map_err(io)?;
     for _ in 0..16 {
@@ -63,14 +65,12 @@ pub fn claim(dir: &Path, id: &str) -> Result<Arc<Claim>, StoreError> {
             .write(true)
             .create(true)
             .truncate(false)
-            .mode(0o600)
+            .owner_only()
             .open(&path)
             .map_err(io)?;
-        // SAFETY: flock on a descriptor we own.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
                 let mut text = String::new();
                 let _ = file.read_to_string(&mut text);
                 return Err(StoreError::Locked {
@@ -78,12 +78,15 @@ pub fn claim(dir: &Path, id: &str) -> Result<Arc<Claim>, StoreError> {
                     pid: text.trim().parse().ok(),
                 });
             }
-            return Err(io(e));
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
         }
         // Locked; but if the file was removed (a delete) before we locked it,
         // the lock guards nothing: start over on the file now at the path.
-        let same = match (file.metadata(), std::fs::metadata(&path)) {
-            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+        let same = match (
+            crate::platform::fs::file_id(&file),
+            crate::platform::fs::path_id(&path),
+        ) {
+            (Ok(a), Ok(b)) => a == b,
             _ => false,
         };
         if !same {
@@ -124,12 +127,12 @@ mod tests {
         // Another open file description conflicts while held (what a second
         // process would see) ...
         let other = std::fs::File::open(a.path()).unwrap();
-        let try_lock = |f: &std::fs::File| unsafe {
-            libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB)
-        };
-        assert_ne!(try_lock(&other), 0);
+        assert!(matches!(
+            other.try_lock(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ));
         drop((a, b));
         // ... and not once the last holder is gone.
-        assert_eq!(try_lock(&other), 0);
+        other.try_lock().unwrap();
     }
 }

@@ -151,22 +151,22 @@ const MAX_BACKLOG: usize = 64 * 1024 * 1024;
 /// Sessions hold conversations, file contents and command output: only the
 /// user may read them.
 fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
+    use crate::platform::fs::OwnerOnly as _;
     std::fs::DirBuilder::new()
         .recursive(true)
-        .mode(0o700)
+        .owner_only()
         .create(dir)
 }
 
 fn private_file(path: &Path, append: bool) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use crate::platform::fs::OwnerOnly as _;
     let mut o = std::fs::OpenOptions::new();
     if append {
         o.append(true);
     } else {
         o.write(true).truncate(true);
     }
-    o.create(true).mode(0o600).open(path)
+    o.create(true).owner_only().open(path)
 }
 
 pub fn now_rfc3339() -> String {

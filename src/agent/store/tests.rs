@@ -54,7 +54,7 @@ fn a_full_disk_loses_nothing_once_it_has_room_again() {
     std::fs::create_dir_all(store.dir()).unwrap();
     let path = store.dir().join("s2.jsonl");
     // Every write to /dev/full fails with ENOSPC.
-    std::os::unix::fs::symlink("/dev/full", &path).unwrap();
+    crate::platform::fs::symlink("/dev/full", &path).unwrap();
     let log = store.open("s2");
     let title = |t: &str| Record::Title { title: t.into() };
     assert!(log.append(&title("one")).is_err());
@@ -67,15 +67,16 @@ fn a_full_disk_loses_nothing_once_it_has_room_again() {
 
 #[test]
 fn sessions_are_private() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::new(&dir.path().join("data"));
     let log = store.create(&summary("s3"));
     log.append(&Record::Title { title: "t".into() }).unwrap();
-    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode(store.dir()), 0o700);
-    assert_eq!(mode(&store.dir().join("s3.jsonl")), 0o600);
-    assert_eq!(mode(&store.dir().join("s3.json")), 0o600);
+    // Unix modes; `None` on Windows (the profile's ACL).
+    let mode =
+        |p: &Path| crate::platform::fs::mode(&std::fs::metadata(p).unwrap()).map(|m| m & 0o777);
+    assert!(mode(store.dir()).is_none_or(|m| m == 0o700));
+    assert!(mode(&store.dir().join("s3.jsonl")).is_none_or(|m| m == 0o600));
+    assert!(mode(&store.dir().join("s3.json")).is_none_or(|m| m == 0o600));
 }
 
 #[test]

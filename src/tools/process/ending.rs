@@ -3,6 +3,7 @@
 //! result it reports.
 use tokio::time::Instant;
 
+use super::Signal;
 use super::exit::ExitInfo;
 use super::output::Output;
 use super::{
@@ -16,7 +17,7 @@ impl Run {
     pub(super) async fn end_after_exit(&mut self, sink: &mut (dyn FnMut(&str) + Send)) {
         self.pump(Instant::now() + EXIT_DRAIN_GRACE, Until::Eof, None, sink)
             .await;
-        self.group.signal(libc::SIGKILL);
+        self.group.signal(Signal::Kill);
         self.pump(Instant::now() + POST_KILL_DRAIN, Until::Eof, None, sink)
             .await;
     }
@@ -24,10 +25,10 @@ impl Run {
     /// The timeout passed: `SIGTERM`, a grace period, `SIGKILL`.
     pub(super) async fn end_after_timeout(&mut self, sink: &mut (dyn FnMut(&str) + Send)) {
         tracing::debug!(pid = self.group.pgid, "timed out: SIGTERM");
-        self.group.signal(libc::SIGTERM);
+        self.group.signal(Signal::Terminate);
         self.pump(Instant::now() + TERM_GRACE, Until::ExitedAndEof, None, sink)
             .await;
-        self.group.signal(libc::SIGKILL);
+        self.group.signal(Signal::Kill);
         self.pump(Instant::now() + KILL_WAIT, Until::Exited, None, sink)
             .await;
         self.pump(Instant::now() + POST_KILL_DRAIN, Until::Eof, None, sink)
@@ -42,12 +43,12 @@ impl Run {
         sink: &mut (dyn FnMut(&str) + Send),
     ) -> bool {
         tracing::debug!(pid = self.group.pgid, "cancelled: SIGTERM");
-        self.group.signal(libc::SIGTERM);
+        self.group.signal(Signal::Terminate);
         let ev = self
             .pump(term_at + CANCEL_RETURN, Until::ExitedAndEof, None, sink)
             .await;
         if ev == Event::Done {
-            self.group.signal(libc::SIGKILL);
+            self.group.signal(Signal::Kill);
         }
         ev == Event::Done
     }
@@ -74,7 +75,7 @@ impl Run {
                 &mut discard,
             )
             .await;
-            self.group.signal(libc::SIGKILL);
+            self.group.signal(Signal::Kill);
             self.pump(
                 Instant::now() + KILL_WAIT,
                 Until::Exited,

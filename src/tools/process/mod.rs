@@ -44,9 +44,11 @@ mod ending;
 mod exit;
 mod output;
 mod registry;
-#[cfg(test)]
+// Process groups, signals and `sh`: these tests are Unix's by nature.
+#[cfg(all(test, unix))]
 mod tests;
 
+pub use crate::platform::process::Signal;
 pub use exit::signal_name;
 pub use registry::{kill_all_children, kill_group, register_group, unregister_group};
 
@@ -60,7 +62,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, ChildStderr, ChildStdout, Command};
-use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use crate::platform::process::ChildExits;
 use tokio::time::{Instant, sleep, sleep_until};
 use tokio_util::sync::CancellationToken;
 
@@ -200,8 +203,7 @@ pub async fn run_local(
 /// even by SIGKILL), else the system's shell (`sh -c`); in its own process group.
 fn command_for(spec: &CommandSpec) -> Command {
     let (shell, shell_args) = crate::platform::process::shell();
-    let mut argv = shell_args.to_vec();
-    argv.push(&spec.command);
+    let argv = shell_args.to_vec();
     let mut cmd = match crate::tools::sandbox::wrap(
         shell,
         &argv,
@@ -219,11 +221,12 @@ fn command_for(spec: &CommandSpec) -> Command {
             c
         }
     };
+    crate::platform::process::push_shell_text(&mut cmd, &spec.command);
+    crate::platform::process::new_tree(&mut cmd);
     cmd.current_dir(&spec.cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
     for key in &spec.env_remove {
         cmd.env_remove(key);
@@ -274,9 +277,9 @@ struct Group {
 }
 
 impl Group {
-    fn signal(&self, sig: i32) {
+    fn signal(&self, signal: Signal) {
         if !self.reaped {
-            kill_group(self.pgid, sig);
+            kill_group(self.pgid, signal);
         }
     }
 }
@@ -284,7 +287,7 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         if !self.reaped {
-            kill_group(self.pgid, libc::SIGKILL);
+            kill_group(self.pgid, Signal::Kill);
         }
         unregister_group(self.pgid);
         // `Child` then SIGKILLs the leader (kill_on_drop) and tokio reaps it.
@@ -318,7 +321,7 @@ struct Run {
     stderr: Option<ChildStderr>,
     out_buf: Vec<u8>,
     err_buf: Vec<u8>,
-    sigchld: Option<Signal>,
+    sigchld: Option<ChildExits>,
     exit: Option<ExitInfo>,
     output: Output,
 }
@@ -327,10 +330,10 @@ impl Run {
     /// Starts the command and registers its group.
     fn spawn(spec: &CommandSpec) -> Result<Run, ProcessError> {
         // Listen for SIGCHLD before spawning so that no exit notification is missed.
-        let sigchld = match signal(SignalKind::child()) {
+        let sigchld = match crate::platform::process::child_exits() {
             Ok(s) => Some(s),
             Err(err) => {
-                tracing::warn!(%err, "no SIGCHLD listener; polling for child exit");
+                tracing::debug!(%err, "no child-exit listener; polling for child exit");
                 None
             }
         };
@@ -342,7 +345,7 @@ impl Run {
                 source,
             })?;
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-        let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
+        let Some(pid) = crate::platform::process::adopt(&child) else {
             return Err(ProcessError::Wait {
                 command: spec.command.clone(),
                 source: io::Error::other("child has no pid right after spawn"),
@@ -479,7 +482,7 @@ async fn read_some<R: AsyncRead + Unpin>(
     }
 }
 
-async fn next_signal(slot: &mut Option<Signal>) {
+async fn next_signal(slot: &mut Option<ChildExits>) {
     let closed = match slot {
         Some(signal) => signal.recv().await.is_none(),
         None => true,

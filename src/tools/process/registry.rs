@@ -1,8 +1,9 @@
 //! The registry of live process groups: what [`kill_all_children`] reaches at
 //! agent exit.
 use std::collections::HashSet;
-use std::io;
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
+
+use crate::platform::process::{Signal, is_foreign_tree, release_tree, signal_tree};
 
 static REGISTRY: LazyLock<Registry> = LazyLock::new(Registry::default);
 
@@ -24,9 +25,11 @@ pub fn register_group(pgid: i32) {
 }
 
 /// Stop tracking `pgid`. Call it *before* reaping the group leader (after
-/// which the id may be recycled).
+/// which the id may be recycled), and after the group's last signal (on
+/// Windows this closes the tree's Job Object, ending what is left in it).
 pub fn unregister_group(pgid: i32) {
     REGISTRY.unregister(pgid);
+    release_tree(pgid);
 }
 
 #[derive(Default)]
@@ -54,7 +57,7 @@ impl Registry {
         if state.closed {
             drop(state);
             tracing::debug!(pgid, "registry closed (agent exiting): killing new group");
-            kill_group(pgid, libc::SIGKILL);
+            kill_group(pgid, Signal::Kill);
         } else {
             state.groups.insert(pgid);
         }
@@ -70,7 +73,7 @@ impl Registry {
         let mut state = self.lock();
         state.closed = true;
         for pgid in state.groups.drain() {
-            kill_group(pgid, libc::SIGKILL);
+            kill_group(pgid, Signal::Kill);
         }
     }
 }
@@ -78,21 +81,12 @@ impl Registry {
 /// A group id that is safe to signal: not 0/1 (which `killpg` treats as "my
 /// group"/init) and not the agent's own group.
 pub(super) fn is_foreign_group(pgid: i32) -> bool {
-    // SAFETY: getpgrp has no preconditions.
-    pgid > 1 && pgid != unsafe { libc::getpgrp() }
+    is_foreign_tree(pgid)
 }
 
-/// Signals process group `pgid`, unless it is not ours to signal (0, 1, the
-/// agent's own group); a group that is already gone is not an error.
-pub fn kill_group(pgid: i32, sig: i32) {
-    if !is_foreign_group(pgid) {
-        return;
-    }
-    // SAFETY: plain syscall; pgid was checked above.
-    if unsafe { libc::killpg(pgid, sig) } == -1 {
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::ESRCH) {
-            tracing::debug!(pgid, sig, %err, "killpg failed");
-        }
-    }
+/// Signals process group `pgid` (on Windows: ends its Job Object), unless
+/// it is not ours to signal (0, 1, the agent's own group); a group that is
+/// already gone is not an error.
+pub fn kill_group(pgid: i32, signal: Signal) {
+    signal_tree(pgid, signal);
 }

@@ -85,7 +85,8 @@ impl Level {
 struct Launcher {
     path: PathBuf,
     /// The open binary; processes the agent starts itself exec it through
-    /// `/proc/self/fd/N` (close-on-exec: resolved before it closes).
+    /// `/proc/self/fd/N` (close-on-exec: resolved before it closes), where
+    /// the system has such a path.
     file: Option<std::fs::File>,
     /// Device and inode at start, checked before the editor is given `path`.
     id: Option<(u64, u64)>,
@@ -95,17 +96,11 @@ impl Launcher {
     /// The program for a process the agent starts itself: the file opened at
     /// start, whatever is at `path` now.
     fn own(&self) -> PathBuf {
-        use std::os::fd::AsRawFd as _;
-        match &self.file {
-            Some(f) => PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd())),
-            None => self.path.clone(),
-        }
+        self.file
+            .as_ref()
+            .and_then(crate::platform::fs::open_file_path)
+            .unwrap_or_else(|| self.path.clone())
     }
-}
-
-fn file_id(m: &std::fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt as _;
-    (m.dev(), m.ino())
 }
 
 static LAUNCHER: OnceLock<Launcher> = OnceLock::new();
@@ -120,10 +115,10 @@ pub fn init(exe: PathBuf) {
     let file = std::fs::File::open(&exe).ok();
     let id = file
         .as_ref()
-        .and_then(|f| f.metadata().ok())
-        .map(|m| file_id(&m));
-    // Without /proc the path is all there is (checked like the editor's).
-    let file = file.filter(|_| Path::new("/proc/self/fd").is_dir());
+        .and_then(|f| crate::platform::fs::file_id(f).ok());
+    // Without a path to the open file (no /proc) the path is all there is
+    // (checked like the editor's).
+    let file = file.filter(|f| crate::platform::fs::open_file_path(f).is_some());
     let _ = LAUNCHER.set(Launcher {
         path: exe,
         file,
@@ -139,7 +134,7 @@ pub fn launcher_unchanged() -> Result<(), String> {
     let Some(l) = LAUNCHER.get() else {
         return Ok(());
     };
-    let now = std::fs::metadata(&l.path).ok().map(|m| file_id(&m));
+    let now = crate::platform::fs::path_id(&l.path).ok();
     if l.id.is_some() && now == l.id {
         return Ok(());
     }

@@ -159,11 +159,10 @@ mod tests {
         assert!(matches!(err, SearchError::NotFound(_)));
     }
 
-    #[cfg(unix)]
     #[test]
     fn symlinks_show_their_target() {
         let dir = tree(&[("real.txt", 1)]);
-        std::os::unix::fs::symlink("real.txt", dir.path().join("link")).unwrap();
+        crate::platform::fs::symlink("real.txt", dir.path().join("link")).unwrap();
         let out = list_directory(dir.path(), dir.path(), &SearchLimits::default()).unwrap();
         assert_eq!(out.text, "link -> real.txt\nreal.txt (1 B)");
     }

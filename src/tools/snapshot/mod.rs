@@ -12,7 +12,6 @@
 //! the 10 ms target: an inotify-based tracker (`notify`) is the
 //! way to meet it.
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Most files one snapshot records.
@@ -31,12 +30,24 @@ pub(crate) struct Stamp {
     ino: u64,
 }
 
+/// The modification time in nanoseconds since the epoch (before it:
+/// negative); 0 where the system keeps none.
+fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+    let Ok(t) = meta.modified() else {
+        return 0;
+    };
+    match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_nanos()).map_or(i64::MIN, |n| -n),
+    }
+}
+
 impl Stamp {
     fn of(meta: &std::fs::Metadata) -> Stamp {
         Stamp {
             size: meta.len(),
-            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-            ino: meta.ino(),
+            mtime_ns: mtime_ns(meta),
+            ino: crate::platform::fs::inode(meta),
         }
     }
 

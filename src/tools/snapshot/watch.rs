@@ -222,13 +222,13 @@ struct SyncDir(PathBuf);
 
 impl SyncDir {
     fn create() -> std::io::Result<SyncDir> {
-        use std::os::unix::fs::DirBuilderExt;
+        use crate::platform::fs::OwnerOnly as _;
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         loop {
             let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let dir =
                 std::env::temp_dir().join(format!("acp-coder-watch-{}-{n}", std::process::id()));
-            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            match std::fs::DirBuilder::new().owner_only().create(&dir) {
                 Ok(()) => return Ok(SyncDir(dir.canonicalize()?)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),

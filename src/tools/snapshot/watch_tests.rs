@@ -113,8 +113,8 @@ fn links_out_of_the_roots_are_not_followed() {
     let w = watch(&root);
     let mark = w.mark();
     std::fs::remove_dir_all(root.join("src/deep")).unwrap();
-    std::os::unix::fs::symlink(outside.path(), root.join("src/deep")).unwrap();
-    std::os::unix::fs::symlink(outside.path(), root.join("link")).unwrap();
+    crate::platform::fs::symlink(outside.path(), root.join("src/deep")).unwrap();
+    crate::platform::fs::symlink(outside.path(), root.join("link")).unwrap();
     let (c, next) = w.since(&mark);
     assert_eq!(c.deleted, [root.join("src/deep/b.rs")]);
     assert!(c.created.is_empty(), "{c:?}");

@@ -294,23 +294,11 @@ pub(super) fn slice_lines(content: &str, line: Option<u64>, limit: Option<u64>) 
     }
 }
 
-pub(super) fn signal_name(sig: i32) -> String {
-    match sig {
-        libc::SIGKILL => "SIGKILL".into(),
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGINT => "SIGINT".into(),
-        libc::SIGHUP => "SIGHUP".into(),
-        libc::SIGPIPE => "SIGPIPE".into(),
-        libc::SIGQUIT => "SIGQUIT".into(),
-        n => format!("SIG{n}"),
-    }
-}
-
+/// Kills a terminal's whole process tree (the agent's own platform layer:
+/// a process group on Unix, a Job Object on Windows).
 pub(super) fn kill_group(pgid: i32) {
-    // SAFETY: plain syscall; pgid is a process group this editor created.
-    unsafe {
-        libc::killpg(pgid, libc::SIGKILL);
-    }
+    use acp_coder::platform::process::{Signal, signal_tree};
+    signal_tree(pgid, Signal::Kill);
 }
 
 #[cfg(test)]

@@ -106,8 +106,10 @@ pub(super) async fn create_terminal(
         .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
 
     let mut cmd = if args.is_empty() {
-        let mut c = Command::new("sh");
-        c.arg("-c").arg(&command);
+        let (shell, shell_args) = acp_coder::platform::process::shell();
+        let mut c = Command::new(shell);
+        c.args(shell_args);
+        acp_coder::platform::process::push_shell_text(&mut c, &command);
         c
     } else {
         let mut c = Command::new(&command);
@@ -124,10 +126,10 @@ pub(super) async fn create_terminal(
             }
         }
     }
+    acp_coder::platform::process::new_tree(&mut cmd);
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -138,7 +140,7 @@ pub(super) async fn create_terminal(
             ));
         }
     };
-    let pgid = child.id().and_then(|p| i32::try_from(p).ok());
+    let pgid = acp_coder::platform::process::adopt(&child);
     let output = Arc::new(Mutex::new(TermOutput {
         limit,
         ..TermOutput::default()
@@ -187,10 +189,20 @@ pub(super) async fn create_terminal(
             .await;
             let info = match status {
                 Ok(s) => {
-                    use std::os::unix::process::ExitStatusExt;
-                    ExitInfo {
-                        code: s.code().and_then(|c| u32::try_from(c).ok()),
-                        signal: s.signal().map(signal_name),
+                    use acp_coder::platform::process::{Exit, exit_of, signal_name};
+                    match exit_of(s) {
+                        Some(Exit::Code(c)) => ExitInfo {
+                            code: u32::try_from(c).ok(),
+                            signal: None,
+                        },
+                        Some(Exit::Signal(n)) => ExitInfo {
+                            code: None,
+                            signal: Some(signal_name(n)),
+                        },
+                        None => ExitInfo {
+                            code: None,
+                            signal: None,
+                        },
                     }
                 }
                 Err(_) => ExitInfo {
