@@ -93,7 +93,11 @@ impl McpOAuthClient {
     /// What is wrong with it, in words naming the keys (`secret_key`,
     /// `metadata_key`: how the caller spells them).
     pub fn check(&self, secret_key: &str, metadata_key: &str) -> Result<(), String> {
-        if self.client_id.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        if self
+            .client_id
+            .as_deref()
+            .is_some_and(|s| s.trim().is_empty())
+        {
             return Err("the OAuth client id is empty; remove it or give the id the authorization server issued".into());
         }
         if self.client_secret.is_some() && self.client_id.is_none() {

@@ -20,7 +20,10 @@ async fn agent(model: &FakeModel, notices: bool) -> (FakeEditor, tempfile::TempD
         "default_mode = \"full-auto\"\nmcp_startup_timeout_secs = 2\n",
     )
     .unwrap();
-    let editor = FakeEditor::spawn(&["--config", &path.display().to_string()], model.agent_env());
+    let editor = FakeEditor::spawn(
+        &["--config", &path.display().to_string()],
+        model.agent_env(),
+    );
     let mut caps = full_capabilities();
     if notices {
         caps["session"] = json!({"notices": {}});
@@ -45,7 +48,10 @@ fn notices(editor: &FakeEditor, sid: &str) -> Vec<(String, String, String)> {
 async fn notice_with(editor: &FakeEditor, sid: &str, needle: &str) -> (String, String, String) {
     let began = Instant::now();
     loop {
-        if let Some(n) = notices(editor, sid).into_iter().find(|n| n.1.contains(needle)) {
+        if let Some(n) = notices(editor, sid)
+            .into_iter()
+            .find(|n| n.1.contains(needle))
+        {
             return n;
         }
         assert!(
@@ -84,7 +90,11 @@ async fn with_the_opt_in_mcp_servers_failing_and_coming_ready_are_notices() {
     let (severity, _, description) = notice_with(&editor, &sid, "`slow` is ready now").await;
     assert_eq!(severity, "info");
     assert!(description.contains("tools are offered"), "{description}");
-    assert!(editor.updates_of_kind(&sid, "agent_message_chunk").is_empty());
+    assert!(
+        editor
+            .updates_of_kind(&sid, "agent_message_chunk")
+            .is_empty()
+    );
 
     // A server that dies during a turn.
     model.push(Reply::tool_call("x1", "mcp__c__crash", json!({})));
@@ -95,7 +105,12 @@ async fn with_the_opt_in_mcp_servers_failing_and_coming_ready_are_notices() {
     assert!(description.contains("exit status 7"), "{description}");
 
     // Each told once, none as agent text.
-    assert_eq!(notices(&editor, &sid).len(), 4, "{:?}", notices(&editor, &sid));
+    assert_eq!(
+        notices(&editor, &sid).len(),
+        4,
+        "{:?}",
+        notices(&editor, &sid)
+    );
     let text = editor.agent_text(&sid);
     assert!(
         !text.contains("MCP server") && text.contains("it crashed"),
@@ -108,7 +123,8 @@ async fn without_the_opt_in_mcp_events_stay_agent_text_and_no_notice_is_sent() {
     let model = FakeModel::start().await;
     let ws = Workspace::new();
     let (editor, _cfg) = agent(&model, false).await;
-    let servers = json!([{"name": "missing", "command": "/nonexistent/mcp-server", "args": [], "env": []}]);
+    let servers =
+        json!([{"name": "missing", "command": "/nonexistent/mcp-server", "args": [], "env": []}]);
     let (sid, _) = new_session(&editor, ws.path(), servers).await;
     wait_for_mcp_text(&editor, &sid, "`missing` failed to start").await;
     assert!(editor.updates_of_kind(&sid, "notice").is_empty());

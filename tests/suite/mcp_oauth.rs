@@ -186,7 +186,8 @@ async fn wait_ready(editor: &FakeEditor, sid: &str) -> String {
         }
         assert!(
             began.elapsed() < Duration::from_secs(60),
-            "the server never became ready: {answer}"
+            "the server never became ready: {answer}\n{}",
+            editor.agent_text(sid)
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
