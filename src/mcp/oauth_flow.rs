@@ -1,8 +1,10 @@
 //! Signing in to an HTTP MCP server (MCP 2025-11-25 "Authorization"; issue
 //! 18 item 8): the authorization-code flow with PKCE on rmcp's
 //! `AuthorizationManager` (RFC 9728 protected resource metadata from the
-//! 401's `WWW-Authenticate`, RFC 8414 server metadata, RFC 7591 dynamic
-//! registration, the `oauth2` crate's PKCE and token requests). The user
+//! 401's `WWW-Authenticate`, RFC 8414 server metadata, the `oauth2` crate's
+//! PKCE and token requests). The client is chosen in MCP 2026-07-28's order
+//! ([`choose_client`]): a pre-registered one, a Client ID Metadata
+//! Document, RFC 7591 dynamic registration. The user
 //! opens the link ([`Present`]); the browser comes back to a
 //! one-shot listener of ours on 127.0.0.1 ([`Callback`]), which checks the
 //! `state` and hands the code over for the token exchange.
