@@ -577,3 +577,35 @@ async fn oauth_link_is_a_notice_when_the_client_shows_notices() {
     assert!(!editor.agent_text(&sid).contains("sign in"));
     assert_eq!(grants(&events), ["register", "authorization_code"]);
 }
+
+/// A malformed sign-in client in an editor's `_meta` fails that server
+/// (before any connection) with words naming the key; the secret is not
+/// repeated anywhere.
+#[tokio::test]
+async fn a_malformed_meta_sign_in_client_fails_the_server_clearly() {
+    let (home, ws, model) = fresh_agent_home().await;
+    let editor = agent(&model, home.path()).await;
+    let port = free_port();
+    let servers = json!([
+        {"type": "http", "name": "orphan", "url": format!("http://127.0.0.1:{port}/mcp"), "headers": [],
+         "_meta": {"acp-coder": {"oauth": {"clientSecret": "orphan-secret-0123456789"}}}},
+        {"type": "http", "name": "plain", "url": format!("http://127.0.0.1:{port}/mcp"), "headers": [],
+         "_meta": {"acp-coder": {"oauth": {"clientMetadataUrl": "http://me.example/c.json"}}}},
+    ]);
+    let (sid, _) = new_session(&editor, ws.path(), servers).await;
+    let said = answer_to(&editor, &sid, "/mcp").await;
+    assert!(
+        said.contains("MCP server `orphan` failed to start: `_meta.\"acp-coder\".oauth.clientSecret` needs the client id"),
+        "{said}"
+    );
+    assert!(
+        said.contains("MCP server `plain` failed to start: `_meta.\"acp-coder\".oauth.clientMetadataUrl` \"http://me.example/c.json\" must be an https URL with a path"),
+        "{said}"
+    );
+    assert!(
+        !editor
+            .raw_lines()
+            .join("\n")
+            .contains("orphan-secret-0123456789")
+    );
+}
