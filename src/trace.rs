@@ -8,7 +8,8 @@
 //! agent sent. `msg` is the frame as JSON, or a string when it is not JSON.
 //! Secrets are replaced by `"[redacted]"` before anything is written: the
 //! API key and configured header values wherever they appear, the values of
-//! `env` and `headers` entries of `mcpServers`, and `{name, value}` pairs or
+//! `env` and `headers` entries of `mcpServers` (and any of their fields whose
+//! name looks secret, like `_meta`'s `clientSecret`), and `{name, value}` pairs or
 //! header/env maps whose name looks secret (`Authorization`, `*token*`,
 //! `*key*`, `*secret*`, `*password*`, `*cookie*`). A value hidden that way
 //! (when its name says secret, or it looks like an opaque token) is also
@@ -276,6 +277,11 @@ fn structural(value: &mut Value, key: Option<&str>, in_mcp: bool, learned: &mut 
                     hide(v, is_secret_name(k), learned);
                     continue;
                 }
+                // An MCP server's `_meta` sign-in (`clientSecret`).
+                if in_mcp && v.is_string() && is_secret_name(k) {
+                    hide(v, true, learned);
+                    continue;
+                }
                 let child_in_mcp = in_mcp || k == "mcpServers";
                 structural(v, Some(k.as_str()), child_in_mcp, learned);
             }
@@ -316,6 +322,23 @@ mod tests {
         assert_eq!(servers[1]["headers"][1]["value"], REDACTED);
         assert_eq!(servers[1]["url"], "https://h/mcp");
         assert_eq!(servers[0]["args"][1], "x");
+    }
+
+    #[test]
+    fn an_mcp_servers_oauth_client_secret_is_redacted() {
+        let mut v = json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{
+        "cwd":"/p",
+        "mcpServers":[{"type":"http","name":"api","url":"https://h/mcp","headers":[],
+            "_meta":{"acp-coder":{"oauth":{"clientId":"acp-1","clientSecret":"s3cr3t-value"}}}}]}});
+        let mut secrets = Secrets::default();
+        redact(&mut v, &mut secrets);
+        let oauth = &v["params"]["mcpServers"][0]["_meta"]["acp-coder"]["oauth"];
+        assert_eq!(oauth["clientSecret"], REDACTED);
+        assert_eq!(oauth["clientId"], "acp-1");
+        // Hidden wherever a later frame repeats it.
+        let mut later = json!({"error":{"message":"bad s3cr3t-value"}});
+        redact(&mut later, &mut secrets);
+        assert_eq!(later["error"]["message"], "bad [redacted]");
     }
 
     #[test]

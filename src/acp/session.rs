@@ -50,6 +50,43 @@ pub struct McpServerHttp {
     pub url: String,
     #[serde(default)]
     pub headers: Vec<NameValue>,
+    /// acp-coder reads `{"acp-coder": {"oauth": {"clientId", "clientSecret",
+    /// "clientMetadataUrl"}}}` here (how to sign in to the server).
+    #[serde(
+        rename = "_meta",
+        default,
+        skip_serializing_if = "ServerMeta::is_empty",
+        deserialize_with = "super::lenient"
+    )]
+    pub meta: ServerMeta,
+}
+
+/// An MCP server entry's `_meta`. It may hold a client secret: `Debug`
+/// shows its keys only.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerMeta(pub Option<serde_json::Map<String, Value>>);
+
+impl ServerMeta {
+    pub fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(|m| m.is_empty())
+    }
+
+    /// The value at `path` (object keys), if any.
+    pub fn get(&self, path: &[&str]) -> Option<&Value> {
+        let (first, rest) = path.split_first()?;
+        let mut v = self.0.as_ref()?.get(*first)?;
+        for key in rest {
+            v = v.get(*key)?;
+        }
+        Some(v)
+    }
+}
+
+impl std::fmt::Debug for ServerMeta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<&String> = self.0.iter().flat_map(|m| m.keys()).collect();
+        f.debug_tuple("ServerMeta").field(&keys).finish()
+    }
 }
 
 /// `{name, value}` pairs used for env variables and HTTP headers.

@@ -8,7 +8,7 @@ pub mod decode;
 mod engine;
 mod handlers;
 mod history;
-mod notices;
+pub(crate) mod notices;
 pub mod policy;
 mod session;
 pub mod store;

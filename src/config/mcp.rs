@@ -25,6 +25,101 @@ pub struct McpServerConfig {
     pub headers: std::collections::BTreeMap<String, String>,
     /// `false` keeps the entry in the file without starting it.
     pub enabled: Option<bool>,
+    /// `[mcp_servers.NAME.oauth]`: how acp-coder signs in to an HTTP server
+    /// whose authorization server does not register clients on the fly.
+    pub oauth: Option<McpOAuthConfig>,
+}
+
+/// `[mcp_servers.NAME.oauth]` in the config file.
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpOAuthConfig {
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub client_metadata_url: Option<String>,
+}
+
+impl std::fmt::Debug for McpOAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        McpOAuthClient::from(self.clone()).fmt(f)
+    }
+}
+
+impl From<McpOAuthConfig> for McpOAuthClient {
+    fn from(c: McpOAuthConfig) -> Self {
+        McpOAuthClient {
+            client_id: c.client_id,
+            client_secret: c.client_secret,
+            client_metadata_url: c.client_metadata_url,
+        }
+    }
+}
+
+/// Who acp-coder is to an HTTP server's authorization server when it signs
+/// in (MCP 2026-07-28 "Client registration"), in the spec's order: a client
+/// registered in advance (`client_id`, with `client_secret` for a
+/// confidential one), else a Client ID Metadata Document at
+/// `client_metadata_url` when the authorization server supports them, else
+/// dynamic registration. All empty: dynamic registration only.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct McpOAuthClient {
+    pub client_id: Option<String>,
+    /// A secret (SECURITY.md §3): redacted everywhere, never stored by us.
+    pub client_secret: Option<String>,
+    pub client_metadata_url: Option<String>,
+}
+
+impl std::fmt::Debug for McpOAuthClient {
+    /// The secret is never shown, only whether there is one.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpOAuthClient")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("client_metadata_url", &self.client_metadata_url)
+            .finish()
+    }
+}
+
+impl McpOAuthClient {
+    pub fn is_empty(&self) -> bool {
+        self.client_id.is_none()
+            && self.client_secret.is_none()
+            && self.client_metadata_url.is_none()
+    }
+
+    /// What is wrong with it, in words naming the keys (`secret_key`,
+    /// `metadata_key`: how the caller spells them).
+    pub fn check(&self, secret_key: &str, metadata_key: &str) -> Result<(), String> {
+        if self
+            .client_id
+            .as_deref()
+            .is_some_and(|s| s.trim().is_empty())
+        {
+            return Err("the OAuth client id is empty; remove it or give the id the authorization server issued".into());
+        }
+        if self.client_secret.is_some() && self.client_id.is_none() {
+            return Err(format!(
+                "`{secret_key}` needs the client id it belongs to; add the pre-registered client id"
+            ));
+        }
+        if let Some(url) = &self.client_metadata_url
+            && !is_metadata_url(url)
+        {
+            return Err(format!(
+                "`{metadata_key}` {url:?} must be an https URL with a path (where your Client ID Metadata Document is served)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A Client ID Metadata Document's URL (its client id): https, a host, a path.
+fn is_metadata_url(url: &str) -> bool {
+    reqwest::Url::parse(url)
+        .is_ok_and(|u| u.scheme() == "https" && u.host_str().is_some() && u.path() != "/")
 }
 
 /// How to reach one MCP server (validated; from the config file or the editor).
@@ -55,6 +150,8 @@ pub enum McpTransportSpec {
 pub struct McpServerSpec {
     pub name: String,
     pub transport: McpTransportSpec,
+    /// How to sign in to an HTTP or SSE server (empty for the others).
+    pub oauth: McpOAuthClient,
 }
 
 impl std::fmt::Debug for McpServerSpec {
@@ -78,6 +175,7 @@ impl std::fmt::Debug for McpServerSpec {
                 .field("name", &self.name)
                 .field("url", url)
                 .field("headers", &names(headers))
+                .field("oauth", &self.oauth)
                 .finish(),
             McpTransportSpec::Acp { server_id } => f
                 .debug_struct("Acp")
@@ -116,9 +214,20 @@ impl McpServerConfig {
             )),
         }
         .map_err(bad)?;
+        let oauth: McpOAuthClient = self.oauth.clone().map(Into::into).unwrap_or_default();
+        if !oauth.is_empty() && matches!(transport, McpTransportSpec::Stdio { .. }) {
+            return Err(bad(
+                "`oauth` is for http/sse servers (a stdio server gets its credentials through `env`)"
+                    .into(),
+            ));
+        }
+        oauth
+            .check("oauth.client_secret", "oauth.client_metadata_url")
+            .map_err(bad)?;
         Ok(Some(McpServerSpec {
             name: name.to_owned(),
             transport,
+            oauth,
         }))
     }
 

@@ -12,7 +12,7 @@ mod mcp;
 mod mode;
 mod paths;
 
-pub use mcp::{McpServerConfig, McpServerSpec, McpTransportSpec};
+pub use mcp::{McpOAuthClient, McpServerConfig, McpServerSpec, McpTransportSpec};
 pub use mode::Mode;
 pub use paths::{config_home, data_home, is_local_endpoint, state_home};
 use paths::{config_home_with, data_home_with};
@@ -280,6 +280,7 @@ impl Settings {
                 }
                 McpTransportSpec::Acp { .. } => {}
             }
+            out.extend(server.oauth.client_secret.iter().cloned());
         }
         out
     }

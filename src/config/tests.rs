@@ -146,6 +146,71 @@ enabled = false
 }
 
 #[test]
+fn an_http_servers_oauth_client_from_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        r#"
+[mcp_servers.remote]
+url = "https://example.invalid/mcp"
+[mcp_servers.remote.oauth]
+client_id = "acp-coder-1"
+client_secret = "oauth-client-secret-value"
+client_metadata_url = "https://acp.example/client.json"
+"#,
+    )
+    .unwrap();
+    let over = Overrides {
+        config: Some(cfg.clone()),
+        ..Default::default()
+    };
+    let s = Settings::load_with(&over, &env_of(&[])).unwrap();
+    let oauth = &s.mcp_servers[0].oauth;
+    assert_eq!(oauth.client_id.as_deref(), Some("acp-coder-1"));
+    assert_eq!(
+        oauth.client_metadata_url.as_deref(),
+        Some("https://acp.example/client.json")
+    );
+    // A secret: redacted everywhere, never in Debug.
+    assert!(
+        s.secret_values()
+            .contains(&"oauth-client-secret-value".to_owned())
+    );
+    assert!(!format!("{s:?}").contains("oauth-client-secret-value"));
+    assert!(format!("{s:?}").contains("acp-coder-1"));
+
+    for (text, want) in [
+        (
+            "[mcp_servers.a]\ncommand = \"x\"\n[mcp_servers.a.oauth]\nclient_id = \"c\"\n",
+            "`oauth` is for http/sse servers",
+        ),
+        (
+            "[mcp_servers.a]\nurl = \"http://h\"\n[mcp_servers.a.oauth]\nclient_secret = \"s\"\n",
+            "`oauth.client_secret` needs the client id",
+        ),
+        (
+            "[mcp_servers.a]\nurl = \"http://h\"\n[mcp_servers.a.oauth]\nclient_metadata_url = \"http://h/c.json\"\n",
+            "must be an https URL with a path",
+        ),
+        (
+            "[mcp_servers.a]\nurl = \"http://h\"\n[mcp_servers.a.oauth]\nclient_metadata_url = \"https://h/\"\n",
+            "must be an https URL with a path",
+        ),
+        (
+            "[mcp_servers.a]\nurl = \"http://h\"\n[mcp_servers.a.oauth]\nclientid = \"c\"\n",
+            "clientid",
+        ),
+    ] {
+        std::fs::write(&cfg, text).unwrap();
+        let err = Settings::load_with(&over, &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(want), "{text}: {err}");
+    }
+}
+
+#[test]
 fn local_endpoints() {
     for u in [
         "http://localhost:11434/v1",

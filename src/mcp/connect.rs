@@ -110,8 +110,15 @@ pub(super) async fn connect(
     auth: &oauth::AuthStatus,
     present: super::oauth_flow::Present<'_>,
 ) -> Result<(Service, Option<StdioChild>), McpError> {
+    spec.oauth
+        .check(
+            "_meta.\"acp-coder\".oauth.clientSecret",
+            "_meta.\"acp-coder\".oauth.clientMetadataUrl",
+        )
+        .map_err(McpError::Config)?;
     let sign_in = oauth_connect::SignIn {
         server: &spec.name,
+        client: &spec.oauth,
         data_dir: &options.data_dir,
         status: auth,
         present,

@@ -10,7 +10,7 @@ use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::SessionUpdate;
+use crate::acp::{Notice, SessionUpdate};
 use crate::config::McpServerSpec;
 use crate::editor::Editor;
 use crate::tools::{Tool, ToolSource};
@@ -49,10 +49,42 @@ struct Slot {
     prompts: Mutex<Vec<serde_json::Value>>,
 }
 
+/// What the user is told about the servers: as session notices (schema
+/// 1.20) to a client that opted into `session.notices`, else as agent text.
 struct Notices {
+    /// Agent text waiting for the next turn (outside a turn none is sent).
     queued: Vec<String>,
+    /// Notices waiting until the client knows the session.
+    queued_notices: Vec<Notice>,
     /// Prompt turns running now: notices are sent at once while > 0.
     turns: usize,
+    /// The client knows the session (`session/new` was answered): notices
+    /// go out at once, in a turn or not.
+    known: bool,
+}
+
+/// What to tell the user: `notice` for a client that shows notices, else `text`.
+pub struct Told {
+    pub text: String,
+    pub notice: Notice,
+}
+
+impl Told {
+    /// A server failed (to start, or while running).
+    pub fn failed(text: String, title: String, description: String) -> Told {
+        Told {
+            text,
+            notice: crate::agent::notices::warning(title, Some(description)),
+        }
+    }
+
+    /// Good news or a request to the user (a server is ready, a sign-in link).
+    pub fn info(text: String, title: String, description: String) -> Told {
+        Told {
+            text,
+            notice: crate::agent::notices::info(title, Some(description)),
+        }
+    }
 }
 
 struct Inner {
@@ -125,7 +157,9 @@ impl McpManager {
             tools: Mutex::new(Vec::new()),
             notices: Mutex::new(Notices {
                 queued: Vec::new(),
+                queued_notices: Vec::new(),
                 turns: 0,
+                known: false,
             }),
             stop: CancellationToken::new(),
             settled: watch::channel(0).0,
@@ -157,9 +191,14 @@ impl McpManager {
             .map(|s| s.spec.name.as_str())
             .collect();
         for name in &slow {
-            inner.notify(format!(
-                "MCP server `{name}` is still starting after {} s; its tools will be added when it is ready.",
+            let after = format!(
+                "after {} s; its tools will be added when it is ready.",
                 inner.options.startup_timeout.as_secs_f64()
+            );
+            inner.notify(Told::info(
+                format!("MCP server `{name}` is still starting {after}"),
+                format!("MCP server `{name}` is still starting"),
+                format!("It is still starting {after}"),
             ));
         }
         tracing::info!(
@@ -187,14 +226,19 @@ impl ToolSource for McpManager {
 
     fn turn_started(&self) {
         self.inner.turn_begun.send_replace(true);
-        let queued = {
+        let (queued, notices) = {
             let mut n = lock(&self.inner.notices);
             n.turns += 1;
-            std::mem::take(&mut n.queued)
+            n.known = true;
+            (
+                std::mem::take(&mut n.queued),
+                std::mem::take(&mut n.queued_notices),
+            )
         };
         if !queued.is_empty() {
             self.inner.send(queued.join("\n\n"));
         }
+        self.inner.send_notices(notices);
     }
 
     fn turn_ended(&self) {
@@ -325,21 +369,46 @@ impl ToolSource for McpManager {
         }
     }
 
+    /// Its one caller subscribes strictly after the response that tells
+    /// the client the session (`reply_then_commands`): from then on notices
+    /// need not wait for a turn.
     fn commands_changed(&self) -> Option<watch::Receiver<u64>> {
+        let notices = {
+            let mut n = lock(&self.inner.notices);
+            n.known = true;
+            std::mem::take(&mut n.queued_notices)
+        };
+        self.inner.send_notices(notices);
         Some(self.inner.commands.subscribe())
     }
 }
 
 impl Inner {
-    /// Tells the user now if a turn runs, else at the start of the next one.
-    fn notify(&self, text: String) {
+    /// Tells the user: a client that shows notices gets a notice, at once
+    /// once it knows the session (else when it does); another gets agent
+    /// text, at once if a turn runs, else at the start of the next one.
+    fn notify(&self, told: Told) {
+        let Told { text, notice } = told;
         tracing::info!(notice = %text, "MCP notice");
         let mut n = lock(&self.notices);
-        if n.turns > 0 {
+        if self.editor.capabilities().notices() {
+            if n.known || n.turns > 0 {
+                drop(n);
+                self.send_notices(vec![notice]);
+            } else {
+                n.queued_notices.push(notice);
+            }
+        } else if n.turns > 0 {
             drop(n);
             self.send(text);
         } else {
             n.queued.push(text);
+        }
+    }
+
+    fn send_notices(&self, notices: Vec<Notice>) {
+        for notice in notices {
+            crate::agent::notices::send_to(&self.editor, notice);
         }
     }
 

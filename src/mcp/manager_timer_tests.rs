@@ -36,6 +36,7 @@ fn silent_server() -> Vec<McpServerSpec> {
         transport: McpTransportSpec::Acp {
             server_id: "never-answers".into(),
         },
+        oauth: Default::default(),
     }]
 }
 

@@ -17,6 +17,8 @@ use super::{McpError, http, sse};
 /// What a sign-in needs from the server's slot.
 pub struct SignIn<'a> {
     pub server: &'a str,
+    /// Who to sign in as (the configured client, if any).
+    pub client: &'a crate::config::McpOAuthClient,
     pub data_dir: &'a Path,
     pub status: &'a AuthStatus,
     /// Shows the sign-in link to the user (see [`oauth_flow::Present`]).
@@ -35,7 +37,7 @@ impl SignIn<'_> {
         if store.exists() {
             self.status.set_required();
         }
-        let manager = oauth_flow::manager(url, store.clone())
+        let manager = oauth_flow::manager(url, store.clone(), self.client)
             .await
             .map_err(|e| McpError::Connect(e.to_string()))?;
         Ok((store, manager))
@@ -49,8 +51,7 @@ impl SignIn<'_> {
     ) -> Result<rmcp::transport::auth::AuthorizationManager, McpError> {
         self.status.set_required();
         oauth_flow::sign_in(
-            self.server,
-            url,
+            (self.server, url, self.client),
             challenge,
             store,
             &self.present,

@@ -1,8 +1,10 @@
 //! Signing in to an HTTP MCP server (MCP 2025-11-25 "Authorization"; issue
 //! 18 item 8): the authorization-code flow with PKCE on rmcp's
 //! `AuthorizationManager` (RFC 9728 protected resource metadata from the
-//! 401's `WWW-Authenticate`, RFC 8414 server metadata, RFC 7591 dynamic
-//! registration, the `oauth2` crate's PKCE and token requests). The user
+//! 401's `WWW-Authenticate`, RFC 8414 server metadata, the `oauth2` crate's
+//! PKCE and token requests). The client is chosen in MCP 2026-07-28's order
+//! ([`choose_client`]): a pre-registered one, a Client ID Metadata
+//! Document, RFC 7591 dynamic registration. The user
 //! opens the link ([`Present`]); the browser comes back to a
 //! one-shot listener of ours on 127.0.0.1 ([`Callback`]), which checks the
 //! `state` and hands the code over for the token exchange.
@@ -12,11 +14,15 @@ use std::time::Duration;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use rmcp::transport::auth::{AuthError, AuthorizationManager, OAuthClientConfig};
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationMetadata, OAuthClientConfig,
+};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
+use super::manager::Told;
 use super::oauth::TokenStore;
+use crate::config::McpOAuthClient;
 
 /// How long the browser gets to come back (inside the 300 s an MCP server
 /// has to start in all, see `manager::BACKGROUND_START_LIMIT`).
@@ -38,6 +44,24 @@ pub enum OAuthError {
     Declined,
     #[error("the authorization server refused the sign-in: {0}")]
     Denied(String),
+    #[error(
+        "its authorization server registers no clients on the fly; \
+         give the client id it issued you (and its secret, if it has one) as \
+         `client_id` / `client_secret` under `[mcp_servers.{server}.oauth]` in the config file, \
+         or as `clientId` / `clientSecret` under `_meta` \"acp-coder\".oauth in the editor's \
+         server entry{}",
+        if *.metadata_documents {
+            "; it also accepts a Client ID Metadata Document: the https URL of yours goes in \
+             `client_metadata_url` / `clientMetadataUrl`"
+        } else {
+            ""
+        }
+    )]
+    NoClient {
+        server: String,
+        /// The authorization server accepts Client ID Metadata Documents.
+        metadata_documents: bool,
+    },
     #[error("{0}")]
     Auth(#[from] AuthError),
 }
@@ -51,7 +75,7 @@ pub struct Present<'a> {
     /// The chat message (the session's MCP notices, shown at once during a
     /// turn, else at the start of the next); it also ends `session/new`'s
     /// wait for this server.
-    pub notify: &'a (dyn Fn(String) + Send + Sync),
+    pub notify: &'a (dyn Fn(Told) + Send + Sync),
     /// Ends `session/new`'s wait for this server (the user is asked instead).
     pub settle: &'a (dyn Fn() + Send + Sync),
     /// True once a prompt turn of the session began: only then does the
@@ -75,7 +99,7 @@ impl Present<'_> {
         let url_mode = self.editor.can_elicit_url();
         tracing::info!(server = %server, %endpoint, url_mode, "MCP server needs sign-in; link presented to the user");
         if !url_mode {
-            (self.notify)(chat_text(server, link));
+            (self.notify)(told(server, link));
             return back.await;
         }
         (self.settle)();
@@ -95,7 +119,7 @@ impl Present<'_> {
                 Ok(_) => return Err(OAuthError::Declined),
                 Err(e) => {
                     tracing::warn!(server = %server, error = %e, "URL elicitation failed; the sign-in link goes to the chat");
-                    (self.notify)(chat_text(server, link));
+                    (self.notify)(told(server, link));
                     back.await
                 }
             },
@@ -105,22 +129,33 @@ impl Present<'_> {
     }
 }
 
-/// The chat message asking the user to open `link` to sign in to `server`.
-fn chat_text(server: &str, link: &str) -> String {
-    format!(
-        "MCP server `{server}` needs you to sign in. Open this link in your browser:\n\n{link}\n\n\
-         The browser then returns to acp-coder on this computer; the link works for {} minutes. \
+/// The chat message (or the notice) asking the user to open `link` to sign
+/// in to `server`.
+fn told(server: &str, link: &str) -> Told {
+    let after = format!(
+        "The browser then returns to acp-coder on this computer; the link works for {} minutes. \
          The server's tools are added once you are signed in.",
         SIGN_IN_WAIT.as_secs() / 60
+    );
+    Told::info(
+        format!(
+            "MCP server `{server}` needs you to sign in. Open this link in your browser:\n\n{link}\n\n{after}"
+        ),
+        format!("MCP server `{server}` needs you to sign in"),
+        format!("Open this link in your browser:\n\n{link}\n\n{after}"),
     )
 }
 
 /// An rmcp authorization manager for `url` with its tokens in `store`:
 /// a stored sign-in is used (and refreshed shortly before it expires);
 /// without one, requests go out unauthenticated until the server asks.
+/// `client` is the configured sign-in client: a stored sign-in of another
+/// client id than the configured one is dropped (signing in again), and a
+/// configured secret is used for the token requests (never stored).
 pub async fn manager(
     url: &str,
     store: Arc<TokenStore>,
+    client: &McpOAuthClient,
 ) -> Result<AuthorizationManager, OAuthError> {
     crate::net::install_crypto();
     let mut m = AuthorizationManager::new(url).await?;
@@ -132,9 +167,22 @@ pub async fn manager(
         // the server's 401 starts a new sign-in.
         match m.initialize_from_store().await {
             Ok(true) => {
-                if let Some(secret) = store.client_secret()
-                    && let Ok((client_id, _)) = m.get_credentials().await
-                {
+                let stored_id = m.get_credentials().await.ok().map(|(id, _)| id);
+                let secret = match (&client.client_id, stored_id) {
+                    (Some(configured), Some(stored)) if *configured != stored => {
+                        tracing::info!(url = %url, "the configured OAuth client id changed: the stored sign-in is dropped");
+                        store.remove().map_err(|e| {
+                            OAuthError::Auth(AuthError::CredentialStoreError(e.to_string()))
+                        })?;
+                        let mut fresh = AuthorizationManager::new(url).await?;
+                        fresh.set_credential_store(SharedStore(store));
+                        return Ok(fresh);
+                    }
+                    (Some(_), Some(id)) => client.client_secret.clone().map(|s| (id, s)),
+                    (None, Some(id)) => store.client_secret().map(|s| (id, s)),
+                    (_, None) => None,
+                };
+                if let Some((client_id, secret)) = secret {
                     m.configure_client(
                         OAuthClientConfig::new(client_id, url).with_client_secret(secret),
                     )?;
@@ -147,12 +195,57 @@ pub async fn manager(
     Ok(m)
 }
 
+/// Which client acp-coder signs in as (MCP 2026-07-28 "Client
+/// registration", in its order): the configured pre-registered client, else
+/// the configured Client ID Metadata Document when the authorization server
+/// supports them, else dynamic registration when it offers that. Otherwise
+/// the error says what to configure.
+async fn choose_client(
+    m: &mut AuthorizationManager,
+    metadata: &AuthorizationMetadata,
+    client: &McpOAuthClient,
+    (server, redirect, scopes): (&str, &str, &[&str]),
+    store: &TokenStore,
+) -> Result<(), OAuthError> {
+    let owned: Vec<String> = scopes.iter().map(|s| (*s).to_owned()).collect();
+    if let Some(id) = &client.client_id {
+        tracing::info!(server = %server, "MCP sign-in with the pre-registered client id");
+        let mut config = OAuthClientConfig::new(id, redirect).with_scopes(owned);
+        if let Some(secret) = &client.client_secret {
+            config = config.with_client_secret(secret);
+        }
+        store.set_client_secret(None);
+        m.configure_client(config)?;
+        return Ok(());
+    }
+    let cimd = metadata
+        .additional_fields
+        .get("client_id_metadata_document_supported")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    if let Some(url) = client.client_metadata_url.as_deref().filter(|_| cimd) {
+        tracing::info!(server = %server, "MCP sign-in with the Client ID Metadata Document");
+        store.set_client_secret(None);
+        m.configure_client(OAuthClientConfig::new(url, redirect).with_scopes(owned))?;
+        return Ok(());
+    }
+    if metadata.registration_endpoint.is_none() {
+        return Err(OAuthError::NoClient {
+            server: server.to_owned(),
+            metadata_documents: cimd,
+        });
+    }
+    tracing::info!(server = %server, "MCP sign-in with dynamic client registration");
+    let config = m.register_client(CLIENT_NAME, redirect, scopes).await?;
+    store.set_client_secret(config.client_secret.clone());
+    Ok(())
+}
+
 /// Runs the sign-in for `server` at `url` after its 401 carrying
 /// `challenge` (`WWW-Authenticate`): discovery, registration, the link, the
 /// browser's return, the token exchange. The tokens end up in `store`.
 pub async fn sign_in(
-    server: &str,
-    url: &str,
+    (server, url, client): (&str, &str, &McpOAuthClient),
     challenge: &str,
     store: Arc<TokenStore>,
     present: &Present<'_>,
@@ -163,15 +256,20 @@ pub async fn sign_in(
     m.set_credential_store(SharedStore(store.clone()));
     let found = m.resolve_metadata_from_challenge(Some(challenge)).await?;
     tracing::info!(server = %server, source = ?found.source, "MCP OAuth metadata found");
+    let metadata = found.metadata.clone();
     m.set_metadata(found.metadata);
     let callback = Callback::bind().await?;
     let redirect = callback.redirect_uri();
     let scopes = m.select_scopes(None, &[]);
     let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
-    let config = m
-        .register_client(CLIENT_NAME, &redirect, &scope_refs)
-        .await?;
-    store.set_client_secret(config.client_secret.clone());
+    choose_client(
+        &mut m,
+        &metadata,
+        client,
+        (server, &redirect, &scope_refs),
+        &store,
+    )
+    .await?;
     let link = m.get_authorization_url(&scope_refs).await?;
     check_link(&link)?;
     let state = reqwest::Url::parse(&link)

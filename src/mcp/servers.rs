@@ -4,8 +4,36 @@
 //! entry of a name wins.
 use std::collections::HashSet;
 
-use crate::acp::{McpServer, NameValue};
-use crate::config::{McpServerSpec, McpTransportSpec};
+use crate::acp::{McpServer, NameValue, ServerMeta};
+use crate::config::{McpOAuthClient, McpServerSpec, McpTransportSpec};
+
+/// Where an editor's entry says how to sign in: `_meta["acp-coder"].oauth`.
+pub const OAUTH_META: [&str; 2] = ["acp-coder", "oauth"];
+
+/// The sign-in client of an editor's HTTP or SSE entry (`_meta`, see
+/// [`OAUTH_META`]): `clientId`, `clientSecret`, `clientMetadataUrl`, each a
+/// string; another value is ignored (and logged). The secret is learned by
+/// the redactor at once.
+fn oauth_of(meta: &ServerMeta, server: &str) -> McpOAuthClient {
+    let Some(oauth) = meta.get(&OAUTH_META) else {
+        return McpOAuthClient::default();
+    };
+    let field = |key: &str| match oauth.get(key) {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            tracing::warn!(server = %server, key, "MCP server _meta: OAuth value is not a string; ignored");
+            None
+        }
+    };
+    let client = McpOAuthClient {
+        client_id: field("clientId"),
+        client_secret: field("clientSecret"),
+        client_metadata_url: field("clientMetadataUrl"),
+    };
+    crate::secrets::learn(client.client_secret.iter().cloned());
+    client
+}
 
 fn pairs(v: &[NameValue]) -> Vec<(String, String)> {
     v.iter()
@@ -15,6 +43,10 @@ fn pairs(v: &[NameValue]) -> Vec<(String, String)> {
 
 /// The editor's description of a server as a spec.
 pub fn from_acp(server: &McpServer) -> McpServerSpec {
+    let oauth = match server {
+        McpServer::Http(h) | McpServer::Sse(h) => oauth_of(&h.meta, &h.name),
+        _ => McpOAuthClient::default(),
+    };
     let transport = match server {
         McpServer::Stdio(s) | McpServer::StdioUntagged(s) => McpTransportSpec::Stdio {
             command: s.command.clone(),
@@ -36,6 +68,7 @@ pub fn from_acp(server: &McpServer) -> McpServerSpec {
     McpServerSpec {
         name: server.name().to_owned(),
         transport,
+        oauth,
     }
 }
 
@@ -78,6 +111,7 @@ mod tests {
                     args: vec![],
                     env: vec![],
                 },
+                oauth: Default::default(),
             },
             McpServerSpec {
                 name: "c".into(),
@@ -85,6 +119,7 @@ mod tests {
                     url: "http://c".into(),
                     headers: vec![],
                 },
+                oauth: Default::default(),
             },
         ];
         let merged = merge(&editor, &configured);
@@ -94,5 +129,37 @@ mod tests {
             matches!(&merged[0].transport, McpTransportSpec::Stdio { env, .. } if env == &[("K".to_string(), "V".to_string())])
         );
         assert!(matches!(&merged[1].transport, McpTransportSpec::Sse { .. }));
+    }
+
+    #[test]
+    fn an_editor_entry_carries_its_sign_in_client_in_meta() {
+        let editor: Vec<McpServer> = serde_json::from_value(serde_json::json!([
+            {"type": "http", "name": "a", "url": "http://h/mcp", "headers": [],
+             "_meta": {"acp-coder": {"oauth": {
+                 "clientId": "pre-1", "clientSecret": "meta-client-secret-1",
+                 "clientMetadataUrl": "https://me.example/client.json"}}}},
+            {"type": "sse", "name": "b", "url": "http://h/sse", "headers": [],
+             "_meta": {"acp-coder": {"oauth": {"clientId": 7}}, "other": true}},
+            {"type": "http", "name": "c", "url": "http://h/mcp", "headers": [], "_meta": 5},
+        ]))
+        .unwrap();
+        let specs = merge(&editor, &[]);
+        let a = &specs[0].oauth;
+        assert_eq!(a.client_id.as_deref(), Some("pre-1"));
+        assert_eq!(a.client_secret.as_deref(), Some("meta-client-secret-1"));
+        assert_eq!(
+            a.client_metadata_url.as_deref(),
+            Some("https://me.example/client.json")
+        );
+        // The secret is redacted from now on, and Debug never shows it.
+        assert_eq!(
+            crate::secrets::redact("x meta-client-secret-1 y"),
+            "x [redacted] y"
+        );
+        assert!(!format!("{:?}", specs[0]).contains("meta-client-secret-1"));
+        assert!(!format!("{editor:?}").contains("meta-client-secret-1"));
+        // A value that is not a string is ignored; a malformed `_meta` too.
+        assert!(specs[1].oauth.is_empty());
+        assert!(specs[2].oauth.is_empty());
     }
 }

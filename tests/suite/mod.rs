@@ -30,6 +30,7 @@ mod mcp_common;
 mod mcp_elicitation;
 mod mcp_input;
 mod mcp_lifecycle;
+mod mcp_notices;
 mod mcp_oauth;
 mod mcp_reference;
 mod mcp_sampling;

@@ -13,7 +13,7 @@ use super::super::McpError;
 use super::super::connect::{EXIT_WAIT, Service, connect, with_stderr};
 use super::super::handler::Handler;
 use super::super::stdio::StdioChild;
-use super::{BACKGROUND_START_LIMIT, Inner, State, lock};
+use super::{BACKGROUND_START_LIMIT, Inner, State, Told, lock};
 
 /// Counts a server as settled exactly once, however its start ends (or
 /// when it waits for the user to sign in: `session/new` does not wait for that).
@@ -38,9 +38,9 @@ impl Drop for Settle<'_> {
 pub(super) async fn run_server(inner: Arc<Inner>, idx: usize) {
     let name = inner.slots[idx].spec.name.clone();
     let settle = Settle(&inner, AtomicBool::new(false));
-    let sign_in_notice = |text: String| {
+    let sign_in_notice = |told: Told| {
         settle.done();
-        inner.notify(text);
+        inner.notify(told);
     };
     let (handler, changes) = client_handler(&inner, idx);
     let began = Instant::now();
@@ -67,9 +67,11 @@ pub(super) async fn run_server(inner: Arc<Inner>, idx: usize) {
     let late = inner.startup_over.load(Ordering::SeqCst);
     settle.done();
     if late {
-        inner.notify(format!(
-            "MCP server `{name}` is ready now ({count} tool{}).",
-            if count == 1 { "" } else { "s" }
+        let tools = format!("{count} tool{}", if count == 1 { "" } else { "s" });
+        inner.notify(Told::info(
+            format!("MCP server `{name}` is ready now ({tools})."),
+            format!("MCP server `{name}` is ready now"),
+            format!("Its {tools} are offered from now on."),
         ));
     }
     serve(&inner, idx, service, child, changes).await;
@@ -180,8 +182,11 @@ async fn start_server(
             tracing::warn!(server = %name, error = %e, "MCP server failed to start");
             inner.set(idx, State::Failed);
             if !inner.stop.is_cancelled() {
-                inner.notify(format!(
-                    "MCP server `{name}` failed to start: {e}. Its tools are not available; other servers are not affected."
+                let rest = "Its tools are not available; other servers are not affected.";
+                inner.notify(Told::failed(
+                    format!("MCP server `{name}` failed to start: {e}. {rest}"),
+                    format!("MCP server `{name}` failed to start"),
+                    format!("{e}. {rest}"),
                 ));
             }
             None
@@ -203,8 +208,12 @@ async fn list_tools(
         Err(e) => {
             tracing::warn!(server = %name, error = %e, "tools/list failed");
             inner.set(idx, State::Failed);
-            inner.notify(format!(
-                "MCP server `{name}` started but listing its tools failed: {e}. Its tools are not available."
+            inner.notify(Told::failed(
+                format!(
+                    "MCP server `{name}` started but listing its tools failed: {e}. Its tools are not available."
+                ),
+                format!("MCP server `{name}` failed to start"),
+                format!("Listing its tools failed: {e}. Its tools are not available."),
             ));
             return None;
         }
@@ -265,8 +274,11 @@ async fn gone(inner: &Inner, idx: usize, child: Option<&StdioChild>, quit: &str)
     inner.rebuild();
     inner.commands.send_modify(|n| *n += 1);
     if !inner.stop.is_cancelled() {
-        inner.notify(format!(
-            "MCP server `{name}` stopped unexpectedly: {how}. Its tools were removed; the session goes on."
+        let rest = "Its tools were removed; the session goes on.";
+        inner.notify(Told::failed(
+            format!("MCP server `{name}` stopped unexpectedly: {how}. {rest}"),
+            format!("MCP server `{name}` stopped unexpectedly"),
+            format!("{how}. {rest}"),
         ));
     }
 }
