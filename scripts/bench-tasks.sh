@@ -2,7 +2,7 @@
 # Task benchmark with a real model: runs an agent headless on the small
 # coding tasks in scripts/tasks/, each in a fresh git repository, and checks
 # each by its files or its answer alone. Prints one line per task and the
-# pass rate and time per task. A benchmark, never a CI test.
+# pass rate and the median and mean time per task. A benchmark, never a CI test.
 #
 #   scripts/bench-tasks.sh [--agent acp-coder|opencode] [--bin PATH]
 #                          [--base-url URL] [--model ID] [--timeout SECS]
@@ -86,9 +86,12 @@ run_agent() {
   local dir=$1 prompt=$2 answer=$3 log=$4
   case $agent in
     acp-coder)
+      # --keep also keeps the protocol trace (every session/update) beside the log.
+      local trace=()
+      [ "$keep" = 1 ] && trace=(--trace "$dir.trace")
       (cd "$dir" && OPENAI_BASE_URL=$base_url ACP_CODER_MODEL=$model OPENAI_API_KEY= \
         XDG_CONFIG_HOME=$dir.config XDG_DATA_HOME=$dir.data XDG_STATE_HOME=$dir.state \
-        timeout "$timeout_s" "$bin" exec --mode full-auto "$prompt" >"$answer" 2>"$log")
+        timeout "$timeout_s" "$bin" "${trace[@]}" exec --mode full-auto "$prompt" >"$answer" 2>"$log")
       ;;
     opencode)
       mkdir -p "$dir.config/opencode"
@@ -116,6 +119,7 @@ JSON
 passed=0
 total=0
 sum_ms=0
+all_ms=()
 printf '%-26s %-6s %8s\n' task result seconds
 for task in "$tasks"/$only/; do
   task=${task%/}
@@ -132,13 +136,16 @@ for task in "$tasks"/$only/; do
   [ "$rc" = 124 ] && result="$result(timeout)"
   total=$((total + 1))
   sum_ms=$((sum_ms + ms))
+  all_ms+=("$ms")
   printf '%-26s %-6s %8.1f\n' "$name" "$result" "$(echo "$ms / 1000" | bc -l)"
   if [ "$keep" = 1 ]; then
-    echo "    kept: $dir (answer $answer, log $log)"
+    echo "    kept: $dir (answer $answer, log $log, agent log under $dir.state, trace $dir.trace)"
   else
-    rm -rf "$dir" "$dir.config" "$dir.data" "$dir.state" "$answer" "$log"
+    rm -rf "$dir" "$dir.config" "$dir.data" "$dir.state" "$dir.trace" "$answer" "$log"
   fi
 done
 [ "$total" -gt 0 ] || { echo "no tasks under $tasks matching $only" >&2; exit 2; }
-printf 'passed %d/%d, %.1f s per task on average (%s, %s)\n' "$passed" "$total" \
-  "$(echo "$sum_ms / $total / 1000" | bc -l)" "$agent" "$model"
+median_ms=$(printf '%s\n' "${all_ms[@]}" | sort -n | awk '{v[NR] = $1} END {
+  print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+printf 'passed %d/%d, median %.1f s, mean %.1f s per task (%s, %s)\n' "$passed" "$total" \
+  "$(echo "$median_ms / 1000" | bc -l)" "$(echo "$sum_ms / $total / 1000" | bc -l)" "$agent" "$model"

@@ -221,7 +221,20 @@ pub trait Model: Send + Sync {
     }
 
     /// What [`Model::context_window`] learned, without asking.
-    fn known_context_window(&self, _model: &str) -> Option<u64> {
+    fn known_context_window(&self, model: &str) -> Option<u64> {
+        self.known_server_window(model).map(|w| w.tokens)
+    }
+
+    /// What [`Model::context_window`] learned and where the server said it.
+    fn known_server_window(&self, _model: &str) -> Option<ServerWindow> {
         None
     }
+}
+
+/// A context window a server reported, and where it said so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerWindow {
+    pub tokens: u64,
+    /// Which answer said it, for `/status` (e.g. "llama-server `/props` (n_ctx)").
+    pub source: &'static str,
 }

@@ -57,7 +57,7 @@ pub struct OpenAiModel {
     idle_timeout: Duration,
     limits: StreamLimits,
     /// Context windows the server reported, per model (`None`: it did not say).
-    windows: std::sync::Mutex<std::collections::HashMap<String, Option<u64>>>,
+    windows: std::sync::Mutex<std::collections::HashMap<String, Option<super::ServerWindow>>>,
     /// The last `GET /models` answer, which also says windows (asked once).
     listing: std::sync::Mutex<Option<Value>>,
 }
@@ -208,7 +208,7 @@ impl Model for OpenAiModel {
 
     async fn context_window(&self, model: &str) -> Option<u64> {
         if let Some(known) = self.windows.lock().ok()?.get(model) {
-            return *known;
+            return known.map(|w| w.tokens);
         }
         let listing = self.listing.lock().ok().and_then(|l| l.clone());
         let found = super::window::probe(
@@ -220,14 +220,19 @@ impl Model for OpenAiModel {
             WINDOW_TIMEOUT,
         )
         .await;
-        if let Some(n) = found {
-            tracing::info!(model, window = n, "context window reported by the server");
+        if let Some(w) = found {
+            tracing::info!(
+                model,
+                window = w.tokens,
+                source = w.source,
+                "context window reported by the server"
+            );
         }
         self.windows.lock().ok()?.insert(model.to_owned(), found);
-        found
+        found.map(|w| w.tokens)
     }
 
-    fn known_context_window(&self, model: &str) -> Option<u64> {
+    fn known_server_window(&self, model: &str) -> Option<super::ServerWindow> {
         self.windows.lock().ok()?.get(model).copied().flatten()
     }
 

@@ -19,6 +19,8 @@ use std::time::Duration;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
+use super::ServerWindow;
+
 /// The most of one answer read (Ollama's `/api/show` carries the license
 /// and the template).
 const MAX_BODY: usize = 4 << 20;
@@ -39,22 +41,30 @@ pub(super) struct Found {
 }
 
 impl Found {
-    pub(super) fn window(&self) -> Option<u64> {
+    #[cfg(test)]
+    fn window(&self) -> Option<u64> {
+        self.pick().map(|w| w.tokens)
+    }
+
+    /// The best answer, and which source gave it.
+    pub(super) fn pick(&self) -> Option<ServerWindow> {
         [
-            self.props,
-            self.num_ctx,
-            self.lm_studio,
-            self.listed,
-            self.model_max,
+            (self.props, "llama-server `/props` (n_ctx)"),
+            (self.num_ctx, "Ollama `/api/show` (num_ctx)"),
+            (self.lm_studio, "LM Studio `/api/v0/models`"),
+            (self.listed, "the server's `/models` list"),
+            (self.model_max, "Ollama `/api/show` (the model's maximum)"),
         ]
         .into_iter()
-        .flatten()
-        .find(|n| *n >= 512)
+        .find_map(|(n, source)| {
+            n.filter(|n| *n >= 512)
+                .map(|tokens| ServerWindow { tokens, source })
+        })
     }
 }
 
 /// Asks the server at `base` (the chat base URL, e.g. `…/v1`) for `model`'s
-/// window; `None` when nothing says.
+/// window and where it said so; `None` when nothing says.
 /// `listing` is the `GET /models` answer when the client already has it.
 pub(super) async fn probe(
     client: &reqwest::Client,
@@ -63,7 +73,7 @@ pub(super) async fn probe(
     model: &str,
     listing: Option<Value>,
     timeout: Duration,
-) -> Option<u64> {
+) -> Option<ServerWindow> {
     let base = base.trim_end_matches('/');
     let root = base.strip_suffix("/v1").unwrap_or(base);
     let local = crate::config::is_local_endpoint(base);
@@ -102,7 +112,7 @@ pub(super) async fn probe(
     let (listed, props, show, lm) = futures::join!(listed, props, show, lm);
     let found = read(model, listed, props, show, lm);
     tracing::debug!(?found, model, "context window from the server");
-    found.window()
+    found.pick()
 }
 
 /// The answers, read.
@@ -207,6 +217,7 @@ mod tests {
         let listed = json!({"data": [{"id": "qwen", "meta": {"n_ctx_train": 32768}}]});
         let f = read("qwen", Some(listed), Some(props), None, None);
         assert_eq!(f.window(), Some(16384));
+        assert_eq!(f.pick().unwrap().source, "llama-server `/props` (n_ctx)");
         // Ollama: num_ctx when the model sets it, else the model's maximum.
         let show = json!({
             "parameters": "stop \"<|im_end|>\"\nnum_ctx 8192\ntemperature 0.2",

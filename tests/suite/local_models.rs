@@ -115,6 +115,43 @@ async fn context_window_comes_from_llama_server_props() {
         "{} bytes",
         first.raw_body.len()
     );
+    // `/status` shows the learned window and where it came from.
+    r.editor.prompt(&r.sid, "/status").await;
+    let text = r.editor.agent_text(&r.sid);
+    assert!(
+        text.contains("of 8192 tokens used")
+            && text.contains("window reported by the server (llama-server `/props` (n_ctx))"),
+        "{text}"
+    );
+}
+
+/// `/status` before any turn asks the server; with nothing said, it shows
+/// the default and how to set it.
+#[tokio::test]
+async fn status_says_where_the_window_comes_from() {
+    let model = FakeModel::start().await;
+    model.set_route(
+        "POST",
+        "/api/show",
+        Reply::json(json!({"parameters": "num_ctx 6144"})),
+    );
+    let r = ready(&model).await;
+    r.editor.prompt(&r.sid, "/status").await;
+    let text = r.editor.agent_text(&r.sid);
+    assert!(
+        text.contains("of 6144 tokens used") && text.contains("Ollama `/api/show` (num_ctx)"),
+        "{text}"
+    );
+    assert!(model.chat_requests().is_empty());
+
+    let model = FakeModel::start().await;
+    let r = ready(&model).await;
+    r.editor.prompt(&r.sid, "/status").await;
+    let text = r.editor.agent_text(&r.sid);
+    assert!(
+        text.contains("of 128000 tokens used") && text.contains("window the default"),
+        "{text}"
+    );
 }
 
 /// Ollama: the model's `num_ctx` parameter; LM Studio: the loaded length.

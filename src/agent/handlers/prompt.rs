@@ -331,7 +331,9 @@ impl Agent {
             .model
             .clone()
             .unwrap_or_else(|| "(none configured)".into());
-        let window = settings.context_window_for(&model);
+        let (window, window_from) = self
+            .window_and_source(settings, meta.model.as_deref())
+            .await;
         let history = session.history.lock().await;
         let used = if history.context_tokens > 0 {
             history.context_tokens
@@ -351,7 +353,9 @@ impl Agent {
                 session.mode().name(),
                 session.mode().description()
             ),
-            format!("- **Context**: {used} of {window} tokens used ({pct:.0} %), {left} left"),
+            format!(
+                "- **Context**: {used} of {window} tokens used ({pct:.0} %), {left} left; window {window_from}"
+            ),
             format!(
                 "- **Tokens this session**: {} in, {} out",
                 history.total_prompt_tokens, history.total_completion_tokens
@@ -376,6 +380,29 @@ impl Agent {
         lines.extend(crate::agent::history::undo::background_status(session));
         lines.push(format!("- **Session**: `{}`", session.id));
         format!("**Status**\n{}", lines.join("\n"))
+    }
+
+    /// The window the turns use ([`TurnEnv::context_window`]) and where it
+    /// comes from: the config, the server (asked now if not yet, bounded),
+    /// or the default.
+    async fn window_and_source(&self, settings: &Settings, model: Option<&str>) -> (u64, String) {
+        if let Some(n) = model.and_then(|m| settings.configured_context_window(m)) {
+            return (n, "from the config file".to_owned());
+        }
+        let learned = match (self.model(), model) {
+            (Ok(client), Some(id)) => {
+                client.context_window(id).await;
+                client.known_server_window(id)
+            }
+            _ => None,
+        };
+        match learned {
+            Some(w) => (w.tokens, format!("reported by the server ({})", w.source)),
+            None => (
+                settings.context_window,
+                "the default (set `context_window`; the server did not say)".to_owned(),
+            ),
+        }
     }
 
     /// `/skills` lists the skills; `/skills reload` reads them from disk
