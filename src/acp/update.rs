@@ -46,6 +46,20 @@ pub struct Notice {
     pub description: Option<String>,
 }
 
+impl Notice {
+    pub fn new(
+        severity: NoticeSeverity,
+        title: impl Into<String>,
+        description: Option<String>,
+    ) -> Notice {
+        Notice {
+            severity,
+            title: title.into(),
+            description,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoticeSeverity {

@@ -8,7 +8,7 @@ pub mod decode;
 mod engine;
 mod handlers;
 mod history;
-pub(crate) mod notices;
+mod notices;
 pub mod policy;
 mod session;
 pub mod store;

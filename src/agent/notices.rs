@@ -28,11 +28,7 @@ fn notice(
     title: impl Into<String>,
     description: Option<String>,
 ) -> Notice {
-    Notice {
-        severity,
-        title: title.into(),
-        description,
-    }
+    Notice::new(severity, title, description)
 }
 
 pub fn warning(title: impl Into<String>, description: Option<String>) -> Notice {

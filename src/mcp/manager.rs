@@ -10,7 +10,7 @@ use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::{Notice, SessionUpdate};
+use crate::acp::{Notice, NoticeSeverity, SessionUpdate};
 use crate::config::McpServerSpec;
 use crate::editor::Editor;
 use crate::tools::{Tool, ToolSource};
@@ -74,7 +74,7 @@ impl Told {
     pub fn failed(text: String, title: String, description: String) -> Told {
         Told {
             text,
-            notice: crate::agent::notices::warning(title, Some(description)),
+            notice: Notice::new(NoticeSeverity::Warning, title, Some(description)),
         }
     }
 
@@ -82,7 +82,7 @@ impl Told {
     pub fn info(text: String, title: String, description: String) -> Told {
         Told {
             text,
-            notice: crate::agent::notices::info(title, Some(description)),
+            notice: Notice::new(NoticeSeverity::Info, title, Some(description)),
         }
     }
 }
@@ -408,7 +408,7 @@ impl Inner {
 
     fn send_notices(&self, notices: Vec<Notice>) {
         for notice in notices {
-            crate::agent::notices::send_to(&self.editor, notice);
+            self.editor.notice(notice);
         }
     }
 
