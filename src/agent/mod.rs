@@ -116,6 +116,7 @@ where
     // Every frame to the editor passes the one redactor (SECURITY.md §3).
     conn.set_filter(crate::secrets::redact_frame);
     crate::secrets::learn(config.settings.secret_values());
+    crate::platform::sandbox::allow_unconfined_full_auto(config.settings.full_auto_without_sandbox);
     let store = store::Store::new(&config.settings.data_dir);
     let agent = Arc::new(Agent {
         peer: conn.peer.clone(),

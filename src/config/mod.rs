@@ -114,6 +114,9 @@ pub struct FileConfig {
     pub protected_paths: Vec<String>,
     /// Whether sandboxed commands may use the network (TCP). Default true.
     pub sandbox_network: Option<bool>,
+    /// Where the system has no command sandbox (Windows): whether full-auto
+    /// runs commands without asking, unconfined. Default false (it asks).
+    pub full_auto_without_sandbox: Option<bool>,
     /// More paths sandboxed commands may not read (absolute, or `~/…`),
     /// added to the built-in credential stores (SECURITY.md §2).
     #[serde(default)]
@@ -226,6 +229,9 @@ pub struct Settings {
     pub protected_paths: Vec<String>,
     /// Whether sandboxed commands may use the network (`sandbox_network`).
     pub sandbox_network: bool,
+    /// `full_auto_without_sandbox`: where no command sandbox exists,
+    /// full-auto runs commands unasked and unconfined.
+    pub full_auto_without_sandbox: bool,
     /// What sandboxed commands may not read besides the built-in credential
     /// stores: the agent's own config, data and state directories and the
     /// config file's `sandbox_unreadable`.
@@ -325,6 +331,7 @@ impl Default for Settings {
             mcp_tool_timeout: Duration::from_secs(300),
             protected_paths: Vec::new(),
             sandbox_network: true,
+            full_auto_without_sandbox: false,
             sandbox_unreadable: paths::agent_dirs_with(
                 &|k| std::env::var(k).ok().filter(|v| !v.is_empty()),
                 None,
@@ -417,6 +424,9 @@ impl Settings {
         }
         if let Some(b) = file.sandbox_network {
             self.sandbox_network = b;
+        }
+        if let Some(b) = file.full_auto_without_sandbox {
+            self.full_auto_without_sandbox = b;
         }
         if let Some(n) = file.max_background_commands {
             self.max_background_commands = n.max(1);

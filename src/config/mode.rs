@@ -49,6 +49,9 @@ impl Mode {
             Mode::FullAuto if crate::platform::sandbox::AVAILABLE => {
                 "Edits and runs commands without asking; still asks outside the project"
             }
+            Mode::FullAuto if crate::platform::sandbox::full_auto_runs_commands() => {
+                "Edits and runs commands without asking, unconfined: this system has no command sandbox and the config says full_auto_without_sandbox = true"
+            }
             Mode::FullAuto => {
                 "Edits files in the project without asking; asks before every command, as this system has no command sandbox"
             }

@@ -249,3 +249,19 @@ fn default_mode_is_read_as_a_mode_and_a_bad_one_lists_the_choices() {
     assert!(e.contains("read-only, ask, accept-edits, full-auto"), "{e}");
     assert!(e.contains("c.toml"), "{e}");
 }
+
+#[test]
+fn full_auto_without_sandbox_is_off_unless_the_file_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    let over = Overrides {
+        config: Some(cfg.clone()),
+        ..Default::default()
+    };
+    std::fs::write(&cfg, "model = \"m\"\n").unwrap();
+    let s = Settings::load_with(&over, &env_of(&[])).unwrap();
+    assert!(!s.full_auto_without_sandbox);
+    std::fs::write(&cfg, "full_auto_without_sandbox = true\n").unwrap();
+    let s = Settings::load_with(&over, &env_of(&[])).unwrap();
+    assert!(s.full_auto_without_sandbox);
+}

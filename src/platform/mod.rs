@@ -63,6 +63,21 @@ pub mod sandbox {
     /// Where it has none, full-auto asks before each command.
     pub const AVAILABLE: bool = super::os::SANDBOX_AVAILABLE;
 
+    static UNCONFINED_FULL_AUTO: std::sync::atomic::AtomicBool =
+        std::sync::atomic::AtomicBool::new(false);
+
+    /// The config's `full_auto_without_sandbox`: where there is no sandbox,
+    /// the user chose to let full-auto run commands unasked, unconfined.
+    pub fn allow_unconfined_full_auto(on: bool) {
+        UNCONFINED_FULL_AUTO.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether full-auto runs commands without asking: where a sandbox
+    /// confines them, or where the user turned the missing one off.
+    pub fn full_auto_runs_commands() -> bool {
+        AVAILABLE || UNCONFINED_FULL_AUTO.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Runs the launcher when this process was started as one (first thing
     /// in `main`); `None` otherwise, and always where there is no launcher.
     pub fn dispatch() -> Option<u8> {
@@ -416,4 +431,20 @@ pub mod harden {
 pub mod watch {
     /// The `notify` backend that watches trees on this system.
     pub const BACKEND: &str = super::os::WATCH_BACKEND;
+}
+
+#[cfg(test)]
+mod full_auto_tests {
+    use super::sandbox::{AVAILABLE, allow_unconfined_full_auto, full_auto_runs_commands};
+
+    /// Full-auto runs commands unasked where a sandbox confines them; where
+    /// none exists, only when the user's config turned the missing one off.
+    #[test]
+    fn full_auto_runs_commands_only_confined_or_by_the_users_choice() {
+        allow_unconfined_full_auto(false);
+        assert_eq!(full_auto_runs_commands(), AVAILABLE);
+        allow_unconfined_full_auto(true);
+        assert!(full_auto_runs_commands());
+        allow_unconfined_full_auto(false);
+    }
 }

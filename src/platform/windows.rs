@@ -44,7 +44,7 @@ pub fn wrap(
 
 pub fn sandbox_fix(_level: &Level) -> Option<&'static str> {
     Some(
-        "run acp-coder inside WSL 2 for the Linux sandbox; on Windows itself full-auto asks before each command",
+        "run acp-coder inside WSL 2 for the Linux sandbox; on Windows itself full-auto asks before each command (full_auto_without_sandbox = true in the config lets it run them unasked and unconfined)",
     )
 }
 

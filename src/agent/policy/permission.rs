@@ -329,7 +329,7 @@ fn decide_execute(
     // there is no full sandbox. A cwd outside the roots always asks.
     // Where the system has no sandbox at all (Windows), full-auto asks
     // before each command: nothing would confine it.
-    let unasked = (mode == Mode::FullAuto && crate::platform::sandbox::AVAILABLE)
+    let unasked = (mode == Mode::FullAuto && crate::platform::sandbox::full_auto_runs_commands())
         || prefix.as_ref().is_some_and(|p| {
             grants.check(
                 &Scope::Command {
@@ -350,7 +350,9 @@ fn decide_execute(
             grants,
             bounds,
             Scope::Once,
-            mode == Mode::FullAuto && crate::platform::sandbox::AVAILABLE && out.is_empty(),
+            mode == Mode::FullAuto
+                && crate::platform::sandbox::full_auto_runs_commands()
+                && out.is_empty(),
         ),
         Some(prefix) => {
             let inside = out.is_empty();
@@ -358,7 +360,9 @@ fn decide_execute(
                 grants,
                 bounds,
                 Scope::Command { prefix, paths: out },
-                mode == Mode::FullAuto && crate::platform::sandbox::AVAILABLE && inside,
+                mode == Mode::FullAuto
+                    && crate::platform::sandbox::full_auto_runs_commands()
+                    && inside,
             )
         }
     }
