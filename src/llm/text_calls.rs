@@ -46,11 +46,14 @@ pub fn extract(text: &str, offered: &[&str]) -> Option<TextCalls> {
     if found.is_empty() {
         let trimmed = text.trim();
         let start = text.len() - text.trim_start().len();
-        for v in json_values(trimmed).0 {
+        // A fence line the model left unpaired (a closing ``` after the
+        // calls, an opening ```json before them) is not prose.
+        let bare = without_fence_lines(trimmed);
+        for v in json_values(&bare).0 {
             push_calls(v, offered, false, start..start + trimmed.len(), &mut found);
         }
         // The whole reply must be the call(s): JSON inside prose is an answer.
-        if json_values(trimmed).1 != trimmed.len() {
+        if json_values(&bare).1 != bare.len() {
             found.clear();
         }
     }
@@ -179,6 +182,20 @@ fn fenced(text: &str, offered: &[&str], found: &mut Vec<(std::ops::Range<usize>,
         }
         from = end.max(after);
     }
+}
+
+/// `text` without its lines that are only a code fence (```` ``` ````,
+/// ```` ```json ````).
+fn without_fence_lines(text: &str) -> String {
+    text.lines()
+        .filter(|l| match l.trim().strip_prefix("```") {
+            Some(info) => info.contains(['`', ' ', '{', '[']),
+            None => true,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_owned()
 }
 
 /// A fence around a tag's body (some models write both).

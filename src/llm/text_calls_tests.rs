@@ -166,3 +166,21 @@ fn holdback_streams_prose_and_keeps_calls() {
     assert_eq!(h.push("done <"), "done ");
     assert_eq!(h.push("b>"), "<b>");
 }
+
+#[test]
+fn several_bare_objects_with_a_stray_fence() {
+    // Qwen2.5-Coder 1.5B (llama-server, its own template), after an
+    // edit_file error: two calls, one per line, and a closing fence it
+    // never opened.
+    let text = "{\"name\": \"read_file\", \"arguments\": {\"path\": \"greet.py\"}}\n{\"name\": \"edit_file\", \"arguments\": {\"path\": \"greet.py\", \"old_string\": \"Syntax error\", \"new_string\": \"Hello, world!\", \"replace_all\": false}}\n```";
+    let got = calls(text);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0].0, "read_file");
+    assert_eq!(got[1].0, "edit_file");
+    assert_eq!(got[1].1["old_string"], "Syntax error");
+    // Prose around the objects still makes it an answer.
+    assert!(
+        calls("Here is how:\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n```")
+            .is_empty()
+    );
+}
