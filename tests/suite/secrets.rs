@@ -183,6 +183,17 @@ async fn the_key_is_found_on_no_route() {
 /// and its `/undo`, write the key back exactly as it was.
 #[tokio::test]
 async fn a_secret_in_an_edited_file_is_written_back_as_it_was() {
+    secret_file_round_trip(true).await;
+}
+
+/// The same when the editor offers no `fs`: the agent's own writes (and
+/// its `/undo`) keep the file's bytes.
+#[tokio::test]
+async fn a_secret_in_a_locally_edited_file_is_written_back_as_it_was() {
+    secret_file_round_trip(false).await;
+}
+
+async fn secret_file_round_trip(through_editor: bool) {
     let model = FakeModel::start().await;
     let home = tempfile::tempdir().unwrap();
     let log = home.path().join("agent.log");
@@ -196,7 +207,13 @@ async fn a_secret_in_an_edited_file_is_written_back_as_it_was() {
     );
     let env = format!("OPENAI_API_KEY={OTHER_KEY}\nPROVIDER={KEY}\nPORT=8080\n");
     let ws = Workspace::builder().file(".env", env.clone()).build();
-    editor.initialize(full_capabilities()).await;
+    editor
+        .initialize(if through_editor {
+            full_capabilities()
+        } else {
+            no_capabilities()
+        })
+        .await;
     let sid = editor.new_session(ws.path()).await;
 
     model.push(Reply::tool_call(
@@ -233,9 +250,10 @@ async fn a_secret_in_an_edited_file_is_written_back_as_it_was() {
     assert_clean("the log file", &std::fs::read_to_string(&log).unwrap());
     let traced = std::fs::read_to_string(&trace).unwrap();
     assert_clean("the trace", &traced);
-    assert!(
+    assert_eq!(
         traced.contains("fs/write_text_file"),
-        "the writes went through the editor"
+        through_editor,
+        "the writes went through the editor only when it offered fs"
     );
 }
 
