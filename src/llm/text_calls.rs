@@ -211,8 +211,38 @@ fn strip_fence(body: &str) -> &str {
 }
 
 /// The JSON values at the start of `s`, one after another (whitespace
-/// between), and how many bytes of `s` they took.
+/// between), and how many bytes of `s` they took. A model imitating a
+/// template that escapes braces writes `{{"name": …}}`: one doubled opening
+/// brace is dropped, and closing braces left over after the values are
+/// taken with them.
 fn json_values(s: &str) -> (Vec<Value>, usize) {
+    let plain = plain_json_values(s);
+    if !plain.0.is_empty() {
+        return with_stray_closers(s, plain);
+    }
+    if !s.starts_with("{{") {
+        return plain;
+    }
+    let (values, used) = plain_json_values(&s[1..]);
+    if values.is_empty() {
+        return plain;
+    }
+    with_stray_closers(s, (values, used + 1))
+}
+
+/// `(values, used)` of `s` with the `}` that follow the values taken too,
+/// when nothing but whitespace follows them.
+fn with_stray_closers(s: &str, (values, used): (Vec<Value>, usize)) -> (Vec<Value>, usize) {
+    let rest = &s[used..];
+    let closers = rest.trim_start_matches(|c: char| c == '}' || c.is_whitespace());
+    if closers.len() < rest.len() && closers.is_empty() && rest.contains('}') {
+        (values, s.len())
+    } else {
+        (values, used)
+    }
+}
+
+fn plain_json_values(s: &str) -> (Vec<Value>, usize) {
     let mut out = Vec::new();
     let mut it = serde_json::Deserializer::from_str(s).into_iter::<Value>();
     let mut used = 0;
@@ -269,6 +299,9 @@ fn call_of(mut obj: Map<String, Value>, offered: &[&str], explicit: bool) -> Opt
             _ => return None,
         },
         Some(Value::Null) | None => Value::Object(Map::new()),
+        // The value of the tool's one parameter, without its name (a
+        // plan's entries as a bare list): [`fill_sole_parameter`] names it.
+        Some(Value::Array(items)) => Value::Array(items),
         Some(_) => return None,
     };
     let only_call_keys = obj.keys().all(|k| k == "name" || k == "type" || k == "id");
@@ -276,6 +309,25 @@ fn call_of(mut obj: Map<String, Value>, offered: &[&str], explicit: bool) -> Opt
     let shaped = only_call_keys && key.is_some();
     (known || ((explicit || shaped) && only_call_keys))
         .then(|| serde_json::json!({"name": name, "arguments": args}))
+}
+
+/// Arguments written as a bare list, for a tool whose parameters have one
+/// list-valued property (`{"entries": [...]}` written as `[...]`): the list
+/// becomes that property. Any other call is returned as it was, and the
+/// tool's own argument check tells the model what is wrong.
+pub fn fill_sole_parameter(call: &mut ToolCallRequest, parameters: &Value) {
+    let Ok(Value::Array(items)) = serde_json::from_str::<Value>(&call.arguments) else {
+        return;
+    };
+    let Some(props) = parameters.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    let mut lists = props
+        .iter()
+        .filter(|(_, p)| p.get("type").and_then(Value::as_str) == Some("array"));
+    if let (Some((name, _)), None) = (lists.next(), lists.next()) {
+        call.arguments = serde_json::json!({ name: items }).to_string();
+    }
 }
 
 fn to_request(v: &Value, i: usize) -> Option<ToolCallRequest> {

@@ -184,3 +184,68 @@ fn several_bare_objects_with_a_stray_fence() {
             .is_empty()
     );
 }
+
+#[test]
+fn doubled_braces_around_a_bare_call() {
+    // Qwen2.5-Coder 1.5B asked to fix a syntax error (bench task 07): it
+    // copied the doubled braces of a template that escapes them, and closed
+    // with two more than it opened.
+    let text = r#"{{"name": "edit_file", "arguments": {"path": "greet.py", "old_string": "def greet(name):", "new_string": "def greet(name) -> None:", "replace_all": false}}}}"#;
+    assert_eq!(
+        calls(text),
+        [(
+            "edit_file".into(),
+            serde_json::json!({"path": "greet.py", "old_string": "def greet(name):", "new_string": "def greet(name) -> None:", "replace_all": false})
+        )]
+    );
+    assert_eq!(extract(text, &TOOLS).unwrap().prose, "");
+    // Stray closing braces after a tagged call too.
+    let text = "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.py\"}}}\n</tool_call>";
+    assert_eq!(
+        calls(text),
+        [("read_file".into(), serde_json::json!({"path": "a.py"}))]
+    );
+    // Prose with braces in it is still an answer.
+    assert!(calls("{{ a template }} is how Jinja prints a value.").is_empty());
+    assert!(calls(r#"{"name": "read_file", "arguments": {"path": "a"}} and then }"#).is_empty());
+}
+
+#[test]
+fn arguments_as_a_bare_list_fill_the_tools_one_list_parameter() {
+    // Qwen2.5-Coder 1.5B (bench task 02): the plan's entries without
+    // their parameter name.
+    let text = "```json\n{\n    \"name\": \"update_plan\",\n    \"arguments\": [\n        {\n            \"content\": \"Implement is_palindrome\",\n            \"status\": \"in_progress\"\n        }\n    ]\n}\n```";
+    let found = extract(text, &["update_plan"]).unwrap();
+    let mut call = found.calls[0].clone();
+    let plan_schema = serde_json::json!({"type": "object", "properties": {
+        "entries": {"type": "array", "items": {"type": "object"}}
+    }, "required": ["entries"]});
+    fill_sole_parameter(&mut call, &plan_schema);
+    assert_eq!(
+        serde_json::from_str::<Value>(&call.arguments).unwrap(),
+        serde_json::json!({"entries": [{"content": "Implement is_palindrome", "status": "in_progress"}]})
+    );
+    // A tool with no list parameter, or two, keeps the list: its own
+    // argument check answers the model.
+    let mut call = found.calls[0].clone();
+    fill_sole_parameter(
+        &mut call,
+        &serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    );
+    assert!(call.arguments.starts_with('['));
+    let mut call = found.calls[0].clone();
+    fill_sole_parameter(
+        &mut call,
+        &serde_json::json!({"type": "object", "properties": {
+            "a": {"type": "array"}, "b": {"type": "array"}}}),
+    );
+    assert!(call.arguments.starts_with('['));
+    // Arguments that are an object are never touched.
+    let mut call = calls_of(r#"{"name": "read_file", "arguments": {"path": "a"}}"#);
+    fill_sole_parameter(&mut call, &plan_schema);
+    assert_eq!(call.arguments, r#"{"path":"a"}"#);
+}
+
+fn calls_of(text: &str) -> ToolCallRequest {
+    extract(text, &TOOLS).unwrap().calls.remove(0)
+}

@@ -152,6 +152,14 @@ async fn read_existing(
 const SHOWN_LINES: usize = 250;
 const SHOWN_BYTES: usize = 12 * 1024;
 
+/// A missing `old_string` in a file this small gets the whole file back
+/// (a weak model that is told to read it again re-reads and repeats).
+const WHOLE_LINES: usize = 80;
+const WHOLE_BYTES: usize = 6 * 1024;
+/// Said before a whole file shown with an error.
+const WHOLE_FILE: &str = "The whole file is below; copy old_string from it exactly (without the line-number prefix) and call edit_file again:";
+const READ_AGAIN: &str = " Read the file again to see its current content.";
+
 /// An edit that does not apply to a file the model has not seen: the error
 /// with the file's content, which counts as seen from then on.
 fn with_content(e: ToolError, ctx: &ToolContext, path: &std::path::Path, old: &str) -> ToolError {
@@ -162,6 +170,11 @@ fn with_content(e: ToolError, ctx: &ToolContext, path: &std::path::Path, old: &s
     if let Some(seen) = &ctx.seen {
         seen.shown(path);
     }
+    if msg.contains(WHOLE_FILE) {
+        return ToolError::Failed(msg);
+    }
+    // The content follows: no need to read it again.
+    let msg = msg.strip_suffix(READ_AGAIN).unwrap_or(&msg);
     let lf = old.replace("\r\n", "\n");
     ToolError::Failed(format!(
         "{msg}\nYou have not read this file in this session. Its current content is below; copy old_string from it exactly (without the line-number prefix) and call edit_file again:\n{}",
@@ -233,7 +246,13 @@ fn apply(old: &str, args: &Args, shown: &str) -> Result<Applied, ToolError> {
             Some(near) => msg.push_str(&format!(
                 " The closest lines are:\n{near}Copy the text exactly (without the line-number prefix), or read the file again."
             )),
-            None => msg.push_str(" Read the file again to see its current content."),
+            None if text.lines().count() <= WHOLE_LINES && text.len() <= WHOLE_BYTES => {
+                msg.push_str(&format!(
+                    " Nothing like it is in the file. {WHOLE_FILE}\n{}",
+                    bounded_numbered(&text, WHOLE_LINES, WHOLE_BYTES)
+                ))
+            }
+            None => msg.push_str(READ_AGAIN),
         }
         return Err(ToolError::Failed(msg));
     }

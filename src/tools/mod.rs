@@ -10,6 +10,7 @@ mod background;
 mod edit_file;
 mod find;
 mod load_skill;
+pub mod missing;
 pub mod paths;
 mod plan;
 pub mod process;

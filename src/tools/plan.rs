@@ -34,9 +34,10 @@ impl Tool for UpdatePlan {
         "update_plan"
     }
     fn description(&self) -> &str {
-        "Record or update your plan for a multi-step task. Send the complete list every time \
-         (it replaces the previous one); keep exactly one entry in_progress while working and \
-         mark entries completed as soon as they are done. Skip this for trivial one-step tasks."
+        "Only for a task of several steps: record or update your plan (skip it for a \
+         one-step task, and never use it instead of doing the work). Send the complete list \
+         every time (it replaces the previous one); keep exactly one entry in_progress while \
+         working and mark entries completed as soon as they are done."
     }
     fn parameters(&self) -> Value {
         args_schema(

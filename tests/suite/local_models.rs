@@ -365,3 +365,168 @@ async fn first_request_sizes() {
     assert_eq!(full_tools, short_tools, "same tools");
     assert!(short * 10 < full * 7, "{short} vs {full}");
 }
+
+/// A small window (the small-model mode) on this scripted server.
+fn small_window(model: &FakeModel) {
+    model.set_route(
+        "GET",
+        "/props",
+        Reply::json(json!({"default_generation_settings": {"n_ctx": 8192}})),
+    );
+}
+
+/// The model guessed a path (`app.log` for `logs/app.log`): the failure
+/// names where a file of that name is, and the next try reads it.
+#[tokio::test]
+async fn a_guessed_path_is_pointed_to_the_file_of_that_name() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::builder()
+        .file("logs/app.log", "ERROR one\nINFO two\n")
+        .build();
+    model.push(Reply::tool_call(
+        "r1",
+        "read_file",
+        json!({"path": "app.log"}),
+    ));
+    model.push(Reply::tool_call(
+        "g1",
+        "grep",
+        json!({"pattern": "ERROR", "path": "app.log"}),
+    ));
+    model.push(Reply::text("One."));
+    let r = ready_with(&model, &[], ws).await;
+    r.editor
+        .prompt(&r.sid, "how many errors are in app.log?")
+        .await;
+    for id in ["r1", "g1"] {
+        let result = model.tool_result_for(id).unwrap();
+        assert!(
+            result.contains("app.log does not exist. In the project, app.log is at: logs/app.log"),
+            "{result}"
+        );
+    }
+}
+
+/// In the small-model mode, an answer right after a failed call is pushed
+/// on once: the model reads why and tries again. A second such answer
+/// ends the turn.
+#[tokio::test]
+async fn a_small_model_that_stops_at_a_failure_is_pushed_on_once() {
+    let model = FakeModel::start().await;
+    small_window(&model);
+    model.push(Reply::tool_call(
+        "t1",
+        "add_package",
+        json!({"package": "pyyaml"}),
+    ));
+    model.push(Reply::text("I have no tool named add_package."));
+    model.push(Reply::tool_call(
+        "r1",
+        "read_file",
+        json!({"path": "notes.txt"}),
+    ));
+    model.push(Reply::text("It says hi."));
+    let r = ready_with(&model, &[], notes()).await;
+    let result = r.editor.prompt(&r.sid, "what is in notes.txt?").await;
+    assert_eq!(result["stopReason"], "end_turn");
+    let requests = model.chat_requests();
+    assert_eq!(requests.len(), 4);
+    let last = requests[2].messages().last().cloned().unwrap();
+    assert_eq!(last["role"], "user", "{last}");
+    assert!(
+        last["content"]
+            .to_string()
+            .contains("Your last tool call failed"),
+        "{last}"
+    );
+    assert_eq!(
+        r.editor.agent_text(&r.sid),
+        "I have no tool named add_package.It says hi."
+    );
+    assert_eq!(model.unscripted_requests(), 0);
+
+    // Outside the small-model mode the first answer ends the turn.
+    let model = FakeModel::start().await;
+    model.push(Reply::tool_call("t1", "add_package", json!({})));
+    model.push(Reply::text("I have no tool named add_package."));
+    let r = ready_with(&model, &[], notes()).await;
+    r.editor.prompt(&r.sid, "add pyyaml").await;
+    assert_eq!(model.chat_requests().len(), 2);
+}
+
+/// A plan made before anything was read or changed, marked done: the
+/// small model is told that nothing is done yet.
+#[tokio::test]
+async fn a_plan_before_any_work_is_not_the_work() {
+    let model = FakeModel::start().await;
+    let plan = json!({"entries": [{"content": "Change the port", "status": "completed"}]});
+    model.push(Reply::tool_call("p1", "update_plan", plan.clone()));
+    model.push(Reply::tool_call(
+        "r1",
+        "read_file",
+        json!({"path": "notes.txt"}),
+    ));
+    model.push(Reply::tool_call("p2", "update_plan", plan));
+    model.push(Reply::text("Done."));
+    let r = ready_with(&model, &[], notes()).await;
+    r.editor.prompt(&r.sid, "change the port").await;
+    let first = model.tool_result_for("p1").unwrap();
+    assert!(
+        first.contains("a plan changes nothing by itself") && first.contains("no step is done"),
+        "{first}"
+    );
+    let after_work = model.tool_result_for("p2").unwrap();
+    assert!(!after_work.contains("changes nothing"), "{after_work}");
+}
+
+/// An edit that does not apply, a re-read, the same edit, …: the loop is
+/// told at the third failure and ends at the fifth, though the calls were
+/// never in a row. A small file comes back whole with the failure.
+#[tokio::test]
+async fn the_same_failing_edit_between_reads_is_a_loop() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::builder()
+        .file("ops.py", "def add(a, b):\n    return a - b\n")
+        .build();
+    let edit = json!({"path": "ops.py", "old_string": "return self.value / 2", "new_string": "return self.value"});
+    for i in 1..=5 {
+        model.push(Reply::tool_call(
+            &format!("e{i}"),
+            "edit_file",
+            edit.clone(),
+        ));
+        if i < 5 {
+            model.push(Reply::tool_call(
+                &format!("r{i}"),
+                "read_file",
+                json!({"path": "ops.py"}),
+            ));
+        }
+    }
+    let r = ready_with(&model, &[], ws).await;
+    let result = r.editor.prompt(&r.sid, "fix add").await;
+    assert_eq!(result["stopReason"], "end_turn");
+    let second = model.tool_result_for("e2").unwrap();
+    assert!(
+        second.contains("Nothing like it is in the file")
+            && second.contains("     2\t    return a - b"),
+        "{second}"
+    );
+    assert!(!second.contains("repeating"), "{second}");
+    let third = model.tool_result_for("e3").unwrap();
+    assert!(third.contains("You are repeating yourself"), "{third}");
+    assert_eq!(
+        model.chat_requests().len(),
+        9,
+        "no request after the fifth failure"
+    );
+    assert_eq!(model.unscripted_requests(), 0);
+    assert!(
+        r.editor
+            .agent_text(&r.sid)
+            .contains("Stopped: the model made the same `edit_file` call"),
+        "{}",
+        r.editor.agent_text(&r.sid)
+    );
+    assert_eq!(r.ws.read("ops.py"), "def add(a, b):\n    return a - b\n");
+}

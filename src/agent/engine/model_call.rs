@@ -304,6 +304,11 @@ fn with_text_calls(mut c: Completion, request: &ChatRequest<'_>) -> (Completion,
     );
     c.text = found.prose;
     c.tool_calls = found.calls;
+    for call in &mut c.tool_calls {
+        if let Some(tool) = request.tools.iter().find(|t| t.name == call.name) {
+            text_calls::fill_sole_parameter(call, &tool.parameters);
+        }
+    }
     (c, true)
 }
 

@@ -1,44 +1,93 @@
-//! The model repeating itself: the same call (same tool, same arguments) in
-//! a row. Weak models loop on a call that fails, or re-read what they have.
-//! At [`TELL`] in a row the result says so; at [`STOP`] the turn ends with
-//! a reason the user reads, instead of spending the rest of the turn's
-//! requests on it.
+//! The model repeating itself. Weak models loop on a call that fails, or
+//! re-read what they have: the same call (same tool, same arguments) in a
+//! row, or the same failing call again and again with other calls between
+//! (an edit that does not apply, a re-read of the file, the same edit). At
+//! [`TELL`] the result says so; at [`STOP`] the turn ends with a reason the
+//! user reads, instead of spending the rest of the turn's requests on it.
 use serde_json::Value;
 
 use crate::llm::ToolCallRequest;
 
-/// The same call this many times in a row: the model is told.
+/// The same call this many times in a row, or the same failing call this
+/// many times since anything changed: the model is told.
 pub const TELL: u32 = 3;
-/// The same call this many times in a row: the turn ends.
+/// The same call this many times in a row, or the same failing call this
+/// many times since anything changed: the turn ends.
 pub const STOP: u32 = 5;
+
+/// A call as far as repeats go: its tool and its arguments (keys in any order).
+type Key = (String, Value);
 
 /// The calls of one turn, as far as repeats go.
 #[derive(Debug, Default)]
 pub struct Repeats {
-    last: Option<(String, Value)>,
+    last: Option<Key>,
     in_a_row: u32,
-    failing_in_a_row: u32,
+    /// How often each call failed since the last call that changed
+    /// something: the same failing call cannot start to work unless
+    /// something changed between.
+    failing: Vec<(Key, u32)>,
+    /// The call that reached [`STOP`], and how many times.
+    stopped: Option<(String, u32)>,
+    /// A call read or changed something this turn (not only a plan).
+    acted: bool,
+}
+
+/// What a finished call did, for [`Repeats::record`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Failed,
+    /// It worked and changed nothing (a read, a search).
+    Looked,
+    /// It only noted something (a plan): nothing was read or changed.
+    Noted,
+    /// It worked and may have changed something (an edit, a command).
+    Changed,
 }
 
 impl Repeats {
     /// Counts a finished call; returns a note to add to its result when the
     /// model repeats itself.
-    pub fn record(&mut self, req: &ToolCallRequest, failed: bool) -> Option<String> {
+    pub fn record(&mut self, req: &ToolCallRequest, outcome: Outcome) -> Option<String> {
         let args = serde_json::from_str::<Value>(&req.arguments)
             .unwrap_or_else(|_| Value::String(req.arguments.clone()));
         let key = (req.name.clone(), args);
+        self.acted |= matches!(outcome, Outcome::Looked | Outcome::Changed);
         if self.last.as_ref() == Some(&key) {
             self.in_a_row += 1;
-            self.failing_in_a_row = if failed { self.failing_in_a_row + 1 } else { 0 };
         } else {
-            self.last = Some(key);
+            self.last = Some(key.clone());
             self.in_a_row = 1;
-            self.failing_in_a_row = u32::from(failed);
         }
-        if self.failing_in_a_row >= TELL {
+        let failures = match outcome {
+            Outcome::Failed => match self.failing.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    self.failing.push((key, 1));
+                    1
+                }
+            },
+            Outcome::Changed => {
+                self.failing.clear();
+                0
+            }
+            Outcome::Looked | Outcome::Noted => {
+                self.failing.retain(|(k, _)| *k != key);
+                0
+            }
+        };
+        if failures >= STOP {
+            self.stopped = Some((req.name.clone(), failures));
+        } else if self.in_a_row >= STOP {
+            self.stopped = Some((req.name.clone(), self.in_a_row));
+        }
+        if failures >= TELL {
             Some(format!(
-                "Note: you made this same failing call ({} with the same arguments) {} times in a row, and it failed each time. You are repeating yourself: do not make it again. Read the error above, then change the arguments, use another tool, or tell the user what blocks you.",
-                req.name, self.failing_in_a_row
+                "Note: you have made this same failing call ({} with the same arguments) {failures} times, and it failed each time; nothing has changed since, so it will fail again. You are repeating yourself: do not make it again. Read the error above, then change the arguments (copy the text exactly from the file as shown), use another tool, or tell the user what blocks you.",
+                req.name
             ))
         } else if self.in_a_row >= TELL {
             Some(format!(
@@ -50,15 +99,18 @@ impl Repeats {
         }
     }
 
+    /// Whether a call of this turn read or changed anything: a plan made
+    /// before that is only a plan.
+    pub fn acted(&self) -> bool {
+        self.acted
+    }
+
     /// Why the turn must end, once the model passed [`STOP`].
     pub fn stop_reason(&self) -> Option<String> {
-        let (name, _) = self.last.as_ref()?;
-        (self.in_a_row >= STOP).then(|| {
-            format!(
-                "Stopped: the model made the same `{name}` call with the same arguments {} times in a row without making progress. Rephrase the request, give it more detail, or try a stronger model.",
-                self.in_a_row
-            )
-        })
+        let (name, times) = self.stopped.as_ref()?;
+        Some(format!(
+            "Stopped: the model made the same `{name}` call with the same arguments {times} times without making progress. Rephrase the request, give it more detail, or try a stronger model."
+        ))
     }
 }
 
@@ -81,21 +133,21 @@ mod tests {
             "edit_file",
             r#"{"path":"a","old_string":"x","new_string":"x"}"#,
         );
-        assert!(r.record(&c, true).is_none());
+        assert!(r.record(&c, Outcome::Failed).is_none());
         // Same arguments in another order and spacing are the same call.
         let same = call(
             "edit_file",
             r#"{"new_string": "x", "path": "a", "old_string": "x"}"#,
         );
-        assert!(r.record(&same, true).is_none());
-        let note = r.record(&c, true).unwrap();
+        assert!(r.record(&same, Outcome::Failed).is_none());
+        let note = r.record(&c, Outcome::Failed).unwrap();
         assert!(
             note.contains("failing call") && note.contains("3 times"),
             "{note}"
         );
         assert!(r.stop_reason().is_none());
-        r.record(&c, true);
-        r.record(&c, true);
+        r.record(&c, Outcome::Failed);
+        r.record(&c, Outcome::Failed);
         let why = r.stop_reason().unwrap();
         assert!(
             why.contains("`edit_file`") && why.contains("5 times"),
@@ -108,18 +160,65 @@ mod tests {
         let mut r = Repeats::default();
         let a = call("read_file", r#"{"path":"a"}"#);
         let b = call("read_file", r#"{"path":"b"}"#);
-        r.record(&a, false);
-        r.record(&a, false);
-        r.record(&b, false);
-        assert!(r.record(&a, false).is_none());
-        assert!(r.record(&a, false).is_none());
-        let note = r.record(&a, false).unwrap();
+        r.record(&a, Outcome::Looked);
+        r.record(&a, Outcome::Looked);
+        r.record(&b, Outcome::Looked);
+        assert!(r.record(&a, Outcome::Looked).is_none());
+        assert!(r.record(&a, Outcome::Looked).is_none());
+        let note = r.record(&a, Outcome::Looked).unwrap();
         assert!(note.contains("will not change"), "{note}");
         // A failing streak counts failures only.
         let mut r = Repeats::default();
-        r.record(&a, true);
-        r.record(&a, false);
-        let note = r.record(&a, true).unwrap();
+        r.record(&a, Outcome::Failed);
+        r.record(&a, Outcome::Looked);
+        let note = r.record(&a, Outcome::Failed).unwrap();
         assert!(!note.contains("failing"), "{note}");
+    }
+
+    #[test]
+    fn the_same_failing_call_with_reads_between_is_told_then_stopped() {
+        // Qwen2.5-Coder 1.5B (bench task 01): an edit whose old_string is
+        // not in the file, a re-read, the same edit, a re-read, …
+        let mut r = Repeats::default();
+        let edit = call(
+            "edit_file",
+            r#"{"path":"ops.py","old_string":"return self.value / 2","new_string":"x"}"#,
+        );
+        let read = call("read_file", r#"{"path":"ops.py"}"#);
+        assert!(r.record(&edit, Outcome::Failed).is_none());
+        assert!(r.record(&read, Outcome::Looked).is_none());
+        assert!(r.record(&edit, Outcome::Failed).is_none());
+        assert!(r.record(&read, Outcome::Looked).is_none());
+        let note = r.record(&edit, Outcome::Failed).unwrap();
+        assert!(
+            note.contains("3 times") && note.contains("failing"),
+            "{note}"
+        );
+        for _ in 0..2 {
+            assert!(r.stop_reason().is_none());
+            r.record(&read, Outcome::Looked);
+            r.record(&edit, Outcome::Failed);
+        }
+        let why = r.stop_reason().unwrap();
+        assert!(
+            why.contains("`edit_file`") && why.contains("5 times"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_change_between_failures_starts_the_count_again() {
+        // Tests that fail, an edit, the tests again: work, not a loop.
+        let mut r = Repeats::default();
+        let test = call("run_command", r#"{"command":"make test"}"#);
+        let edit = call(
+            "edit_file",
+            r#"{"path":"a","old_string":"1","new_string":"2"}"#,
+        );
+        for _ in 0..6 {
+            assert!(r.record(&test, Outcome::Failed).is_none());
+            r.record(&edit, Outcome::Changed);
+        }
+        assert!(r.stop_reason().is_none());
     }
 }

@@ -35,6 +35,9 @@ pub struct CallResult {
     pub failed: bool,
     /// The turn must stop after this call ([`ToolError::halts`]).
     pub halted: bool,
+    /// The user (or the mode) refused the call: the model must not try
+    /// it again in another form.
+    pub refused: bool,
     /// The images and audio the call returned, as model parts (issue 18
     /// item 7, [`crate::mcp::rich`]).
     pub media: Vec<crate::llm::UserPart>,
@@ -56,12 +59,34 @@ pub async fn run(
         cancel,
         limits,
     };
-    match call
+    let mut done = match call
         .steps(req, secret_env, sandbox_network, sandbox_unreadable)
         .await
     {
         Ok(done) | Err(done) => done,
+    };
+    if done.failed
+        && !done.cancelled
+        && let Some(hint) = missing_path_hint(session, req).await
+    {
+        done.for_model = format!("{}\n{hint}", done.for_model);
     }
+    done
+}
+
+/// A call that failed on a `path` that does not exist: where files of that
+/// name are in the project ([`crate::tools::missing`]).
+async fn missing_path_hint(session: &Session, req: &ToolCallRequest) -> Option<String> {
+    let args: Value = serde_json::from_str(&req.arguments).ok()?;
+    let path = args.get("path")?.as_str()?.to_owned();
+    let cwd = session.cwd.clone();
+    let roots = session.roots();
+    tokio::task::spawn_blocking(move || {
+        crate::tools::missing::same_name_elsewhere(&path, &cwd, &roots)
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 /// One call in flight: what each step reports to. A step that ends the call
@@ -242,7 +267,7 @@ impl Call<'_> {
         let scope = match decision {
             Decision::Allow => return Ok(true),
             Decision::Refuse(reason) => {
-                return Err(self.fail(format!("not allowed: {reason}. Nothing was changed.")));
+                return Err(self.refuse(format!("not allowed: {reason}. Nothing was changed.")));
             }
             Decision::Ask(scope) => scope,
         };
@@ -284,9 +309,9 @@ impl Call<'_> {
             }
             Some(PermissionOptionKind::RejectAlways) => {
                 remember(session, &scope, false);
-                Err(self.fail(rejected_text()))
+                Err(self.refuse(rejected_text()))
             }
-            Some(PermissionOptionKind::RejectOnce) | None => Err(self.fail(rejected_text())),
+            Some(PermissionOptionKind::RejectOnce) | None => Err(self.refuse(rejected_text())),
         }
     }
 
@@ -351,6 +376,7 @@ impl Call<'_> {
                     cancelled: false,
                     failed,
                     halted: false,
+                    refused: false,
                     media,
                 }
             }
@@ -374,6 +400,14 @@ impl Call<'_> {
     /// Reports the call failed with `msg`, which the model reads too.
     fn fail(&self, msg: String) -> CallResult {
         failed(self.session, &self.id, msg)
+    }
+
+    /// Reports the call was refused (by the user or the mode) with `msg`.
+    fn refuse(&self, msg: String) -> CallResult {
+        CallResult {
+            refused: true,
+            ..self.fail(msg)
+        }
     }
 
     fn cancelled(&self) -> CallResult {
@@ -486,6 +520,7 @@ pub(crate) fn failed(session: &Session, id: &str, msg: String) -> CallResult {
         cancelled: false,
         failed: true,
         halted: false,
+        refused: false,
         media: Vec::new(),
     }
 }
@@ -502,6 +537,7 @@ pub(crate) fn cancelled(session: &Session, id: &str) -> CallResult {
         cancelled: true,
         failed: true,
         halted: false,
+        refused: false,
         media: Vec::new(),
     }
 }

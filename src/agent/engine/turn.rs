@@ -12,7 +12,8 @@ use crate::rpc::RpcError;
 use crate::secrets::redact_string;
 
 use crate::agent::engine::model_call::{self, TurnEnv};
-use crate::agent::engine::repeats::Repeats;
+use crate::agent::engine::nudges::Nudges;
+use crate::agent::engine::repeats::{self, Repeats};
 use crate::agent::engine::sampling::Lender;
 use crate::agent::engine::{compact, tool_call};
 use crate::agent::session::{History, Session};
@@ -39,6 +40,7 @@ pub async fn run(
         _ = env.learn_context_window() => {}
     }
     let mut repeats = Repeats::default();
+    let mut nudges = Nudges::new(env.settings.compact_prompt_for(env.context_window()));
     for _ in 0..env.settings.max_turn_requests {
         // A model boundary: steering messages sent since join here.
         if !take_steering(session, &mut history, cancel).await {
@@ -55,7 +57,7 @@ pub async fn run(
             cancel,
             lender: &lender,
         };
-        match request(&turn, &mut history, &mut repeats).await? {
+        match request(&turn, &mut history, &mut repeats, &mut nudges).await? {
             // The model is done, but a steering message came meanwhile:
             // the turn goes on so the model reads it.
             Some(StopReason::EndTurn) if session.turns.has_steering() => {}
@@ -133,6 +135,7 @@ async fn request(
     turn: &Turn<'_>,
     history: &mut History,
     repeats: &mut Repeats,
+    nudges: &mut Nudges,
 ) -> Result<Option<StopReason>, RpcError> {
     let Turn {
         env,
@@ -167,7 +170,22 @@ async fn request(
         .collect();
     let text = redact_string(completion.text);
     let reasoning = redact_string(completion.reasoning);
+    let nudge = calls
+        .is_empty()
+        .then(|| nudges.on_final_reply(&text))
+        .flatten();
     remember(session, history, assistant(text, reasoning, calls.clone()));
+    if let Some(nudge) = nudge
+        && completion.finish_reason != Some(FinishReason::Length)
+    {
+        // The small-model mode pushes a too-early answer on (see
+        // [`Nudges`]): the turn goes on with a word from the agent.
+        tracing::info!(nudge, "the model's answer came too early; the turn goes on");
+        let msg = ChatMessage::User(vec![UserPart::Text(nudge.to_owned())]);
+        session.record_user(&[], &msg);
+        history.messages.push(msg);
+        return Ok(None);
+    }
     if calls.is_empty() {
         return Ok(Some(match completion.finish_reason {
             Some(FinishReason::Length) => StopReason::MaxTokens,
@@ -175,7 +193,7 @@ async fn request(
             _ => StopReason::EndTurn,
         }));
     }
-    Ok(run_calls(turn, history, &calls, repeats).await)
+    Ok(run_calls(turn, history, &calls, repeats, nudges).await)
 }
 
 /// The prompt as the model and the log get it: a secret the user pasted is
@@ -239,6 +257,7 @@ async fn run_calls(
     history: &mut History,
     calls: &[ToolCallRequest],
     repeats: &mut Repeats,
+    nudges: &mut Nudges,
 ) -> Option<StopReason> {
     let Turn {
         env,
@@ -279,7 +298,12 @@ async fn run_calls(
                 .await
             };
             was_cancelled = result.cancelled || cancel.is_cancelled();
-            let note_repeat = repeats.record(req, result.failed);
+            let done = outcome(session, req, result.failed);
+            nudges.call_finished(result.failed, result.refused, result.cancelled);
+            let mut note_repeat = repeats.record(req, done);
+            if done == repeats::Outcome::Noted && !repeats.acted() {
+                note_repeat.get_or_insert_with(|| NOTHING_DONE_YET.to_owned());
+            }
             halted = result.halted;
             // Sampling a server asked for during the call counts in the turn.
             lender.count(history);
@@ -312,6 +336,24 @@ async fn run_calls(
         Some(StopReason::Refusal)
     } else {
         None
+    }
+}
+
+/// Added to a plan made before any call of the turn read or changed
+/// anything: small models mark the plan done and stop there.
+const NOTHING_DONE_YET: &str = "Note: a plan changes nothing by itself, and no tool has read or changed anything in this turn yet, so no step is done. Now carry out the first step with the tools (read_file, edit_file, run_command, …); answer only when the task is done.";
+
+/// What a finished call did, as far as repeats go: a tool that only looks
+/// (reads, searches, plans) changes nothing a failing call depends on.
+fn outcome(session: &Session, req: &ToolCallRequest, failed: bool) -> repeats::Outcome {
+    use crate::acp::ToolKind;
+    if failed {
+        return repeats::Outcome::Failed;
+    }
+    match session.registry.get(&req.name).map(|t| t.kind()) {
+        Some(ToolKind::Read | ToolKind::Search | ToolKind::Fetch) => repeats::Outcome::Looked,
+        Some(ToolKind::Think) => repeats::Outcome::Noted,
+        _ => repeats::Outcome::Changed,
     }
 }
 

@@ -368,6 +368,7 @@ fn finish(parent: &Session, id: &str, answer: String, limit: usize) -> CallResul
         cancelled: false,
         failed: false,
         halted: false,
+        refused: false,
         media: Vec::new(),
     }
 }

@@ -1,0 +1,98 @@
+//! A small model's reply that would end the turn too early. Weak models
+//! stop at the first failed call and explain the error as their answer, or
+//! write a tool's result themselves instead of calling the tool. In the
+//! small-model mode such a reply gets one message back, once per turn for
+//! each kind, and the turn goes on; a refused call (the user said no) or a
+//! cancelled one is never pushed on.
+/// Sent when the model answers right after a call that failed.
+pub const AFTER_FAILURE: &str = "Your last tool call failed, so the task is not done yet. Read the error, then try again another way with the tools: correct the path or the arguments, look first (list_directory, glob, grep, read_file), or run a command. If it truly cannot be done, say why in one sentence.";
+/// Sent when the model wrote a tool result itself.
+pub const FABRICATED: &str = "You wrote a <tool_response> yourself, but tool results come only from the tools, when you call them. Call the tool you need now, or give your final answer.";
+
+/// What one turn has pushed back, and how its last call ended.
+#[derive(Debug, Default)]
+pub struct Nudges {
+    on: bool,
+    last_call_failed: bool,
+    after_failure_sent: bool,
+    fabricated_sent: bool,
+}
+
+impl Nudges {
+    /// `on` in the small-model mode only.
+    pub fn new(on: bool) -> Self {
+        Self {
+            on,
+            ..Self::default()
+        }
+    }
+
+    /// How the latest call of the turn ended.
+    pub fn call_finished(&mut self, failed: bool, refused: bool, cancelled: bool) {
+        self.last_call_failed = failed && !refused && !cancelled;
+    }
+
+    /// A reply without calls, `text` its text: the message to send back
+    /// instead of ending the turn, if any.
+    pub fn on_final_reply(&mut self, text: &str) -> Option<&'static str> {
+        if !self.on {
+            return None;
+        }
+        if !self.fabricated_sent && text.to_ascii_lowercase().contains("<tool_response>") {
+            self.fabricated_sent = true;
+            return Some(FABRICATED);
+        }
+        if !self.after_failure_sent && self.last_call_failed {
+            self.after_failure_sent = true;
+            return Some(AFTER_FAILURE);
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_right_after_a_failure_is_pushed_on_once() {
+        let mut n = Nudges::new(true);
+        n.call_finished(true, false, false);
+        assert_eq!(
+            n.on_final_reply("The file does not exist."),
+            Some(AFTER_FAILURE)
+        );
+        n.call_finished(true, false, false);
+        assert_eq!(n.on_final_reply("It really does not."), None);
+        // After a call that worked, an answer ends the turn.
+        let mut n = Nudges::new(true);
+        n.call_finished(true, false, false);
+        n.call_finished(false, false, false);
+        assert_eq!(n.on_final_reply("Done."), None);
+    }
+
+    #[test]
+    fn a_refused_or_cancelled_call_is_not_pushed_on() {
+        let mut n = Nudges::new(true);
+        n.call_finished(true, true, false);
+        assert_eq!(n.on_final_reply("You said no."), None);
+        n.call_finished(true, false, true);
+        assert_eq!(n.on_final_reply("Cancelled."), None);
+    }
+
+    #[test]
+    fn a_made_up_tool_result_is_pushed_on_once() {
+        // Qwen2.5-Coder 1.5B (bench task 06) after two failed calls.
+        let mut n = Nudges::new(true);
+        let text = "<tool_response>\nError: app.log does not exist\n</tool_response>";
+        assert_eq!(n.on_final_reply(text), Some(FABRICATED));
+        assert_eq!(n.on_final_reply(text), None);
+    }
+
+    #[test]
+    fn off_outside_the_small_model_mode() {
+        let mut n = Nudges::new(false);
+        n.call_finished(true, false, false);
+        assert_eq!(n.on_final_reply("<tool_response>x</tool_response>"), None);
+    }
+}
