@@ -75,6 +75,28 @@ fn output(out: SearchOutput) -> ToolOutput {
     }
 }
 
+/// grep's output, led by how many lines matched in how many files: a
+/// model asked "how many" reads the number instead of counting lines.
+fn grep_output(out: SearchOutput) -> ToolOutput {
+    let files = out.files.len();
+    let header = (out.matches > 0).then(|| {
+        let lines = if out.matches == 1 { "line" } else { "lines" };
+        let in_files = if files == 1 {
+            "1 file".to_owned()
+        } else if out.truncated {
+            format!("{files}+ files")
+        } else {
+            format!("{files} files")
+        };
+        format!("{} matching {lines} in {in_files}:\n", out.matches)
+    });
+    let mut shown = output(out);
+    if let Some(header) = header {
+        shown.for_model = format!("{header}{}", shown.for_model);
+    }
+    shown
+}
+
 fn list_output(out: SearchOutput) -> ToolOutput {
     ToolOutput {
         for_model: out.text,
@@ -195,7 +217,7 @@ impl Tool for Grep {
             limits: SearchLimits::default(),
         };
         let search: Search = Box::new(move |c| search::grep(&opts, c));
-        Ok(invocation(title, root, search, output))
+        Ok(invocation(title, root, search, grep_output))
     }
 }
 

@@ -28,9 +28,13 @@ fn project(via: Via) -> Workspace {
     }
 }
 
-/// The `path:line:text` lines of a grep result (notes left out).
+/// The `path:line:text` lines of a grep result (the count leading them
+/// and the notes left out).
 fn hit_lines(out: &str) -> Vec<&str> {
     out.lines()
+        .enumerate()
+        .filter(|(i, l)| *i > 0 || !l.contains(" matching line"))
+        .map(|(_, l)| l)
         .filter(|l| !l.starts_with('[') && !l.starts_with('(') && !l.trim().is_empty())
         .collect()
 }
@@ -40,6 +44,8 @@ async fn grep_respects_ignores_and_sorts(via: Via) {
     let args = json!({"pattern": "needle"});
     let out = h.run_tool("g1", "grep", args.clone()).await;
     h.assert_lifecycle("g1", "search", &args, true, true);
+    // The count leads: a model asked "how many" reads it, not the lines.
+    assert!(out.starts_with("3 matching lines in 3 files:\n"), "{out}");
     assert_eq!(
         hit_lines(&out),
         [

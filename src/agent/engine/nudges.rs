@@ -1,11 +1,16 @@
 //! A small model's reply that would end the turn too early. Weak models
 //! stop at the first failed call and explain the error as their answer, or
-//! write a tool's result themselves instead of calling the tool. In the
+//! write a tool's result themselves instead of calling the tool, or make a
+//! plan, mark it done and stop there. In the
 //! small-model mode such a reply gets one message back, once per turn for
 //! each kind, and the turn goes on; a refused call (the user said no) or a
 //! cancelled one is never pushed on.
+use super::repeats::Outcome;
+
 /// Sent when the model answers right after a call that failed.
 pub const AFTER_FAILURE: &str = "Your last tool call failed, so the task is not done yet. Read the error, then try again another way with the tools: correct the path or the arguments, look first (list_directory, glob, grep, read_file), or run a command. If it truly cannot be done, say why in one sentence.";
+/// Sent when the model answers after making only a plan.
+pub const ONLY_PLANNED: &str = "Nothing has been done yet: no tool has read or changed anything in this turn, and a plan does not do the steps. Do the task now with the tools (read_file, edit_file, run_command, …), then answer.";
 /// Sent when the model wrote a tool result itself.
 pub const FABRICATED: &str = "You wrote a <tool_response> yourself, but tool results come only from the tools, when you call them. Call the tool you need now, or give your final answer.";
 
@@ -14,7 +19,12 @@ pub const FABRICATED: &str = "You wrote a <tool_response> yourself, but tool res
 pub struct Nudges {
     on: bool,
     last_call_failed: bool,
+    /// The turn has made calls, and every one only noted a plan.
+    only_planned: bool,
+    /// A call read or changed something.
+    acted: bool,
     after_failure_sent: bool,
+    only_planned_sent: bool,
     fabricated_sent: bool,
 }
 
@@ -28,8 +38,10 @@ impl Nudges {
     }
 
     /// How the latest call of the turn ended.
-    pub fn call_finished(&mut self, failed: bool, refused: bool, cancelled: bool) {
-        self.last_call_failed = failed && !refused && !cancelled;
+    pub fn call_finished(&mut self, outcome: Outcome, refused: bool, cancelled: bool) {
+        self.last_call_failed = outcome == Outcome::Failed && !refused && !cancelled;
+        self.acted |= matches!(outcome, Outcome::Looked | Outcome::Changed);
+        self.only_planned = outcome == Outcome::Noted && !self.acted;
     }
 
     /// A reply without calls, `text` its text: the message to send back
@@ -46,6 +58,10 @@ impl Nudges {
             self.after_failure_sent = true;
             return Some(AFTER_FAILURE);
         }
+        if !self.only_planned_sent && self.only_planned {
+            self.only_planned_sent = true;
+            return Some(ONLY_PLANNED);
+        }
         None
     }
 }
@@ -53,30 +69,31 @@ impl Nudges {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Outcome::{Changed, Failed, Looked, Noted};
 
     #[test]
     fn an_answer_right_after_a_failure_is_pushed_on_once() {
         let mut n = Nudges::new(true);
-        n.call_finished(true, false, false);
+        n.call_finished(Failed, false, false);
         assert_eq!(
             n.on_final_reply("The file does not exist."),
             Some(AFTER_FAILURE)
         );
-        n.call_finished(true, false, false);
+        n.call_finished(Failed, false, false);
         assert_eq!(n.on_final_reply("It really does not."), None);
         // After a call that worked, an answer ends the turn.
         let mut n = Nudges::new(true);
-        n.call_finished(true, false, false);
-        n.call_finished(false, false, false);
+        n.call_finished(Failed, false, false);
+        n.call_finished(Changed, false, false);
         assert_eq!(n.on_final_reply("Done."), None);
     }
 
     #[test]
     fn a_refused_or_cancelled_call_is_not_pushed_on() {
         let mut n = Nudges::new(true);
-        n.call_finished(true, true, false);
+        n.call_finished(Failed, true, false);
         assert_eq!(n.on_final_reply("You said no."), None);
-        n.call_finished(true, false, true);
+        n.call_finished(Failed, false, true);
         assert_eq!(n.on_final_reply("Cancelled."), None);
     }
 
@@ -92,7 +109,26 @@ mod tests {
     #[test]
     fn off_outside_the_small_model_mode() {
         let mut n = Nudges::new(false);
-        n.call_finished(true, false, false);
+        n.call_finished(Failed, false, false);
         assert_eq!(n.on_final_reply("<tool_response>x</tool_response>"), None);
+    }
+
+    #[test]
+    fn an_answer_after_only_a_plan_is_pushed_on_once() {
+        // Qwen2.5-Coder 1.5B (bench task 03): one plan, marked done, and
+        // "please provide the prompt".
+        let mut n = Nudges::new(true);
+        n.call_finished(Noted, false, false);
+        assert_eq!(
+            n.on_final_reply("Please provide the prompt."),
+            Some(ONLY_PLANNED)
+        );
+        n.call_finished(Noted, false, false);
+        assert_eq!(n.on_final_reply("Done."), None);
+        // A plan after real work is just a plan.
+        let mut n = Nudges::new(true);
+        n.call_finished(Looked, false, false);
+        n.call_finished(Noted, false, false);
+        assert_eq!(n.on_final_reply("Done."), None);
     }
 }

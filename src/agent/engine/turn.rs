@@ -299,7 +299,7 @@ async fn run_calls(
             };
             was_cancelled = result.cancelled || cancel.is_cancelled();
             let done = outcome(session, req, result.failed);
-            nudges.call_finished(result.failed, result.refused, result.cancelled);
+            nudges.call_finished(done, result.refused, result.cancelled);
             let mut note_repeat = repeats.record(req, done);
             if done == repeats::Outcome::Noted && !repeats.acted() {
                 note_repeat.get_or_insert_with(|| NOTHING_DONE_YET.to_owned());
