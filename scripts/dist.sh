@@ -14,6 +14,10 @@
 #                                     anywhere else)
 #   Windows  x86_64-pc-windows-msvc  (Visual Studio's build tools)
 #
+# With --registry, the entry lists the targets built here with their sums,
+# keeps those built elsewhere (which carry a sum), and drops any target no
+# archive was built for: every target it lists has been built.
+#
 # Archives: acp-coder-<target>.tar.gz (acp-coder inside), or .zip for Windows
 # (acp-coder.exe inside), each with README.md and SECURITY.md, in DIR
 # (default target/dist). The registry entry names them by the release URL
@@ -77,6 +81,13 @@ native() {
   return 1
 }
 
+# Reproducible archives: machine paths are remapped out of the binary, and
+# every file in an archive has the last commit's time, owner 0 and a fixed
+# order, so another build of the same commit with the same toolchain gives
+# the same sums.
+epoch=$(git log -1 --format=%ct 2>/dev/null || echo 0)
+export RUSTFLAGS="${RUSTFLAGS:-} --remap-path-prefix=$repo=/acp-coder --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo"
+
 declare -A sums=()
 for target in "${targets[@]}"; do
   rustup target add "$target" >/dev/null 2>&1 || true
@@ -99,10 +110,13 @@ for target in "${targets[@]}"; do
       ;;
   esac
   cp README.md SECURITY.md "$stage/"
+  chmod 0644 "$stage"/*.md
+  touch -d "@$epoch" "$stage"/*
   rm -f "$out/$archive"
   case "$archive" in
-    *.zip) (cd "$stage" && python3 -m zipfile -c "$out/$archive" ./*) ;;
-    *) tar -C "$stage" -czf "$out/$archive" . ;;
+    *.zip) (cd "$stage" && python3 -m zipfile -c "$out/$archive" acp-coder.exe README.md SECURITY.md) ;;
+    *) tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -cf - . \
+         | gzip -n >"$out/$archive" ;;
   esac
   rm -rf "$stage"
   sums[$target]=$(sha256 "$out/$archive")
@@ -139,7 +153,9 @@ for pair in pairs:
         "cmd": exe,
         "args": [],
     }
-entry["distribution"]["binary"] = dict(sorted(binary.items()))
+# An entry no archive was built for (here or, with its sum, on another
+# system) promises what nobody has built: it is dropped.
+entry["distribution"]["binary"] = dict(sorted((k, v) for k, v in binary.items() if v.get("sha256")))
 with open(path, "w") as f:
     json.dump(entry, f, indent=2, ensure_ascii=False)
     f.write("\n")

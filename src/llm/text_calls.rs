@@ -285,6 +285,12 @@ fn call_of(mut obj: Map<String, Value>, offered: &[&str], explicit: bool) -> Opt
         let f = f.clone();
         return call_of(f, offered, explicit);
     }
+    // `{"function": "edit_file", "arguments": {…}}`: the name under `function`.
+    if !obj.contains_key("name")
+        && let Some(Value::String(f)) = obj.remove("function")
+    {
+        obj.insert("name".into(), Value::String(f));
+    }
     let name = obj.get("name")?.as_str()?.trim().to_owned();
     if name.is_empty() {
         return None;

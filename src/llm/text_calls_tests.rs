@@ -249,3 +249,18 @@ fn arguments_as_a_bare_list_fill_the_tools_one_list_parameter() {
 fn calls_of(text: &str) -> ToolCallRequest {
     extract(text, &TOOLS).unwrap().calls.remove(0)
 }
+
+#[test]
+fn the_name_under_function() {
+    // Qwen2.5-Coder 1.5B (bench task 02), in a json fence.
+    let text = "```json\n{\"function\": \"edit_file\", \"arguments\": {\"path\": \"text.py\", \"old_string\": \"raise NotImplementedError\", \"new_string\": \"return s == s[::-1]\", \"replace_all\": false}}\n```";
+    assert_eq!(
+        calls(text),
+        [(
+            "edit_file".into(),
+            serde_json::json!({"path": "text.py", "old_string": "raise NotImplementedError", "new_string": "return s == s[::-1]", "replace_all": false})
+        )]
+    );
+    // A JSON answer that merely has a `function` key stays an answer.
+    assert!(calls("```json\n{\"function\": \"main\", \"line\": 3}\n```").is_empty());
+}

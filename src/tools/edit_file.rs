@@ -409,6 +409,30 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_old_string_in_a_small_file_gets_the_whole_file() {
+        // Nothing near it: a small file comes back whole, a large one does not.
+        let small = "def add(a, b):\n    return a - b\n";
+        let err = apply(small, &args("return self.value / 2", "x", false), "ops.py")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("Nothing like it is in the file")
+                && err.contains("     1\tdef add(a, b):")
+                && !err.contains("read the file again")
+                && !err.contains("Read the file again"),
+            "{err}"
+        );
+        let large: String = (1..=200).map(|i| format!("value_{i} = {i}\n")).collect();
+        let err = apply(&large, &args("zzzz qqqq", "x", false), "big.py")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("Read the file again") && !err.contains("value_100"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn ambiguous_and_missing_matches_explain() {
         let err = apply("x\nx\n", &args("x", "y", false), "f")
             .unwrap_err()

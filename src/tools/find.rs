@@ -157,14 +157,22 @@ fn search_title(verb: &str, pattern: &str, root: &Path, cwd: &Path) -> String {
     title
 }
 
+/// An optional text argument given as `""` (or spaces) is not given:
+/// small models fill every parameter of the schema, the optional ones with
+/// empty strings.
+fn blank_is_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v = Option::<String>::deserialize(d)?;
+    Ok(v.filter(|s| !s.trim().is_empty()))
+}
+
 pub struct Grep;
 
 #[derive(Deserialize)]
 struct GrepArgs {
     pattern: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "blank_is_none")]
     path: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "blank_is_none")]
     glob: Option<String>,
     #[serde(default)]
     case_insensitive: bool,
@@ -226,7 +234,7 @@ pub struct Glob;
 #[derive(Deserialize)]
 struct GlobArgs {
     pattern: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "blank_is_none")]
     path: Option<String>,
 }
 
@@ -274,7 +282,7 @@ pub struct ListDirectory;
 
 #[derive(Deserialize)]
 struct ListArgs {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "blank_is_none")]
     path: Option<String>,
 }
 

@@ -189,3 +189,35 @@ async fn grep_skips_a_file_with_an_over_long_line_and_says_so() {
         "{out}"
     );
 }
+
+/// Small models fill every parameter, the optional ones with `""`
+/// (Qwen2.5-Coder 1.5B sent `"glob": ""` and got "the glob is empty"): a
+/// blank optional path or glob is not given.
+#[tokio::test]
+async fn blank_optional_arguments_are_not_given() {
+    let h = Harness::start(Via::Local, project(Via::Local)).await;
+    let out = h
+        .run_tool(
+            "g1",
+            "grep",
+            json!({"pattern": "needle", "path": "", "glob": " ", "context": 0}),
+        )
+        .await;
+    assert_eq!(
+        hit_lines(&out),
+        [
+            "b.txt:1:needle",
+            "src/deep/mod.rs:1:fn needle() {}",
+            "src/lib.rs:1:// needle here"
+        ],
+        "{out}"
+    );
+    let out = h
+        .run_tool("f1", "glob", json!({"pattern": "*.rs", "path": ""}))
+        .await;
+    assert!(out.contains("src/lib.rs"), "{out}");
+    let out = h
+        .run_tool("l1", "list_directory", json!({"path": ""}))
+        .await;
+    assert!(out.contains("src/"), "{out}");
+}
