@@ -58,8 +58,11 @@ impl Tool for ReadFile {
         let args: Args = parse_args(args)?;
         let path = resolve_arg(ctx, &args.path)?;
         let offset = args.offset.unwrap_or(1).max(1);
+        // A limit of 0 (a small model filling every parameter) is no limit
+        // given, not one line.
+        let limit = args.limit.filter(|&l| l > 0);
         let shown = display(&path, &ctx.cwd);
-        let title = match (args.offset, args.limit) {
+        let title = match (args.offset, limit) {
             (None, None) => format!("Read {shown}"),
             (_, Some(limit)) => format!(
                 "Read {shown} (lines {offset}–{})",
@@ -80,7 +83,7 @@ impl Tool for ReadFile {
                 path,
                 shown,
                 offset: offset as usize,
-                limit: args.limit.map_or(DEFAULT_LIMIT, |l| l.max(1) as usize),
+                limit: limit.map_or(DEFAULT_LIMIT, |l| l as usize),
             }),
         })
     }

@@ -104,7 +104,10 @@ impl Tool for RunCommand {
             }
         }
         let timeout = Duration::from_millis(
+            // 0 (a small model filling every parameter) is the default,
+            // not a command killed at once.
             a.timeout_ms
+                .filter(|&t| t > 0)
                 .unwrap_or(DEFAULT_TIMEOUT_MS)
                 .clamp(1, MAX_TIMEOUT_MS),
         );

@@ -359,3 +359,19 @@ async fn update_plan_sends_exactly_the_entries() {
     let plans = h.editor.updates_of_kind(&h.sid, "plan");
     assert_eq!(plans[2]["entries"][0]["content"], "Fix the bug");
 }
+
+/// `timeout_ms: 0` (a small model filling every parameter) is the default
+/// timeout, not a command killed at once.
+#[tokio::test]
+async fn a_zero_timeout_is_the_default() {
+    let h = Harness::start(Via::Local, Workspace::builder().build()).await;
+    h.set_mode("full-auto").await;
+    let out = h
+        .run_tool(
+            "c1",
+            "run_command",
+            json!({"command": "sleep 0.3; echo done", "timeout_ms": 0}),
+        )
+        .await;
+    assert!(out.contains("done") && !out.contains("Timed out"), "{out}");
+}

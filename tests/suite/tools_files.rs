@@ -600,3 +600,21 @@ async fn a_large_file_is_read_from_the_editor_in_ranges() {
     );
     assert_eq!(reads[0].line, Some(1));
 }
+
+/// Small models fill every parameter: `offset: 0, limit: 0` reads the file
+/// from its start, as if neither was given (not one line).
+#[tokio::test]
+async fn zero_offset_and_limit_read_the_whole_file() {
+    let ws = Workspace::builder()
+        .file("notes.txt", "one\ntwo\nthree\n")
+        .build();
+    let h = Harness::start(Via::Local, ws).await;
+    let out = h
+        .run_tool(
+            "r1",
+            "read_file",
+            json!({"path": "notes.txt", "offset": 0, "limit": 0}),
+        )
+        .await;
+    assert_eq!(out, "     1\tone\n     2\ttwo\n     3\tthree\n");
+}
