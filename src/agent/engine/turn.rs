@@ -343,6 +343,9 @@ async fn run_calls(
 /// anything: small models mark the plan done and stop there.
 const NOTHING_DONE_YET: &str = "Note: a plan changes nothing by itself, and no tool has read or changed anything in this turn yet, so no step is done. Now carry out the first step with the tools (read_file, edit_file, run_command, …); answer only when the task is done.";
 
+/// The plan tool ([`crate::tools`]' `update_plan`).
+const PLAN_TOOL: &str = "update_plan";
+
 /// What a finished call did, as far as repeats go: a tool that only looks
 /// (reads, searches, plans) changes nothing a failing call depends on.
 fn outcome(session: &Session, req: &ToolCallRequest, failed: bool) -> repeats::Outcome {
@@ -351,8 +354,12 @@ fn outcome(session: &Session, req: &ToolCallRequest, failed: bool) -> repeats::O
         return repeats::Outcome::Failed;
     }
     match session.registry.get(&req.name).map(|t| t.kind()) {
-        Some(ToolKind::Read | ToolKind::Search | ToolKind::Fetch) => repeats::Outcome::Looked,
-        Some(ToolKind::Think) => repeats::Outcome::Noted,
+        // Only the plan notes without looking: `ask_user` (also a think
+        // tool) brings the user's answer in.
+        Some(ToolKind::Think) if req.name == PLAN_TOOL => repeats::Outcome::Noted,
+        Some(ToolKind::Read | ToolKind::Search | ToolKind::Fetch | ToolKind::Think) => {
+            repeats::Outcome::Looked
+        }
         _ => repeats::Outcome::Changed,
     }
 }
