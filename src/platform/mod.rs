@@ -425,6 +425,19 @@ pub mod harden {
     pub fn protect_memory() -> std::io::Result<&'static str> {
         super::os::protect_memory()
     }
+
+    /// Takes the variables `names` out of the process: returns each one
+    /// found with its value, wipes the value where the system keeps a copy
+    /// other processes can read (Unix: the bytes in `environ`, which
+    /// `/proc/PID/environ` shows on Linux), and unsets it.
+    ///
+    /// # Safety
+    ///
+    /// No other thread may exist (the environment is written).
+    pub unsafe fn take_env(names: &[String]) -> Vec<(String, String)> {
+        // SAFETY: the caller's contract.
+        unsafe { super::os::take_env(names) }
+    }
 }
 
 /// File watching.

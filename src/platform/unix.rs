@@ -364,3 +364,43 @@ mod tests {
         assert!(!is_foreign_tree(unsafe { libc::getpgrp() }));
     }
 }
+
+unsafe extern "C" {
+    static mut environ: *mut *mut std::ffi::c_char;
+}
+
+/// See [`super::harden::take_env`]: the value bytes of each variable in the
+/// C library's `environ` (on Linux the block `/proc/PID/environ` shows) are
+/// overwritten with NULs in place, then the variable is unset.
+///
+/// # Safety
+///
+/// No other thread may exist (the environment is written).
+pub unsafe fn take_env(names: &[String]) -> Vec<(String, String)> {
+    let mut taken = Vec::new();
+    // SAFETY: `environ` is a NULL-terminated array of NUL-terminated strings
+    // owned by the C library; no other thread touches it (caller's contract).
+    // Each string's bytes after `NAME=` are ours to overwrite in place: the
+    // string keeps its length (it just becomes `NAME=` followed by NULs).
+    unsafe {
+        let mut p = environ;
+        while !p.is_null() && !(*p).is_null() {
+            let entry = *p;
+            let bytes = std::ffi::CStr::from_ptr(entry).to_bytes();
+            if let Some(eq) = bytes.iter().position(|&b| b == b'=') {
+                let name = String::from_utf8_lossy(&bytes[..eq]).into_owned();
+                if names.contains(&name) {
+                    let value = String::from_utf8_lossy(&bytes[eq + 1..]).into_owned();
+                    let len = bytes.len() - eq - 1;
+                    std::ptr::write_bytes(entry.add(eq + 1), 0, len);
+                    taken.push((name, value));
+                }
+            }
+            p = p.add(1);
+        }
+        for name in names {
+            std::env::remove_var(name);
+        }
+    }
+    taken
+}

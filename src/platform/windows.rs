@@ -458,3 +458,22 @@ pub async fn terminated() {
         _ = close.recv() => {}
     }
 }
+
+/// See [`super::harden::take_env`]. Windows keeps the environment in the
+/// process's own block (no `/proc/PID/environ`); unsetting the variable
+/// removes it from that block, which is all there is to wipe.
+///
+/// # Safety
+///
+/// No other thread may exist (the environment is written).
+pub unsafe fn take_env(names: &[String]) -> Vec<(String, String)> {
+    let mut taken = Vec::new();
+    for name in names {
+        if let Some(value) = std::env::var_os(name) {
+            taken.push((name.clone(), value.to_string_lossy().into_owned()));
+            // SAFETY: no other thread exists (caller's contract).
+            unsafe { std::env::remove_var(name) };
+        }
+    }
+    taken
+}

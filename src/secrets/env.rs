@@ -14,18 +14,15 @@
 //! flag is not inherited across `execve`, so the commands and servers it
 //! starts are ordinary processes. Root (CAP_SYS_PTRACE) is not stopped by it.
 use std::collections::HashMap;
-use std::ffi::{CStr, c_char};
 use std::sync::{Mutex, PoisonError};
 
 static SAVED: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
 
-unsafe extern "C" {
-    static mut environ: *mut *mut c_char;
-}
-
 /// Removes the variables `names` from the process: their values are kept for
 /// [`var`] and learned as secrets, their bytes in the original environment
-/// block are overwritten, and they are unset. Returns how many were found.
+/// block are overwritten where the system has one that others can read
+/// (`platform::harden::take_env`), and they are unset. Returns how many were
+/// found.
 ///
 /// # Safety
 ///
@@ -34,32 +31,13 @@ unsafe extern "C" {
 pub unsafe fn scrub(names: &[String]) -> usize {
     let mut saved = SAVED.lock().unwrap_or_else(PoisonError::into_inner);
     let saved = saved.get_or_insert_with(HashMap::new);
+    // SAFETY: the caller's contract is take_env's.
+    let taken = unsafe { crate::platform::harden::take_env(names) };
     let mut found = 0;
-    // SAFETY: `environ` is a NULL-terminated array of NUL-terminated strings
-    // owned by the C library; no other thread touches it (caller's contract).
-    // Each string's bytes after `NAME=` are ours to overwrite in place: the
-    // string keeps its length (it just becomes `NAME=` followed by NULs).
-    unsafe {
-        let mut p = environ;
-        while !p.is_null() && !(*p).is_null() {
-            let entry = *p;
-            let bytes = CStr::from_ptr(entry).to_bytes();
-            if let Some(eq) = bytes.iter().position(|&b| b == b'=') {
-                let name = String::from_utf8_lossy(&bytes[..eq]).into_owned();
-                if names.contains(&name) {
-                    let value = String::from_utf8_lossy(&bytes[eq + 1..]).into_owned();
-                    let len = bytes.len() - eq - 1;
-                    std::ptr::write_bytes(entry.add(eq + 1), 0, len);
-                    if !value.is_empty() {
-                        saved.insert(name, value);
-                        found += 1;
-                    }
-                }
-            }
-            p = p.add(1);
-        }
-        for name in names {
-            std::env::remove_var(name);
+    for (name, value) in taken {
+        if !value.is_empty() {
+            saved.insert(name, value);
+            found += 1;
         }
     }
     super::learn(saved.values().cloned());
