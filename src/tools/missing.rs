@@ -99,6 +99,6 @@ mod tests {
         std::fs::write(root.join(".gitignore"), "build/\n").unwrap();
         std::fs::write(root.join(".secret/key.pem"), "x").unwrap();
         std::fs::write(root.join("build/key.pem"), "x").unwrap();
-        assert!(same_name_elsewhere("key.pem", &root, &[root.clone()]).is_none());
+        assert!(same_name_elsewhere("key.pem", &root, std::slice::from_ref(&root)).is_none());
     }
 }
