@@ -368,7 +368,18 @@ fn check_registry_manifest(
             archive.contains(&format!("/v{version}/")),
             "{archive} is not the v{version} release"
         );
-        assert_eq!(target["cmd"], "./acp-coder");
+        let exe = if platform.starts_with("windows") {
+            "./acp-coder.exe"
+        } else {
+            "./acp-coder"
+        };
+        assert_eq!(target["cmd"], exe, "{platform}");
+        // Every target listed was built (scripts/dist.sh --registry).
+        let sha = target["sha256"].as_str().unwrap_or_default();
+        assert!(
+            sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{platform}: sha256 {sha:?}"
+        );
         for arg in target["args"].as_array().into_iter().flatten() {
             let arg = arg.as_str().unwrap();
             assert!(
