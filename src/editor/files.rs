@@ -152,6 +152,14 @@ fn beneath<'a>(roots: &'a [PathBuf], path: &'a Path) -> Option<(&'a Path, &'a Pa
         .or_else(|| Some((path.parent()?, Path::new(path.file_name()?))))
 }
 
+/// Whether `path` names a file beneath one of `roots` (not a root itself).
+pub fn is_beneath_a_root(roots: &[PathBuf], path: &Path) -> bool {
+    roots.iter().any(|r| {
+        path.strip_prefix(r)
+            .is_ok_and(|rel| rel.file_name().is_some())
+    })
+}
+
 /// The directory `rel`'s file goes in, opened beneath `base` (created when
 /// missing), and the file's name.
 fn open_parent(

@@ -261,7 +261,7 @@ impl Editor {
     /// symbolic link in it, checked right before; after it wrote, the file
     /// beneath the root must hold the content (or, for an editor that keeps
     /// the write in an unsaved buffer, its view of the path must, with no
-    /// link on the path). Otherwise the write may have gone elsewhere:
+    /// link on the path; a file beneath a root must at least exist there). Otherwise the write may have gone elsewhere:
     /// [`FileError::Moved`], which stops the turn.
     pub async fn write_text_file(
         &self,
@@ -289,11 +289,23 @@ impl Editor {
                 path: path.to_owned(),
                 message: e.message,
             })?;
-        let linked = files::check_no_link(path);
-        if linked.is_ok() && files::landed(roots, path, content) == Some(true) {
-            return Ok(());
+        files::check_no_link(path)?;
+        match files::landed(roots, path, content) {
+            Some(true) => return Ok(()),
+            // Beneath a root the disk is the proof: a file the editor wrote
+            // that is not there went somewhere else (a folder swapped for a
+            // link and back), and reading it again through the editor would
+            // follow the same link.
+            None if files::is_beneath_a_root(roots, path) => {
+                return Err(FileError::Moved {
+                    path: path.to_owned(),
+                    detail: "after the editor wrote it, there is no such file beneath the project"
+                        .into(),
+                });
+            }
+            // An editor that keeps the write in its buffer: ask it.
+            _ => {}
         }
-        linked?;
         match self.read_text_file(path).await {
             Ok(now) if now == content => Ok(()),
             _ => Err(FileError::Moved {

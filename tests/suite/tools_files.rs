@@ -434,6 +434,31 @@ async fn unsaved_buffer_is_read_and_edited() {
     assert_eq!(h.editor.writes().len(), 1);
 }
 
+/// The editor said it wrote a new file beneath the project, but no such
+/// file is there, and the editor's own read says it holds the content. That
+/// is what a folder swapped for a link and back looks like (the editor
+/// wrote through the link, and reads through it again): the write is not
+/// taken as done, and the turn stops. An editor's unsaved buffer over a
+/// file that exists on disk still counts (above).
+#[tokio::test]
+async fn a_new_file_that_is_not_beneath_the_project_after_the_write_stops_the_turn() {
+    let ws = Workspace::builder().file("keep.txt", "k\n").build();
+    let h = editing(Via::Editor, ws).await;
+    h.editor.set_write_to_disk(false);
+    let (id, name, args) = write_call("n1", "new.txt", "echo pwned\n");
+    h.model.push(Reply::tool_calls([(id, name, args)]));
+    let r = h.editor.prompt(&h.sid, "go").await;
+    assert_eq!(r["stopReason"], "refusal", "{r}");
+    assert_eq!(h.final_status("n1"), "failed");
+    let shown = content_text(&h.final_update("n1"));
+    assert!(
+        shown.contains("there is no such file beneath the project"),
+        "{shown}"
+    );
+    let said = h.editor.agent_text(&h.sid);
+    assert!(said.contains("was not written safely"), "{said}");
+}
+
 /// Without fs capabilities the agent reads and writes the disk, and the
 /// harness proves it never calls fs/* (an error otherwise).
 #[tokio::test]
