@@ -23,6 +23,10 @@ pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
 pub const MODEL_ENV: &str = "ACP_CODER_MODEL";
 /// Windows up to this many tokens get the short prompt by default.
 pub const COMPACT_PROMPT_WINDOW: u64 = 16_384;
+/// The sampling temperature of the small-model mode when the config sets
+/// none: a small model at a server's default (llama-server's 0.8) invents
+/// paths, tools and arguments far more often.
+pub const SMALL_MODEL_TEMPERATURE: f32 = 0.2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -81,6 +85,10 @@ pub struct FileConfig {
     /// The short system prompt and tool descriptions for small models:
     /// default on when the context window is at most 16k tokens.
     pub compact_prompt: Option<bool>,
+    /// Sampling temperature of the agent's model requests (0 to 2); unset:
+    /// the server's default, or [`SMALL_MODEL_TEMPERATURE`] in the
+    /// small-model mode.
+    pub temperature: Option<f32>,
     pub max_retries: Option<u32>,
     /// Seconds without a byte from the model before the stream counts as hung.
     pub stream_idle_timeout_secs: Option<u64>,
@@ -159,6 +167,8 @@ pub struct ModelConfig {
     /// `input_audio` parts (issue 18 item 7); default false, since most
     /// chat models refuse audio input.
     pub audio: Option<bool>,
+    /// Sampling temperature for this model (default: the top-level one).
+    pub temperature: Option<f32>,
 }
 
 /// Where the API key came from, for messages that must not contain the key.
@@ -194,6 +204,8 @@ pub struct Settings {
     pub context_window_configured: bool,
     /// `compact_prompt`: `None` decides by the window ([`Settings::compact_prompt_for`]).
     pub compact_prompt: Option<bool>,
+    /// `temperature`, checked to be within 0 to 2.
+    pub temperature: Option<f32>,
     pub max_retries: u32,
     pub stream_idle_timeout: Duration,
     pub connect_timeout: Duration,
@@ -309,6 +321,7 @@ impl Default for Settings {
             context_window: 128_000,
             context_window_configured: false,
             compact_prompt: None,
+            temperature: None,
             max_retries: 5,
             stream_idle_timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(15),
@@ -398,6 +411,7 @@ impl Settings {
             self.context_window_configured = true;
         }
         self.compact_prompt = file.compact_prompt;
+        self.temperature = file.temperature;
         if let Some(n) = file.max_retries {
             self.max_retries = n;
         }
@@ -452,6 +466,19 @@ impl Settings {
     /// The file's tables and lists: headers, models, MCP servers and the
     /// protected paths, the last two checked (errors name `file_path`).
     fn apply_tables(&mut self, file: FileConfig, file_path: &Path) -> Result<(), ConfigError> {
+        let temperatures = std::iter::once(("temperature".to_owned(), file.temperature)).chain(
+            file.models
+                .iter()
+                .map(|(id, m)| (format!("models.{id:?}.temperature"), m.temperature)),
+        );
+        for (key, t) in temperatures {
+            if t.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
+                return Err(ConfigError::Invalid(format!(
+                    "{}: {key} must be a number from 0 to 2",
+                    file_path.display()
+                )));
+            }
+        }
         self.headers = file.headers.into_iter().collect();
         self.models = file.models.into_iter().collect();
         for (name, server) in &file.mcp_servers {
@@ -635,6 +662,16 @@ impl Settings {
     pub fn compact_prompt_for(&self, window: u64) -> bool {
         self.compact_prompt
             .unwrap_or(window <= COMPACT_PROMPT_WINDOW)
+    }
+
+    /// The temperature of requests to model `id`: the model's setting, else
+    /// the top-level one, else in the small-model mode
+    /// [`SMALL_MODEL_TEMPERATURE`], else the server's default (`None`).
+    pub fn temperature_for(&self, id: &str, small_model: bool) -> Option<f32> {
+        self.model_config(id)
+            .and_then(|c| c.temperature)
+            .or(self.temperature)
+            .or(small_model.then_some(SMALL_MODEL_TEMPERATURE))
     }
 
     /// Where to fix a key the endpoint rejected.

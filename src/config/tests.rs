@@ -265,3 +265,36 @@ fn full_auto_without_sandbox_is_off_unless_the_file_says_so() {
     let s = Settings::load_with(&over, &env_of(&[])).unwrap();
     assert!(s.full_auto_without_sandbox);
 }
+
+#[test]
+fn temperature_is_checked_and_a_models_own_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    let over = Overrides {
+        config: Some(cfg.clone()),
+        ..Default::default()
+    };
+    std::fs::write(&cfg, "model = \"m\"\n").unwrap();
+    let s = Settings::load_with(&over, &env_of(&[])).unwrap();
+    assert_eq!(s.temperature_for("m", false), None);
+    assert_eq!(s.temperature_for("m", true), Some(SMALL_MODEL_TEMPERATURE));
+    std::fs::write(
+        &cfg,
+        "temperature = 0.5\n[models.m]\ntemperature = 0.0\n[models.n]\nname = \"N\"\n",
+    )
+    .unwrap();
+    let s = Settings::load_with(&over, &env_of(&[])).unwrap();
+    assert_eq!(s.temperature_for("m", true), Some(0.0));
+    assert_eq!(s.temperature_for("n", true), Some(0.5));
+    assert_eq!(s.temperature_for("other", false), Some(0.5));
+    for bad in ["temperature = 3.0\n", "[models.m]\ntemperature = -1.0\n"] {
+        std::fs::write(&cfg, bad).unwrap();
+        let e = Settings::load_with(&over, &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("temperature must be a number from 0 to 2"),
+            "{bad}: {e}"
+        );
+    }
+}

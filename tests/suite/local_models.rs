@@ -530,3 +530,101 @@ async fn the_same_failing_edit_between_reads_is_a_loop() {
     );
     assert_eq!(r.ws.read("ops.py"), "def add(a, b):\n    return a - b\n");
 }
+
+/// In the small-model mode the project files a prompt names come with it,
+/// counted as read: an edit made straight from them lands (no "you have not
+/// read this file"). A file outside the project is never added, nor is
+/// anything for a model with a large window.
+#[tokio::test]
+async fn the_files_a_prompt_names_come_with_it() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "OUTSIDE\n").unwrap();
+    let ws = Workspace::builder()
+        .file("calc/ops.py", "def add(a, b):\n    return a - b\n")
+        .build();
+    let model = FakeModel::start().await;
+    small_window(&model);
+    model.push(Reply::tool_call(
+        "e1",
+        "edit_file",
+        json!({"path": "calc/ops.py", "old_string": "return a - b", "new_string": "return a + b"}),
+    ));
+    model.push(Reply::text("Fixed."));
+    let r = ready_with(&model, &[], ws).await;
+    r.editor.set_mode(&r.sid, "accept-edits").await;
+    let prompt = format!(
+        "Fix the bug in calc/ops.py (see also {}/secret.txt).",
+        outside.path().display()
+    );
+    r.editor.prompt(&r.sid, &prompt).await;
+    let first = model.chat_requests()[0].clone();
+    let user = first.last_message().unwrap()["content"].to_string();
+    assert!(
+        user.contains(
+            "<file path=\\\"calc/ops.py\\\">\\ndef add(a, b):\\n    return a - b\\n</file>"
+        ),
+        "{user}"
+    );
+    assert!(!user.contains("OUTSIDE"), "{user}");
+    let edit = model.tool_result_for("e1").unwrap();
+    assert!(!edit.contains("not read"), "{edit}");
+    assert_eq!(
+        r.ws.read("calc/ops.py"),
+        "def add(a, b):\n    return a + b\n"
+    );
+
+    // A large window: the prompt goes as written.
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ok"));
+    let ws = Workspace::builder().file("calc/ops.py", "x = 1\n").build();
+    let r = ready_with(&model, &[], ws).await;
+    r.editor.prompt(&r.sid, "Look at calc/ops.py").await;
+    let user = model.chat_requests()[0].last_message().unwrap()["content"].to_string();
+    assert!(!user.contains("<file"), "{user}");
+}
+
+/// A small model samples at a low temperature unless the config says
+/// otherwise, and its reply is bounded (an eighth of the window); a large
+/// one gets the server's defaults (neither is sent), and a model's own
+/// temperature wins over the top-level one.
+#[tokio::test]
+async fn small_models_sample_cool_and_the_config_decides() {
+    let temperature = |model: &FakeModel| model.chat_requests()[0].body.get("temperature").cloned();
+    let max_tokens = |model: &FakeModel| model.chat_requests()[0].body.get("max_tokens").cloned();
+    let model = FakeModel::start().await;
+    small_window(&model);
+    model.push(Reply::text("ok"));
+    let r = ready(&model).await;
+    r.editor.prompt(&r.sid, "hello").await;
+    let t = temperature(&model).and_then(|t| t.as_f64()).unwrap();
+    assert!((t - 0.2).abs() < 1e-6, "{t}");
+    assert_eq!(max_tokens(&model), Some(json!(1024)), "8192 / 8");
+
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ok"));
+    let r = ready(&model).await;
+    r.editor.prompt(&r.sid, "hello").await;
+    assert_eq!(temperature(&model), None);
+    assert_eq!(max_tokens(&model), None);
+
+    for (toml, want) in [
+        ("temperature = 0.7\n", 0.7),
+        (
+            "temperature = 0.7\n[models.\"fake-model\"]\ntemperature = 0.0\n",
+            0.0,
+        ),
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        super::common::write_config(home.path(), toml);
+        let model = FakeModel::start().await;
+        small_window(&model);
+        model.push(Reply::text("ok"));
+        let editor = super::common::spawn_in_home(&model, home.path().to_owned(), &[]);
+        editor.initialize(crate::support::full_capabilities()).await;
+        let ws = Workspace::new();
+        let sid = editor.new_session(ws.path()).await;
+        editor.prompt(&sid, "hello").await;
+        let t = temperature(&model).and_then(|t| t.as_f64()).unwrap();
+        assert!((t - want).abs() < 1e-6, "{toml}: {t}");
+    }
+}

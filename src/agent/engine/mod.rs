@@ -3,6 +3,7 @@
 pub(super) mod compact;
 pub(super) mod model_call;
 pub mod model_text;
+pub(super) mod named_files;
 pub(super) mod nudges;
 pub(super) mod relay;
 pub(super) mod repeats;

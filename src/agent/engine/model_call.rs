@@ -112,6 +112,8 @@ pub fn request<'a>(
     tools: Vec<ToolSpec>,
     send_reasoning: bool,
 ) -> ChatRequest<'a> {
+    let window = env.context_window();
+    let small = env.settings.compact_prompt_for(window);
     ChatRequest {
         model: env.model_id.clone(),
         system: None,
@@ -120,10 +122,18 @@ pub fn request<'a>(
         stream_usage: env.settings.stream_usage,
         send_reasoning,
         reasoning_effort: env.reasoning_effort.clone(),
-        max_tokens: None,
-        temperature: None,
+        max_tokens: small.then(|| small_model_reply_tokens(window)),
+        temperature: env.settings.temperature_for(&env.model_id, small),
         stop: Vec::new(),
     }
+}
+
+/// The longest reply a small model may write in one request: an eighth of
+/// its window (less than what compaction keeps free), at most 4096 tokens.
+/// A small model can fall into writing the same lines over and over;
+/// unbounded, that went on until the window was full (minutes on a CPU).
+pub fn small_model_reply_tokens(window: u64) -> u32 {
+    (window / 8).clamp(256, 4096) as u32
 }
 
 /// A tool as the model sees it: tools describe themselves with their own

@@ -1,16 +1,20 @@
 //! A small model's reply that would end the turn too early. Weak models
 //! stop at the first failed call and explain the error as their answer, or
 //! write a tool's result themselves instead of calling the tool, or make a
-//! plan, mark it done and stop there. In the
-//! small-model mode such a reply gets one message back, once per turn for
-//! each kind, and the turn goes on; a refused call (the user said no) or a
-//! cancelled one is never pushed on.
+//! plan, mark it done and stop there, or tell the user how to do the task
+//! (or show the code) instead of doing it. In the small-model mode such a
+//! reply gets one message back, once per turn for each kind, and the turn
+//! goes on; a refused call (the user said no) or a cancelled one is never
+//! pushed on.
 use super::repeats::Outcome;
 
 /// Sent when the model answers right after a call that failed.
 pub const AFTER_FAILURE: &str = "Your last tool call failed, so the task is not done yet. Read the error, then try again another way with the tools: correct the path or the arguments, look first (list_directory, glob, grep, read_file), or run a command. If it truly cannot be done, say why in one sentence.";
 /// Sent when the model answers after making only a plan.
 pub const ONLY_PLANNED: &str = "Nothing has been done yet: no tool has read or changed anything in this turn, and a plan does not do the steps. Do the task now with the tools (read_file, edit_file, run_command, …), then answer.";
+/// Sent when the model, having changed nothing, tells the user how to do
+/// the task or shows code.
+pub const INSTRUCTED: &str = "Nothing in the project has changed. Do not tell or show the user how to do the task: do it yourself now with the tools (read_file, edit_file, write_file, run_command), then answer with what you did or found. If your reply only answered a question, give that answer again in one sentence.";
 /// Sent when the model wrote a tool result itself.
 pub const FABRICATED: &str = "You wrote a <tool_response> yourself, but tool results come only from the tools, when you call them. Call the tool you need now, or give your final answer.";
 
@@ -23,9 +27,12 @@ pub struct Nudges {
     only_planned: bool,
     /// A call read or changed something.
     acted: bool,
+    /// A call changed something.
+    changed: bool,
     after_failure_sent: bool,
     only_planned_sent: bool,
     fabricated_sent: bool,
+    instructed_sent: bool,
 }
 
 impl Nudges {
@@ -41,6 +48,7 @@ impl Nudges {
     pub fn call_finished(&mut self, outcome: Outcome, refused: bool, cancelled: bool) {
         self.last_call_failed = outcome == Outcome::Failed && !refused && !cancelled;
         self.acted |= matches!(outcome, Outcome::Looked | Outcome::Changed);
+        self.changed |= outcome == Outcome::Changed;
         self.only_planned = outcome == Outcome::Noted && !self.acted;
     }
 
@@ -62,8 +70,37 @@ impl Nudges {
             self.only_planned_sent = true;
             return Some(ONLY_PLANNED);
         }
+        if !self.instructed_sent && !self.changed && (tells_how(text) || text.contains("```")) {
+            self.instructed_sent = true;
+            return Some(INSTRUCTED);
+        }
         None
     }
+}
+
+/// Whether `text` tells the user how to do something ("you need to",
+/// "follow these steps") rather than saying what was done or found.
+fn tells_how(text: &str) -> bool {
+    const PHRASES: &[&str] = &[
+        "you need to",
+        "you'll need to",
+        "you will need to",
+        "you should ",
+        "you can use",
+        "you can run",
+        "you can modify",
+        "you can change",
+        "you can replace",
+        "you can update",
+        "you can add",
+        "you can edit",
+        "follow these steps",
+        "here's how",
+        "here is how",
+        "steps to ",
+    ];
+    let text = text.to_lowercase().replace('\u{2019}', "'");
+    PHRASES.iter().any(|p| text.contains(p))
 }
 
 #[cfg(test)]
@@ -104,6 +141,34 @@ mod tests {
         let text = "<tool_response>\nError: app.log does not exist\n</tool_response>";
         assert_eq!(n.on_final_reply(text), Some(FABRICATED));
         assert_eq!(n.on_final_reply(text), None);
+    }
+
+    #[test]
+    fn instructions_instead_of_the_work_are_pushed_on_once() {
+        // Qwen2.5-Coder 1.5B (bench tasks 03 and 04) after a failed edit,
+        // and with no call at all.
+        let told = "To complete the task, you need to follow these steps:\n\n1. **Read the current definition**";
+        let mut n = Nudges::new(true);
+        assert_eq!(n.on_final_reply(told), Some(INSTRUCTED));
+        assert_eq!(n.on_final_reply(told), None);
+        let mut n = Nudges::new(true);
+        n.call_finished(Looked, false, false);
+        assert_eq!(
+            n.on_final_reply("Here\u{2019}s how you can do it: open config.json"),
+            Some(INSTRUCTED)
+        );
+        // After a change it is advice on top of the work; a plain answer
+        // is an answer.
+        let mut n = Nudges::new(true);
+        n.call_finished(Changed, false, false);
+        assert_eq!(n.on_final_reply("Done. You should run the tests."), None);
+        let mut n = Nudges::new(true);
+        n.call_finished(Looked, false, false);
+        assert_eq!(n.on_final_reply("The limit is 25 MB."), None);
+        // Code shown instead of written (task 02).
+        let mut n = Nudges::new(true);
+        let shown = "Here is the implementation:\n```python\ndef is_palindrome(s):\n    return s == s[::-1]\n```";
+        assert_eq!(n.on_final_reply(shown), Some(INSTRUCTED));
     }
 
     #[test]

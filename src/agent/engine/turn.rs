@@ -15,7 +15,7 @@ use crate::agent::engine::model_call::{self, TurnEnv};
 use crate::agent::engine::nudges::Nudges;
 use crate::agent::engine::repeats::{self, Repeats};
 use crate::agent::engine::sampling::Lender;
-use crate::agent::engine::{compact, tool_call};
+use crate::agent::engine::{compact, named_files, tool_call};
 use crate::agent::session::{History, Session};
 
 /// Runs one turn for `prompt` (the editor's blocks, already expanded from a
@@ -31,16 +31,17 @@ pub async fn run(
     // (issue 18 item 2); their sampling usage is counted after each call.
     let lender = Lender::new(env, session, cancel);
     let _lent = session.sampling.lend(lender.clone());
-    let Some(mut history) = begin(session, prompt, cancel).await else {
-        return Ok(StopReason::Cancelled);
-    };
     tokio::select! {
         biased;
         _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
         _ = env.learn_context_window() => {}
     }
+    let small_model = env.settings.compact_prompt_for(env.context_window());
+    let Some(mut history) = begin(session, prompt, small_model, cancel).await else {
+        return Ok(StopReason::Cancelled);
+    };
     let mut repeats = Repeats::default();
-    let mut nudges = Nudges::new(env.settings.compact_prompt_for(env.context_window()));
+    let mut nudges = Nudges::new(small_model);
     for _ in 0..env.settings.max_turn_requests {
         // A model boundary: steering messages sent since join here.
         if !take_steering(session, &mut history, cancel).await {
@@ -99,10 +100,12 @@ async fn take_steering(
 }
 
 /// Takes the session's history for the turn and adds the prompt to it (and
-/// to the log); `None` when the turn was cancelled first.
+/// to the log); `None` when the turn was cancelled first. For a small model
+/// the files the prompt names come with it ([`named_files`]).
 async fn begin<'a>(
     session: &'a Session,
     prompt: &[ContentBlock],
+    small_model: bool,
     cancel: &CancellationToken,
 ) -> Option<tokio::sync::MutexGuard<'a, History>> {
     let mut history = tokio::select! {
@@ -115,10 +118,52 @@ async fn begin<'a>(
         _ = cancel.cancelled() => return None,
         m = crate::agent::engine::model_text::user_message(prompt, &session.editor, &session.registry) => m,
     };
+    let user = match small_model {
+        true => tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return None,
+            m = with_named_files(session, prompt, user) => m,
+        },
+        false => user,
+    };
     let user = redacted_user(user);
     session.record_user(prompt, &user);
     history.messages.push(user);
     Some(history)
+}
+
+/// `user` with the text of the project files `prompt`'s text names, which
+/// the model then counts as read.
+async fn with_named_files(
+    session: &Session,
+    prompt: &[ContentBlock],
+    user: ChatMessage,
+) -> ChatMessage {
+    let words: String = prompt
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let named = named_files::read(&words, &session.cwd, &session.roots(), &session.editor).await;
+    let ChatMessage::User(mut parts) = user else {
+        return user;
+    };
+    if named.is_empty() {
+        return ChatMessage::User(parts);
+    }
+    for n in named.iter().filter(|n| !n.is_dir) {
+        session.tracker.mark_shown(&n.path);
+    }
+    tracing::info!(files = named.len(), "files the prompt names added to it");
+    let block = named_files::block(&named);
+    match parts.last_mut() {
+        Some(UserPart::Text(text)) => text.push_str(&block),
+        _ => parts.push(UserPart::Text(block.trim_start().to_owned())),
+    }
+    ChatMessage::User(parts)
 }
 
 /// What one request of a turn works with.
