@@ -154,10 +154,7 @@ fn beneath<'a>(roots: &'a [PathBuf], path: &'a Path) -> Option<(&'a Path, &'a Pa
 
 /// Whether `path` names a file beneath one of `roots` (not a root itself).
 pub fn is_beneath_a_root(roots: &[PathBuf], path: &Path) -> bool {
-    roots.iter().any(|r| {
-        path.strip_prefix(r)
-            .is_ok_and(|rel| rel.file_name().is_some())
-    })
+    !roots.iter().any(|r| r == path) && crate::tools::paths::is_inside(path, roots)
 }
 
 /// The directory `rel`'s file goes in, opened beneath `base` (created when

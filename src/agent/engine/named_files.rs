@@ -202,8 +202,8 @@ mod tests {
         .unwrap();
         std::fs::write(root.join("blob.bin"), b"\0\x01\x02").unwrap();
         std::fs::write(base.join("secret.txt"), "outside").unwrap();
-        #[cfg(unix)] // a link out of the project
-        std::os::unix::fs::symlink(base.join("secret.txt"), root.join("link.txt")).unwrap();
+        // A link out of the project.
+        crate::platform::fs::symlink(base.join("secret.txt"), root.join("link.txt")).unwrap();
         let editor = local_editor();
         let named = read(
             "Fix calc/ops.py; see big.txt, blob.bin, ../secret.txt, link.txt, calc/, ../ and missing.py",
