@@ -8,6 +8,11 @@
 #                          [--base-url URL] [--model ID] [--timeout SECS]
 #                          [--tasks DIR] [--only NAME-GLOB] [--keep]
 #   scripts/bench-tasks.sh --self-check   # the checks fail untouched, pass solved
+#   scripts/bench-tasks.sh --tasks scripts/tasks-exercism   # the public set
+#
+# Two task sets: scripts/tasks/ (our own twelve) and scripts/tasks-exercism/
+# (twenty of Exercism's Python exercises, the source of Aider's code-editing
+# benchmark; its README says which and how they compare).
 #
 # Defaults: --agent acp-coder, --bin target/debug/acp-coder, --base-url
 # http://127.0.0.1:8080/v1 (llama-server), --model qwen2.5-coder-1.5b-instruct,

@@ -1,0 +1,2 @@
+def commands(binary_str):
+    pass
