@@ -50,6 +50,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+tasks=$(cd "$tasks" && pwd)
+
 # A fresh repository holding the task's files, committed.
 fresh_repo() {
   local task=$1 dir
