@@ -532,3 +532,282 @@ fn json_string_at(s: &str) -> String {
     }
     serde_json::from_str(&s[..=end]).unwrap()
 }
+
+// ------------------------------------------------------ the first hour (issue 44)
+
+/// What an editor configuration starts: command, arguments, the
+/// environment it sets, and whether the editor passes its own environment
+/// through (avante.nvim passes only PATH and the listed variables).
+#[derive(Debug)]
+struct Launch {
+    file: &'static str,
+    command: String,
+    args: Vec<String>,
+    /// (name, value); a value `$NAME` is the user's variable NAME.
+    env: Vec<(String, String)>,
+    inherits: bool,
+}
+
+/// The variables that would beat the saved login (flags > environment >
+/// config file): no editor snippet may set them.
+const LOGIN_OVERRIDES: [&str; 3] = ["OPENAI_BASE_URL", "OPENAI_API_KEY", "ACP_CODER_MODEL"];
+
+/// The lines of a Lua table opened by `opener` (`env = {`), to its close.
+fn lua_table<'a>(text: &'a str, opener: &str) -> Vec<&'a str> {
+    let start = text.find(opener).unwrap_or_else(|| panic!("no {opener}")) + opener.len();
+    let mut depth = 1;
+    let mut lines = Vec::new();
+    for line in text[start..].lines().skip(1) {
+        let code = line.split("--").next().unwrap_or("");
+        depth += code.matches('{').count();
+        depth -= code.matches('}').count().min(depth);
+        if depth == 0 {
+            break;
+        }
+        lines.push(code.trim());
+    }
+    lines
+}
+
+/// `KEY = "value"` / `KEY = os.getenv("VAR")` entries of a Lua table's lines.
+fn lua_env(lines: &[&str], names_are_variables: bool) -> Vec<(String, String)> {
+    lines
+        .iter()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (k, v) = l
+                .trim_end_matches(',')
+                .split_once('=')
+                .expect("KEY = value");
+            let v = v.trim();
+            let value = if let Some(var) = v
+                .strip_prefix("os.getenv(\"")
+                .and_then(|r| r.strip_suffix("\")"))
+            {
+                format!("${var}")
+            } else {
+                let lit = v.trim_matches('"').to_owned();
+                // CodeCompanion reads a value naming a variable from the shell.
+                if names_are_variables && env_vars_in(&lit).contains(&lit) {
+                    format!("${lit}")
+                } else {
+                    lit
+                }
+            };
+            (k.trim().to_owned(), value)
+        })
+        .collect()
+}
+
+fn launches() -> Vec<Launch> {
+    let editors = repo().join("editors");
+    let json = |file: &'static str| {
+        let v: Value = serde_json::from_str(&read(&editors.join(file))).unwrap();
+        let e = &v["agent_servers"]["acp-coder"];
+        Launch {
+            file,
+            command: e["command"].as_str().unwrap().to_owned(),
+            args: e["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_owned())
+                .collect(),
+            env: e["env"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+                .collect(),
+            inherits: true,
+        }
+    };
+    let avante = read(&editors.join("neovim/avante.lua"));
+    assert!(avante.contains("command = \"acp-coder\"") && avante.contains("args = {}"));
+    let companion = read(&editors.join("neovim/codecompanion.lua"));
+    let default = companion
+        .split("default = {")
+        .nth(1)
+        .and_then(|s| s.split('}').next())
+        .expect("commands.default");
+    let mut argv: Vec<String> = default
+        .split(',')
+        .map(|a| a.trim().trim_matches('"').to_owned())
+        .filter(|a| !a.is_empty())
+        .collect();
+    let el = read(&editors.join("emacs/acp-coder-agent-shell.el"));
+    let el_command = el
+        .split("'(\"")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .expect("acp-coder-agent-shell-command");
+    let mut el_argv: Vec<String> = el_command
+        .split('"')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let el_env = el
+        .split("(agent-shell-make-environment-variables")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .expect("the environment");
+    let mut el_pairs = Vec::new();
+    let strings: Vec<&str> = el_env.split('"').skip(1).step_by(2).collect();
+    for pair in strings.chunks(2) {
+        el_pairs.push((pair[0].to_owned(), pair.get(1).unwrap_or(&"").to_string()));
+    }
+    vec![
+        json("zed/settings.json"),
+        json("jetbrains/acp.json"),
+        Launch {
+            file: "neovim/avante.lua",
+            command: "acp-coder".into(),
+            args: Vec::new(),
+            env: lua_env(&lua_table(&avante, "env = {"), false),
+            inherits: false,
+        },
+        Launch {
+            file: "neovim/codecompanion.lua",
+            command: argv.remove(0),
+            args: argv,
+            env: lua_env(&lua_table(&companion, "env = {"), true),
+            inherits: true,
+        },
+        Launch {
+            file: "emacs/acp-coder-agent-shell.el",
+            command: el_argv.remove(0),
+            args: el_argv,
+            env: el_pairs,
+            inherits: el_env.contains(":inherit-env t"),
+        },
+    ]
+}
+
+/// No snippet sets what would beat the saved login.
+#[test]
+fn editor_snippets_never_fight_the_saved_login() {
+    let all = launches();
+    assert_eq!(all.len(), 5);
+    for l in &all {
+        assert_eq!(l.command, "acp-coder", "{}", l.file);
+        for (k, _) in &l.env {
+            assert!(
+                !LOGIN_OVERRIDES.contains(&k.as_str()),
+                "{} sets {k}, which beats `acp-coder login`",
+                l.file
+            );
+        }
+    }
+}
+
+/// Done when (issue 44): following the README, `acp-coder login` then each
+/// editor's configuration from `editors/`, started as that editor starts it
+/// (the command found on PATH, its arguments, its environment on top of the
+/// user's, or alone for avante.nvim), finishes a turn on the saved login,
+/// and so does `exec`, with no variable set.
+#[tokio::test]
+async fn each_editor_config_finishes_a_turn_on_the_saved_login() {
+    use crate::support::{
+        FAKE_MODEL_ID, FakeEditor, FakeModel, Reply, SpawnOptions, Workspace, full_capabilities,
+    };
+    let model = FakeModel::start().await;
+    let user = super::cli_common::CliEnv::new();
+    const KEY: &str = "sk-saved-by-login";
+    user.run(&[
+        "login",
+        "--no-input",
+        "--base-url",
+        &model.base_url(),
+        "--api-key",
+        KEY,
+        "--model",
+        FAKE_MODEL_ID,
+    ])
+    .await
+    .assert_code(0);
+    assert!(user.default_config().is_file());
+
+    // `acp-coder` on the user's PATH, as `cargo install` puts it.
+    let bin = tempfile::tempdir().unwrap();
+    let exe = format!("acp-coder{}", std::env::consts::EXE_SUFFIX);
+    acp_coder::platform::fs::symlink(env!("CARGO_BIN_EXE_acp-coder"), bin.path().join(&exe))
+        .unwrap();
+    let mut dirs = vec![bin.path().to_owned()];
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let path = std::env::join_paths(dirs).unwrap().into_string().unwrap();
+    let home = user.home().to_owned();
+    let user_env: Vec<(String, String)> = vec![
+        ("PATH".into(), path.clone()),
+        ("HOME".into(), home.display().to_string()),
+    ];
+
+    for launch in launches() {
+        let mut envs = if launch.inherits {
+            user_env.clone()
+        } else {
+            vec![("PATH".to_owned(), path.clone())]
+        };
+        for (k, v) in &launch.env {
+            let value = match v.strip_prefix('$') {
+                Some(var) => user_env
+                    .iter()
+                    .find(|(n, _)| n == var)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default(),
+                None => v.clone(),
+            };
+            envs.retain(|(n, _)| n != k);
+            envs.push((k.clone(), value));
+        }
+        let program = std::env::split_paths(&path)
+            .map(|d| {
+                d.join(format!(
+                    "{}{}",
+                    launch.command,
+                    std::env::consts::EXE_SUFFIX
+                ))
+            })
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| panic!("{}: {} is not on PATH", launch.file, launch.command));
+        let editor = FakeEditor::spawn_with(SpawnOptions {
+            args: launch.args.clone(),
+            envs,
+            home: Some(home.clone()),
+            cwd: None,
+            program: Some(program),
+        });
+        editor.initialize(full_capabilities()).await;
+        let ws = Workspace::new();
+        let sid = editor.new_session(ws.path()).await;
+        model.push(Reply::text("Hello from acp-coder."));
+        let done = editor.prompt(&sid, "Say hello").await;
+        assert_eq!(done["stopReason"], "end_turn", "{}", launch.file);
+        assert_eq!(
+            editor.agent_text(&sid),
+            "Hello from acp-coder.",
+            "{}",
+            launch.file
+        );
+        let req = model.chat_requests().pop().unwrap();
+        assert_eq!(req.body["model"], FAKE_MODEL_ID, "{}", launch.file);
+        assert_eq!(
+            req.header("authorization"),
+            Some(format!("Bearer {KEY}").as_str()),
+            "{}: the saved key",
+            launch.file
+        );
+    }
+
+    // And `exec`, as the README's quickstart runs it.
+    let ws = Workspace::new();
+    model.push(Reply::text("It is a test project."));
+    let run = user
+        .cwd(ws.path())
+        .run(&["exec", "What does this project do?"])
+        .await;
+    run.assert_code(0);
+    assert_eq!(run.stdout.trim(), "It is a test project.", "{}", run.stderr);
+}
