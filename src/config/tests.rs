@@ -389,3 +389,59 @@ fn every_value_knows_its_source() {
     assert!(e.contains("change or drop --base-url"), "{e}");
     assert!(!e.contains("config"), "{e}");
 }
+
+/// docs/configuration.md documents every key of the config file, and no
+/// key the file does not have (the lists come from the types' own
+/// "unknown key" errors).
+#[test]
+fn the_configuration_reference_lists_every_key() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md"),
+    )
+    .unwrap();
+    let keys_of = |parse: &dyn Fn(&str) -> String| -> Vec<String> {
+        let e = parse("zzzzzzzzzzzzzzzzzzzz = 1");
+        let list = e.split("valid: ").nth(1).unwrap_or_else(|| panic!("{e}"));
+        list.split(',').map(|k| k.trim().to_owned()).collect()
+    };
+    let top = keys_of(&|t| did_you_mean(toml::from_str::<FileConfig>(t).unwrap_err().message()));
+    let model = keys_of(&|t| did_you_mean(toml::from_str::<ModelConfig>(t).unwrap_err().message()));
+    let mcp =
+        keys_of(&|t| did_you_mean(toml::from_str::<McpServerConfig>(t).unwrap_err().message()));
+    let oauth = keys_of(&|t| {
+        did_you_mean(
+            toml::from_str::<mcp::McpOAuthConfig>(t)
+                .unwrap_err()
+                .message(),
+        )
+    });
+    assert!(top.len() > 20 && model.len() > 5 && mcp.len() > 3 && !oauth.is_empty());
+    // Each key as a table row `| `key` |` (top level), `| `models.*.key` |`
+    // and `| `mcp_servers.*.key` |`.
+    let keys_part = doc
+        .split("## Top-level keys")
+        .nth(1)
+        .and_then(|rest| rest.split("## An example").next())
+        .expect("the key tables of docs/configuration.md");
+    let mut documented = Vec::new();
+    for line in keys_part.lines() {
+        if let Some(rest) = line.strip_prefix("| `")
+            && let Some((key, _)) = rest.split_once('`')
+        {
+            documented.push(key.to_owned());
+        }
+    }
+    let mut wanted: Vec<String> = top.clone();
+    wanted.extend(model.iter().map(|k| format!("models.*.{k}")));
+    wanted.extend(mcp.iter().map(|k| format!("mcp_servers.*.{k}")));
+    wanted.extend(oauth.iter().map(|k| format!("mcp_servers.*.oauth.{k}")));
+    for k in &wanted {
+        assert!(documented.contains(k), "docs/configuration.md lacks `{k}`");
+    }
+    for k in &documented {
+        assert!(
+            wanted.contains(k),
+            "docs/configuration.md documents `{k}`, which is no key"
+        );
+    }
+}

@@ -17,7 +17,7 @@ Environment:
   XDG_CONFIG_HOME, XDG_STATE_HOME, XDG_DATA_HOME   where config, logs and data live
 
 Without a subcommand acp-coder is the ACP agent on stdin/stdout, as editors start it.
-Config file: $XDG_CONFIG_HOME/acp-coder/config.toml (see README.md for every key).";
+Config file: $XDG_CONFIG_HOME/acp-coder/config.toml (docs/configuration.md lists every key).";
 
 pub(crate) const EXEC_HELP: &str = "\
 Exit codes:
