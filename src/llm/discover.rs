@@ -19,8 +19,8 @@ pub const DEFAULT_SERVERS: [(&str, &str); 4] = [
     ("vLLM", "http://127.0.0.1:8000/v1"),
 ];
 
-/// The server usually found at `base_url`'s port ("the Ollama server"),
-/// else "the model server", for errors about a dead local endpoint.
+/// The server usually found at `base_url`'s port ("Ollama"), else "the
+/// model server", for errors about a dead local endpoint.
 pub fn expected_server(base_url: &str) -> String {
     let port = reqwest::Url::parse(base_url)
         .ok()
@@ -35,7 +35,7 @@ pub fn expected_server(base_url: &str) -> String {
         })
         .map_or_else(
             || "the model server".to_owned(),
-            |(name, _)| format!("the {name} server"),
+            |(name, _)| (*name).to_owned(),
         )
 }
 

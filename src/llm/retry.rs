@@ -118,6 +118,11 @@ mod tests {
             reason: "operation timed out".into(),
         };
         assert!(p.delay(&timeout, 1).is_some());
+        // The error names the server usually found on that port.
+        use super::super::discover::expected_server;
+        assert_eq!(expected_server("http://127.0.0.1:11434/v1"), "Ollama");
+        assert_eq!(expected_server("http://localhost:1234/v1"), "LM Studio");
+        assert_eq!(expected_server("http://127.0.0.1:9/v1"), "the model server");
     }
 
     #[test]
