@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::config::{self, KeySource, Overrides, Settings};
+use crate::config::{self, ConfigError, KeySource, Overrides, Settings};
 use crate::llm::{LlmError, Model, OpenAiModel};
 use crate::term::{Stream, Style};
 
@@ -93,9 +93,12 @@ pub async fn checks(opts: &DoctorOptions) -> Vec<Check> {
     let Some(mut settings) = config_check(over, &path, &mut out) else {
         return out;
     };
+    let looked_for_local = settings.may_use_local_server();
     crate::llm::discover::use_local_server(&mut settings, &crate::secrets::env::var).await;
     if let Some(notice) = settings.local_server_notice() {
         out.push(Check::new(Level::Ok, notice));
+    } else if looked_for_local {
+        out.push(no_local_server(&settings));
     }
 
     // API key.
@@ -105,12 +108,12 @@ pub async fn checks(opts: &DoctorOptions) -> Vec<Check> {
     let listed = endpoint_check(&settings, opts.timeout, &mut out).await;
 
     // Model.
-    out.push(model_check(&settings, over, listed.as_deref()));
+    out.push(model_check(&settings, listed.as_deref()));
 
     // MCP servers from the config file (read on their own, so they are
     // checked even when the rest of the file does not parse).
     if path.is_file() {
-        out.extend(mcp_checks(&path));
+        out.extend(mcp_checks(&path, opts.timeout).await);
     }
 
     // Command sandbox (issue 14).
@@ -142,6 +145,13 @@ fn config_check(over: &Overrides, path: &Path, out: &mut Vec<Check>) -> Option<S
         }
         Err(e) => e,
     };
+    // A bad flag or variable: said once, with the fix where it was set
+    // (the file is not to blame, and loading without it fails the same way).
+    if let ConfigError::BaseUrl { from, .. } = &e {
+        let fix = from.fix("base_url", "--base-url", config::BASE_URL_ENV);
+        out.push(Check::new(Level::Fail, e.to_string()).fix(fix));
+        return None;
+    }
     out.push(if over.config.is_some() && !path.exists() {
         Check::new(
             Level::Fail,
@@ -150,7 +160,7 @@ fn config_check(over: &Overrides, path: &Path, out: &mut Vec<Check>) -> Option<S
         .fix("create it, drop --config, or run `acp-coder --config PATH login`")
     } else {
         Check::new(Level::Fail, e.to_string()).fix(format!(
-            "edit {}; README lists every key (the remaining checks ignore the file)",
+            "edit {}; docs/configuration.md lists every key (the remaining checks ignore the file)",
             path.display()
         ))
     });
@@ -165,9 +175,38 @@ fn config_check(over: &Overrides, path: &Path, out: &mut Vec<Check>) -> Option<S
             std::env::var(k).ok().filter(|v| !v.is_empty())
         }
     };
+    let first = e.to_string();
     Settings::load_with(&without_file, &env)
-        .map_err(|e| out.push(Check::new(Level::Fail, e.to_string())))
+        .map_err(|e| {
+            if e.to_string() != first {
+                out.push(Check::new(Level::Fail, e.to_string()));
+            }
+        })
         .ok()
+}
+
+/// No local model server answered: which were asked, and how to choose one.
+fn no_local_server(s: &Settings) -> Check {
+    let tried: Vec<String> = crate::llm::discover::servers(&crate::secrets::env::var)
+        .iter()
+        .map(|(name, url)| {
+            let at = reqwest::Url::parse(url)
+                .ok()
+                .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port()?)))
+                .unwrap_or_else(|| url.clone());
+            format!("{name} {at}")
+        })
+        .collect();
+    Check::new(
+        Level::Info,
+        format!(
+            "no local model server found (tried {}), so the endpoint is {} ({})",
+            tried.join(", "),
+            s.base_url,
+            s.base_url_source.describe("base_url")
+        ),
+    )
+    .fix("start one of them, or run `acp-coder login` to save an endpoint")
 }
 
 /// Which protection applies to commands on this machine (SECURITY.md §1).
@@ -231,7 +270,12 @@ fn key_check(s: &Settings) -> Check {
         ),
         _ => Check::new(
             Level::Fail,
-            format!("no API key for {} ({} is not set)", s.base_url, s.api_key_env),
+            format!(
+                "no API key for {} ({} is not set; {})",
+                s.base_url,
+                s.api_key_env,
+                s.endpoint_origin()
+            ),
         )
         .fix(format!(
             "export {} (in the environment your editor starts acp-coder with), or run `acp-coder login`",
@@ -266,7 +310,7 @@ async fn endpoint_check(
                         timeout.as_secs()
                     ),
                 )
-                .fix(base_url_fix()),
+                .fix(base_url_fix(s)),
             );
             None
         }
@@ -274,9 +318,10 @@ async fn endpoint_check(
             out.push(Check::new(
                 Level::Ok,
                 format!(
-                    "endpoint {} answers ({} models listed)",
+                    "endpoint {} answers ({} models listed; from {})",
                     s.base_url,
-                    models.len()
+                    models.len(),
+                    s.base_url_source.describe("base_url")
                 ),
             ));
             Some(models)
@@ -299,31 +344,60 @@ async fn endpoint_check(
             out.push(
                 Check::new(
                     Level::Warn,
-                    format!("endpoint {} is reachable but has no GET /models (HTTP 404)", s.base_url),
+                    format!(
+                        "endpoint {} is reachable but has no GET /models (HTTP 404)",
+                        s.base_url
+                    ),
                 )
-                .fix("fine if chat completions work there; otherwise check the base URL (it usually ends in /v1)"),
+                .fix(if s.base_url.ends_with("/v1") {
+                    format!(
+                        "fine if chat completions work there; otherwise {}",
+                        base_url_fix(s)
+                    )
+                } else {
+                    format!(
+                        "OpenAI-compatible servers usually serve under /v1: try {}/v1 ({})",
+                        s.base_url,
+                        s.base_url_source
+                            .fix("base_url", "--base-url", config::BASE_URL_ENV)
+                    )
+                }),
             );
             None
         }
         Ok(Err(e @ LlmError::Connect { .. })) => {
-            out.push(Check::new(Level::Fail, e.to_string()).fix(base_url_fix()));
+            let text = if crate::llm::retry::refused_on_loopback(&e) {
+                format!(
+                    "{e} (is {} running?)",
+                    crate::llm::discover::expected_server(&s.base_url)
+                )
+            } else {
+                e.to_string()
+            };
+            out.push(Check::new(Level::Fail, text).fix(base_url_fix(s)));
             None
         }
         Ok(Err(e)) => {
-            out.push(Check::new(Level::Fail, format!("GET {url} failed: {e}")).fix(base_url_fix()));
+            out.push(
+                Check::new(Level::Fail, format!("GET {url} failed: {e}")).fix(base_url_fix(s)),
+            );
             None
         }
     }
 }
 
-fn base_url_fix() -> String {
+/// Where to change the base URL: where it was set (from
+/// [`Settings::base_url_source`]).
+fn base_url_fix(s: &Settings) -> String {
     format!(
-        "is the server running? Set the base URL with --base-url, {} or base_url in the config file",
-        config::BASE_URL_ENV
+        "is the server running? The base URL comes from {}: {}",
+        s.base_url_source.describe("base_url"),
+        s.base_url_source
+            .fix("base_url", "--base-url", config::BASE_URL_ENV)
     )
 }
 
-fn model_check(s: &Settings, over: &Overrides, listed: Option<&[String]>) -> Check {
+fn model_check(s: &Settings, listed: Option<&[String]>) -> Check {
     let Some(model) = &s.model else {
         return match listed {
             Some([first, ..]) => Check::new(
@@ -344,11 +418,8 @@ fn model_check(s: &Settings, over: &Overrides, listed: Option<&[String]>) -> Che
             )),
         };
     };
-    let from = match std::env::var(config::MODEL_ENV) {
-        Ok(v) if &v == model => format!("from {}", config::MODEL_ENV),
-        _ if over.model.as_deref() == Some(model) => "from --model".to_owned(),
-        _ => "from the config file".to_owned(),
-    };
+    let from = format!("from {}", s.model_source.describe("model"));
+    let fix_model = s.model_source.fix("model", "--model", config::MODEL_ENV);
     match listed {
         Some(ids) if ids.iter().any(|m| m == model) => Check::new(
             Level::Ok,
@@ -363,7 +434,7 @@ fn model_check(s: &Settings, over: &Overrides, listed: Option<&[String]>) -> Che
                 Level::Fail,
                 format!("model {model} ({from}) is not listed by the endpoint"),
             )
-            .fix(format!("available: {}", some.join(", ")))
+            .fix(format!("available: {}; {fix_model}", some.join(", ")))
         }
         _ => Check::new(
             Level::Warn,
@@ -373,8 +444,8 @@ fn model_check(s: &Settings, over: &Overrides, listed: Option<&[String]>) -> Che
 }
 
 /// Checks `[mcp_servers.<name>]` tables of the config file, if it has any:
-/// a stdio server's command must be found, an http server's URL must parse.
-pub fn mcp_checks(config_path: &Path) -> Vec<Check> {
+/// a stdio server's command must be found, an HTTP server must answer.
+pub async fn mcp_checks(config_path: &Path, timeout: Duration) -> Vec<Check> {
     let Ok(text) = std::fs::read_to_string(config_path) else {
         return Vec::new();
     };
@@ -406,7 +477,7 @@ pub fn mcp_checks(config_path: &Path) -> Vec<Check> {
                 Ok(parsed)
                     if matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some() =>
                 {
-                    Check::new(Level::Ok, format!("MCP server {name}: URL {u} is valid"))
+                    probe_mcp(name, parsed, timeout).await
                 }
                 _ => Check::new(
                     Level::Fail,
@@ -424,6 +495,94 @@ pub fn mcp_checks(config_path: &Path) -> Vec<Check> {
         });
     }
     out
+}
+
+/// Asks an HTTP MCP server to `initialize` (as a session would): any
+/// answer but 404 means a server is there (401 too: it wants a sign-in,
+/// which the first session does); no answer, or 404, fails.
+async fn probe_mcp(name: &str, url: reqwest::Url, timeout: Duration) -> Check {
+    let shown = url.to_string();
+    let fix = format!("start the server, or fix url in [mcp_servers.{name}]");
+    let built = match crate::net::client_builder() {
+        Ok(b) => b
+            .connect_timeout(timeout)
+            .timeout(timeout)
+            .build()
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    let client = match built {
+        Ok(c) => c,
+        Err(e) => {
+            return Check::new(Level::Fail, format!("MCP server {name}: {e}"));
+        }
+    };
+    let hello = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "acp-coder-doctor", "version": env!("CARGO_PKG_VERSION")}
+        }
+    });
+    let sent = client
+        .post(url)
+        .header(
+            reqwest::header::ACCEPT,
+            "application/json, text/event-stream",
+        )
+        .json(&hello)
+        .send()
+        .await;
+    match sent {
+        Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => Check::new(
+            Level::Fail,
+            format!("MCP server {name}: {shown} answered HTTP 404 (no MCP server at that path)"),
+        )
+        .fix(fix),
+        Ok(r) if r.status().is_server_error() => Check::new(
+            Level::Warn,
+            format!(
+                "MCP server {name}: {shown} answered HTTP {}",
+                r.status().as_u16()
+            ),
+        ),
+        Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED => Check::new(
+            Level::Ok,
+            format!(
+                "MCP server {name}: {shown} answers and asks for authorization (a session signs in)"
+            ),
+        ),
+        Ok(r) => Check::new(
+            Level::Ok,
+            format!(
+                "MCP server {name}: {shown} answers (HTTP {})",
+                r.status().as_u16()
+            ),
+        ),
+        Err(e) => Check::new(
+            Level::Fail,
+            format!(
+                "MCP server {name}: nothing answers at {shown} ({})",
+                error_chain(&e)
+            ),
+        )
+        .fix(fix),
+    }
+}
+
+/// An error with its causes (reqwest's own text hides them).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let c_text = c.to_string();
+        if !text.contains(&c_text) {
+            text = format!("{text}: {c_text}");
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// Where `cmd` would be run from: itself if it has a slash, else the first

@@ -1,6 +1,6 @@
 //! acp-coder: a coding agent speaking the Agent Client Protocol (ACP v1) over stdio.
 //!
-//! Layering: README.md "Layout" lists every folder and which module may use
+//! Layering: docs/architecture.md "Layout" lists every folder and which module may use
 //! which. In short, `rpc`, `acp`, `utf8` and `secrets` use nothing of ours;
 //! `editor` and `tools` build on them; `mcp` on `tools` and `config`; `agent`
 //! ties everything together; `exec` and `a2a` drive the agent in process.

@@ -8,7 +8,8 @@
 ;;
 ;; agent-shell starts agents with a minimal environment unless told to
 ;; inherit it; `:inherit-env t' below passes your Emacs environment
-;; (HOME, OPENAI_API_KEY, ...) through.
+;; through, HOME included, so acp-coder finds the login saved by
+;; `acp-coder login'.
 
 ;;; Code:
 
@@ -21,10 +22,9 @@
   :group 'agent-shell)
 
 (defcustom acp-coder-agent-shell-environment
-  (agent-shell-make-environment-variables
-   "OPENAI_BASE_URL" "https://api.openai.com/v1"
-   "ACP_CODER_MODEL" "gpt-4.1"
-   :inherit-env t)
+  ;; Only to override the saved login for this editor, add pairs such as
+  ;; "OPENAI_BASE_URL" "http://127.0.0.1:11434/v1" "ACP_CODER_MODEL" "qwen3-coder".
+  (agent-shell-make-environment-variables :inherit-env t)
   "Environment variables for acp-coder."
   :type '(repeat string)
   :group 'agent-shell)

@@ -1,6 +1,6 @@
 -- acp-coder as an avante.nvim ACP provider.
--- avante.nvim starts agents with only PATH plus the `env` below, so pass HOME
--- (acp-coder finds its config file and log directory through it) and the key.
+-- avante.nvim starts agents with only PATH plus the `env` below, so pass HOME:
+-- acp-coder finds the login saved by `acp-coder login` through it.
 require("avante").setup({
   provider = "acp-coder",
   acp_providers = {
@@ -9,9 +9,9 @@ require("avante").setup({
       args = {},
       env = {
         HOME = os.getenv("HOME"),
-        OPENAI_API_KEY = os.getenv("OPENAI_API_KEY"),
-        OPENAI_BASE_URL = "https://api.openai.com/v1",
-        ACP_CODER_MODEL = "gpt-4.1",
+        -- Only to override the saved login for this editor, add e.g.
+        -- OPENAI_BASE_URL = "http://127.0.0.1:11434/v1", ACP_CODER_MODEL = "qwen3-coder",
+        -- OPENAI_API_KEY = os.getenv("OPENAI_API_KEY").
       },
     },
   },

@@ -18,10 +18,9 @@ require("codecompanion").setup({
             timeout = 20000,
           },
           env = {
-            -- A value naming an environment variable is read from your shell.
-            OPENAI_API_KEY = "OPENAI_API_KEY",
-            OPENAI_BASE_URL = "https://api.openai.com/v1",
-            ACP_CODER_MODEL = "gpt-4.1",
+            -- Empty: acp-coder uses the login saved by `acp-coder login`. Only to
+            -- override it for this editor, add e.g. OPENAI_BASE_URL = "http://…/v1"
+            -- or ACP_CODER_MODEL = "…" (a value naming a variable is read from your shell).
           },
         })
       end,

@@ -35,10 +35,65 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("config file {path} is not valid: {message}")]
-    Parse { path: PathBuf, message: String },
+    #[error("config file {path} is not valid: line {line}, column {column}: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("{0}")]
     Invalid(String),
+    /// A base URL that is not http(s), named with where it came from.
+    #[error("base URL {url:?} (from {}) must start with http:// or https://: {}", from.describe("base_url"), from.fix("base_url", "--base-url", BASE_URL_ENV))]
+    BaseUrl { url: String, from: Source },
+}
+
+/// Where a setting's value came from: what `doctor` and the errors name,
+/// so that the fix goes where the value was set.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Source {
+    /// A command-line flag.
+    Flag,
+    /// An environment variable (its name).
+    Env(String),
+    /// The config file (its path).
+    File(PathBuf),
+    /// A local model server found without configuration (its name).
+    LocalServer(String),
+    /// Nothing set it.
+    #[default]
+    Default,
+}
+
+impl Source {
+    /// Where `key` (its config-file name) came from, in words.
+    pub fn describe(&self, key: &str) -> String {
+        match self {
+            Source::Flag => format!("the --{} flag", key.replace('_', "-")),
+            Source::Env(v) => format!("the {v} environment variable"),
+            Source::File(p) => format!("{key} in {}", p.display()),
+            Source::LocalServer(name) => format!("the local {name} server, found by itself"),
+            Source::Default => "the default".into(),
+        }
+    }
+
+    /// What to do to change `key` where it was set (`flag`, `var`: its
+    /// flag and environment variable).
+    pub fn fix(&self, key: &str, flag: &str, var: &str) -> String {
+        match self {
+            Source::Flag => format!("change or drop {flag}"),
+            Source::Env(v) => format!(
+                "change or unset {v} (in the environment your editor starts acp-coder with)"
+            ),
+            Source::File(p) => {
+                format!("change {key} in {} (or run `acp-coder login`)", p.display())
+            }
+            Source::LocalServer(_) | Source::Default => {
+                format!("run `acp-coder login`, or set {flag}, {var} or {key} in the config file")
+            }
+        }
+    }
 }
 
 /// What the user chose on the command line (flags already merged with their
@@ -186,6 +241,14 @@ pub struct Settings {
     pub base_url: String,
     /// Whether a flag, the environment or the file named the base URL.
     pub base_url_given: bool,
+    /// Where the base URL came from.
+    pub base_url_source: Source,
+    /// The config file's `base_url` when a flag or the environment won
+    /// over it (errors say so: the editor's environment silently beat a
+    /// saved login).
+    pub base_url_overridden: Option<String>,
+    /// Where the model came from.
+    pub model_source: Source,
     /// The local server used because nothing was configured
     /// (`llm::discover`): its name.
     pub local_server: Option<String>,
@@ -309,6 +372,9 @@ impl Default for Settings {
         Self {
             base_url: DEFAULT_BASE_URL.into(),
             base_url_given: false,
+            base_url_source: Source::Default,
+            base_url_overridden: None,
+            model_source: Source::Default,
             local_server: None,
             api_key: None,
             key_source: KeySource::None,
@@ -524,21 +590,34 @@ impl Settings {
         file: &FileConfig,
         path: Option<&Path>,
     ) -> Result<(), ConfigError> {
-        let given = over
-            .base_url
-            .clone()
-            .or_else(|| env(BASE_URL_ENV))
-            .or(file.base_url.clone());
+        let env_value = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+        let file_source = || Source::File(path.map(Path::to_path_buf).unwrap_or_default());
+        // clap merges `--base-url` with its variable: the flag is the
+        // source only when the variable does not hold the same value.
+        let (given, source) = match (&over.base_url, env_value(BASE_URL_ENV)) {
+            (Some(u), e) if e.as_deref() != Some(u) => (Some(u.clone()), Source::Flag),
+            (Some(u), _) => (Some(u.clone()), Source::Env(BASE_URL_ENV.into())),
+            (None, Some(e)) => (Some(e), Source::Env(BASE_URL_ENV.into())),
+            (None, None) => match file.base_url.clone().filter(|u| !u.trim().is_empty()) {
+                Some(u) => (Some(u), file_source()),
+                None => (None, Source::Default),
+            },
+        };
+        self.base_url_overridden = match source {
+            Source::Flag | Source::Env(_) => file.base_url.clone(),
+            _ => None,
+        };
         self.base_url_given = given.is_some();
+        self.base_url_source = source;
         self.base_url = given
             .unwrap_or_else(|| DEFAULT_BASE_URL.into())
             .trim_end_matches('/')
             .to_owned();
         if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
-            return Err(ConfigError::Invalid(format!(
-                "base URL {:?} must start with http:// or https:// (set --base-url, {BASE_URL_ENV} or base_url in the config file)",
-                self.base_url
-            )));
+            return Err(ConfigError::BaseUrl {
+                url: self.base_url.clone(),
+                from: self.base_url_source.clone(),
+            });
         }
         self.api_key_env = file
             .api_key_env
@@ -564,11 +643,16 @@ impl Settings {
         self.require_api_key = file
             .require_api_key
             .unwrap_or_else(|| !is_local_endpoint(&self.base_url));
-        self.model = over
-            .model
-            .clone()
-            .or_else(|| env(MODEL_ENV))
-            .or(file.model.clone().filter(|m| !m.trim().is_empty()));
+        let file_model = file.model.clone().filter(|m| !m.trim().is_empty());
+        (self.model, self.model_source) = match (&over.model, env_value(MODEL_ENV)) {
+            (Some(m), e) if e.as_deref() != Some(m) => (Some(m.clone()), Source::Flag),
+            (Some(m), _) => (Some(m.clone()), Source::Env(MODEL_ENV.into())),
+            (None, Some(e)) => (Some(e), Source::Env(MODEL_ENV.into())),
+            (None, None) => match file_model {
+                Some(m) => (Some(m), file_source()),
+                None => (None, Source::Default),
+            },
+        };
         Ok(())
     }
 
@@ -591,8 +675,10 @@ impl Settings {
     pub fn use_local_server(&mut self, name: &str, base_url: &str, model: Option<String>) {
         self.base_url = base_url.trim_end_matches('/').to_owned();
         self.require_api_key = false;
-        if self.model.is_none() {
+        self.base_url_source = Source::LocalServer(name.to_owned());
+        if self.model.is_none() && model.is_some() {
             self.model = model;
+            self.model_source = Source::LocalServer(name.to_owned());
         }
         self.local_server = Some(name.to_owned());
     }
@@ -615,8 +701,9 @@ impl Settings {
     pub fn missing_credentials(&self) -> Option<String> {
         if self.api_key.is_none() && self.require_api_key {
             Some(format!(
-                "no API key for {}: set {} in the environment the editor starts acp-coder with, or api_key_env/api_key in {} (or point {} at a local server such as Ollama)",
+                "no API key for {} ({}): set {} in the environment the editor starts acp-coder with, or api_key_env/api_key in {} (or point {} at a local server such as Ollama)",
                 self.base_url,
+                self.endpoint_origin(),
                 self.api_key_env,
                 self.config_path
                     .clone()
@@ -627,6 +714,21 @@ impl Settings {
         } else {
             None
         }
+    }
+
+    /// Where the endpoint came from, for errors: "the base URL comes from
+    /// …", and whether that beat the config file's.
+    pub fn endpoint_origin(&self) -> String {
+        let mut text = format!(
+            "the base URL comes from {}",
+            self.base_url_source.describe("base_url")
+        );
+        if let Some(file_url) = &self.base_url_overridden {
+            text.push_str(&format!(
+                ", which wins over base_url = {file_url:?} in the config file; unset it to use the saved login"
+            ));
+        }
+        text
     }
 
     /// The settings of a model, if the config has any.
@@ -703,13 +805,66 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         path: path.to_owned(),
         source,
     })?;
-    toml::from_str(&text).map_err(|e| ConfigError::Parse {
-        path: path.to_owned(),
-        message: e.message().to_owned()
-            + &e.span()
-                .map(|sp| format!(" (at byte {})", sp.start))
-                .unwrap_or_default(),
+    toml::from_str(&text).map_err(|e| {
+        let (line, column) = e
+            .span()
+            .map(|sp| line_column(&text, sp.start))
+            .unwrap_or((1, 1));
+        ConfigError::Parse {
+            path: path.to_owned(),
+            line,
+            column,
+            message: did_you_mean(e.message()),
+        }
     })
+}
+
+/// The 1-based line and column (in characters) of byte `offset` of `text`.
+pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let mut at = offset.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[start..].chars().count() + 1)
+}
+
+/// serde's "unknown field `x`, expected one of `a`, `b`, …" (and "unknown
+/// variant" for enum values such as `default_mode`) with the closest valid
+/// name, when one is close: "unknown key `default_mod`; did you mean
+/// `default_mode`?". Other messages pass unchanged.
+pub fn did_you_mean(message: &str) -> String {
+    let (kind, rest) = if let Some(r) = message.strip_prefix("unknown field `") {
+        ("key", r)
+    } else if let Some(r) = message.strip_prefix("unknown variant `") {
+        ("value", r)
+    } else {
+        return message.to_owned();
+    };
+    let Some((given, expected)) = rest.split_once('`') else {
+        return message.to_owned();
+    };
+    let valid: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    match closest(given, valid.iter().copied()) {
+        Some(v) => format!("unknown {kind} `{given}`; did you mean `{v}`?"),
+        None => format!("unknown {kind} `{given}`; valid: {}", valid.join(", ")),
+    }
+}
+
+/// The valid name closest to `given`, when it is close enough to be what
+/// was meant (a typo or two, a `_` for a `-`).
+pub(crate) fn closest<'a>(
+    given: &str,
+    valid: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    valid
+        .into_iter()
+        .map(|v| (strsim::damerau_levenshtein(given, v), v))
+        .filter(|(d, v)| *d <= (v.chars().count() / 3).max(2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, v)| v)
 }
 
 #[cfg(test)]

@@ -65,6 +65,9 @@ impl TryFrom<String> for Mode {
     type Error = String;
 
     fn try_from(id: String) -> Result<Self, String> {
-        Mode::parse(&id).ok_or_else(|| format!("default_mode {id:?} is not one of {}", Mode::ids()))
+        Mode::parse(&id).ok_or_else(|| match super::closest(&id, Mode::ALL.map(Mode::id)) {
+            Some(m) => format!("default_mode {id:?} is not a mode; did you mean `{m}`?"),
+            None => format!("default_mode {id:?} is not one of {}", Mode::ids()),
+        })
     }
 }

@@ -298,3 +298,150 @@ fn temperature_is_checked_and_a_models_own_wins() {
         );
     }
 }
+
+#[test]
+fn parse_errors_give_line_column_and_did_you_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    let over = Overrides {
+        config: Some(cfg.clone()),
+        ..Default::default()
+    };
+    let load = |text: &str| {
+        std::fs::write(&cfg, text).unwrap();
+        Settings::load_with(&over, &env_of(&[]))
+            .unwrap_err()
+            .to_string()
+    };
+    let e = load("model = \"m\"\n  default_mod = \"ask\"\n");
+    assert!(e.contains("line 2, column 3"), "{e}");
+    assert!(
+        e.contains("unknown key `default_mod`; did you mean `default_mode`?"),
+        "{e}"
+    );
+    assert!(!e.contains("at byte"), "{e}");
+    let e = load("default_mode = \"acceptedits\"\n");
+    assert!(e.contains("did you mean `accept-edits`?"), "{e}");
+    let e = load("[models.\"m\"]\ncontext_windw = 4\n");
+    assert!(
+        e.contains("line 2") && e.contains("`context_window`"),
+        "{e}"
+    );
+    // Nothing close: the valid names, once.
+    let e = load("zzzzzzzzzzzzzzzz = 1\n");
+    assert!(e.contains("valid: model, base_url"), "{e}");
+    assert_eq!(line_column("a\nbé c", 6), (2, 4));
+}
+
+#[test]
+fn every_value_knows_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "model = \"fm\"\nbase_url = \"http://file/v1\"\n").unwrap();
+    let over = Overrides {
+        config: Some(cfg.clone()),
+        ..Default::default()
+    };
+    let s = Settings::load_with(&over, &env_of(&[])).unwrap();
+    assert_eq!(s.base_url_source, Source::File(cfg.clone()));
+    assert_eq!(s.model_source, Source::File(cfg.clone()));
+    assert!(s.base_url_overridden.is_none());
+    // clap hands the variable's value over as the flag's: still the variable.
+    let s = Settings::load_with(
+        &Overrides {
+            base_url: Some("http://env/v1".into()),
+            ..over.clone()
+        },
+        &env_of(&[(BASE_URL_ENV, "http://env/v1"), (MODEL_ENV, "em")]),
+    )
+    .unwrap();
+    assert_eq!(s.base_url_source, Source::Env(BASE_URL_ENV.into()));
+    assert_eq!(s.model_source, Source::Env(MODEL_ENV.into()));
+    assert_eq!(s.base_url_overridden.as_deref(), Some("http://file/v1"));
+    assert!(s.endpoint_origin().contains("wins over base_url"));
+    let s = Settings::load_with(
+        &Overrides {
+            base_url: Some("http://flag/v1".into()),
+            model: Some("flagm".into()),
+            ..over.clone()
+        },
+        &env_of(&[(BASE_URL_ENV, "http://env/v1")]),
+    )
+    .unwrap();
+    assert_eq!(s.base_url_source, Source::Flag);
+    assert_eq!(s.model_source, Source::Flag);
+    let mut s = Settings::load_with(&Overrides::default(), &env_of(&[("HOME", "/nx")])).unwrap();
+    assert_eq!(s.base_url_source, Source::Default);
+    s.use_local_server("Ollama", "http://127.0.0.1:11434/v1", Some("q".into()));
+    assert_eq!(s.model_source, Source::LocalServer("Ollama".into()));
+    assert_eq!(s.base_url_source, Source::LocalServer("Ollama".into()));
+    // A bad base URL names its source and the fix there, not the file.
+    let e = Settings::load_with(
+        &Overrides {
+            base_url: Some("not a url".into()),
+            ..Default::default()
+        },
+        &env_of(&[("HOME", "/nx")]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("from the --base-url flag"), "{e}");
+    assert!(e.contains("change or drop --base-url"), "{e}");
+    assert!(!e.contains("config"), "{e}");
+}
+
+/// docs/configuration.md documents every key of the config file, and no
+/// key the file does not have (the lists come from the types' own
+/// "unknown key" errors).
+#[test]
+fn the_configuration_reference_lists_every_key() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md"),
+    )
+    .unwrap();
+    let keys_of = |parse: &dyn Fn(&str) -> String| -> Vec<String> {
+        let e = parse("zzzzzzzzzzzzzzzzzzzz = 1");
+        let list = e.split("valid: ").nth(1).unwrap_or_else(|| panic!("{e}"));
+        list.split(',').map(|k| k.trim().to_owned()).collect()
+    };
+    let top = keys_of(&|t| did_you_mean(toml::from_str::<FileConfig>(t).unwrap_err().message()));
+    let model = keys_of(&|t| did_you_mean(toml::from_str::<ModelConfig>(t).unwrap_err().message()));
+    let mcp =
+        keys_of(&|t| did_you_mean(toml::from_str::<McpServerConfig>(t).unwrap_err().message()));
+    let oauth = keys_of(&|t| {
+        did_you_mean(
+            toml::from_str::<mcp::McpOAuthConfig>(t)
+                .unwrap_err()
+                .message(),
+        )
+    });
+    assert!(top.len() > 20 && model.len() > 5 && mcp.len() > 3 && !oauth.is_empty());
+    // Each key as a table row `| `key` |` (top level), `| `models.*.key` |`
+    // and `| `mcp_servers.*.key` |`.
+    let keys_part = doc
+        .split("## Top-level keys")
+        .nth(1)
+        .and_then(|rest| rest.split("## An example").next())
+        .expect("the key tables of docs/configuration.md");
+    let mut documented = Vec::new();
+    for line in keys_part.lines() {
+        if let Some(rest) = line.strip_prefix("| `")
+            && let Some((key, _)) = rest.split_once('`')
+        {
+            documented.push(key.to_owned());
+        }
+    }
+    let mut wanted: Vec<String> = top.clone();
+    wanted.extend(model.iter().map(|k| format!("models.*.{k}")));
+    wanted.extend(mcp.iter().map(|k| format!("mcp_servers.*.{k}")));
+    wanted.extend(oauth.iter().map(|k| format!("mcp_servers.*.oauth.{k}")));
+    for k in &wanted {
+        assert!(documented.contains(k), "docs/configuration.md lacks `{k}`");
+    }
+    for k in &documented {
+        assert!(
+            wanted.contains(k),
+            "docs/configuration.md documents `{k}`, which is no key"
+        );
+    }
+}

@@ -39,6 +39,8 @@ pub struct ExecClient {
     pub permissions: Permissions,
     /// Requests refused because nobody could be asked.
     pub refused: AtomicUsize,
+    /// Requests not allowed: refused, or rejected at the terminal.
+    pub declined: AtomicUsize,
     /// Updated on every frame from the agent (for the "waiting" indicator).
     pub activity: tokio::sync::watch::Sender<Activity>,
     /// The session's directory, to show paths relative to it.
@@ -107,6 +109,9 @@ impl LocalEditor for ExecClient {
             }
         };
         self.bump(Some(true));
+        if !answer.allowed() {
+            self.declined.fetch_add(1, Ordering::Relaxed);
+        }
         self.render()
             .permission(&tool_call, answer, option.as_deref());
         Ok(match option {

@@ -49,6 +49,9 @@ pub mod exit {
     pub const REFUSAL: u8 = 5;
     /// The turn stopped early: `max_tokens` or `max_turn_requests`.
     pub const INCOMPLETE: u8 = 6;
+    /// The turn ended, but a permission it asked for was refused (no
+    /// terminal to ask on) or rejected: an edit or command did not happen.
+    pub const DECLINED: u8 = 7;
     /// Interrupted (Ctrl-C; `cancelled` stop reason).
     pub const CANCELLED: u8 = 130;
 }
@@ -158,6 +161,7 @@ pub async fn run(opts: ExecOptions, mut config: AgentConfig) -> u8 {
         renderer: renderer.clone(),
         permissions,
         refused: Default::default(),
+        declined: Default::default(),
         activity,
         cwd: cwd.clone(),
     });
@@ -168,7 +172,8 @@ pub async fn run(opts: ExecOptions, mut config: AgentConfig) -> u8 {
 
     let result = prompt_once(&peer, &cwd, &opts, activity_rx, &renderer).await;
     let refused = handler.refused.load(Ordering::Relaxed);
-    let code = report(&renderer, &result, refused);
+    let declined = handler.declined.load(Ordering::Relaxed);
+    let code = report(&renderer, &result, refused, declined);
 
     // End of input for the agent: it cancels what runs and stops its children.
     drop(peer);
@@ -213,7 +218,10 @@ async fn prompt_once(
             "protocolVersion": 1,
             "clientCapabilities": {
                 "fs": {"readTextFile": true, "writeTextFile": true},
-                "terminal": false
+                "terminal": false,
+                // Notices (MCP start-up failures, the local server in use)
+                // come as `notice` updates, shown on stderr, never as answer text.
+                "session": {"notices": {}}
             },
             "clientInfo": {"name": "acp-coder-exec", "title": "acp-coder exec", "version": env!("CARGO_PKG_VERSION")}
         }),
@@ -255,7 +263,12 @@ async fn prompt_once(
 }
 
 /// Renders how the run ended; the process exit code.
-fn report(renderer: &Mutex<Renderer>, result: &Result<Value, RpcError>, refused: usize) -> u8 {
+fn report(
+    renderer: &Mutex<Renderer>,
+    result: &Result<Value, RpcError>,
+    refused: usize,
+    declined: usize,
+) -> u8 {
     let mut r = renderer.lock().unwrap_or_else(|e| e.into_inner());
     match result {
         Ok(v) => {
@@ -263,7 +276,10 @@ fn report(renderer: &Mutex<Renderer>, result: &Result<Value, RpcError>, refused:
                 .get("stopReason")
                 .and_then(Value::as_str)
                 .unwrap_or("unknown");
-            let code = stop_reason_exit(reason);
+            let code = match stop_reason_exit(reason) {
+                exit::OK if declined > 0 => exit::DECLINED,
+                code => code,
+            };
             r.finish(
                 Outcome::Stopped {
                     stop_reason: reason,

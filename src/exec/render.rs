@@ -229,8 +229,27 @@ impl Human {
             }
             "tool_call" | "tool_call_update" => self.tool(u),
             "plan" => self.plan(u),
+            "notice" => self.notice(u),
             _ => {}
         }
+    }
+
+    /// A notice (an MCP server that did not start, the local server in
+    /// use): one line on stderr, never part of the answer.
+    fn notice(&mut self, u: &Value) {
+        let text = |k: &str| u.get(k).and_then(Value::as_str).unwrap_or("").trim();
+        let line = match text("description") {
+            "" => text("title").to_owned(),
+            d => format!("{}: {d}", text("title")),
+        };
+        if line.is_empty() {
+            return;
+        }
+        let line = match text("severity") {
+            "warning" | "error" => self.err.yellow(&format!("! {line}")),
+            _ => self.err.dim(&format!("• {line}")),
+        };
+        self.err_line(&line);
     }
 
     fn tool(&mut self, u: &Value) {

@@ -19,6 +19,26 @@ pub const DEFAULT_SERVERS: [(&str, &str); 4] = [
     ("vLLM", "http://127.0.0.1:8000/v1"),
 ];
 
+/// The server usually found at `base_url`'s port ("Ollama"), else "the
+/// model server", for errors about a dead local endpoint.
+pub fn expected_server(base_url: &str) -> String {
+    let port = reqwest::Url::parse(base_url)
+        .ok()
+        .and_then(|u| u.port_or_known_default());
+    DEFAULT_SERVERS
+        .iter()
+        .find(|(_, url)| {
+            reqwest::Url::parse(url)
+                .ok()
+                .and_then(|u| u.port())
+                .is_some_and(|p| Some(p) == port)
+        })
+        .map_or_else(
+            || "the model server".to_owned(),
+            |(name, _)| (*name).to_owned(),
+        )
+}
+
 /// Replaces [`DEFAULT_SERVERS`]: `name=url` pairs separated by commas.
 pub const SERVERS_ENV: &str = "ACP_CODER_LOCAL_SERVERS";
 

@@ -17,7 +17,7 @@ pub mod discover;
 mod layer;
 mod openai;
 mod redirect;
-mod retry;
+pub mod retry;
 mod stream;
 pub mod text_calls;
 mod window;

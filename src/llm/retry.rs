@@ -13,7 +13,7 @@ pub struct RetryPolicy {
 impl RetryPolicy {
     /// The wait before retry number `attempt` (1-based), or `None` to give up.
     pub fn delay(&self, err: &LlmError, attempt: u32) -> Option<Duration> {
-        if attempt > self.max_retries || !err.is_retryable() {
+        if attempt > self.max_retries || !err.is_retryable() || refused_on_loopback(err) {
             return None;
         }
         let exp = self.base.saturating_mul(1u32 << (attempt - 1).min(16));
@@ -25,6 +25,28 @@ impl RetryPolicy {
             None => jittered,
         })
     }
+}
+
+/// A connection refused by a server on this machine: nothing listens there,
+/// and waiting will not start it, so the call fails at once (issue 44: a
+/// dead local endpoint took 11.6 s to fail).
+pub fn refused_on_loopback(err: &LlmError) -> bool {
+    let LlmError::Connect { url, reason } = err else {
+        return false;
+    };
+    let host = reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned));
+    let loopback = host.is_some_and(|h| {
+        h == "localhost"
+            || h.ends_with(".localhost")
+            || h.trim_matches(['[', ']'])
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    });
+    // The OS's words: "Connection refused" (Linux, macOS), "actively
+    // refused" (Windows).
+    loopback && reason.to_ascii_lowercase().contains("refused")
 }
 
 /// Parses `Retry-After` as seconds (HTTP dates are rare from model servers).
@@ -67,6 +89,40 @@ mod tests {
             p.delay(&status(429, Some(2)), 1).unwrap(),
             Duration::from_secs(2)
         );
+    }
+
+    #[test]
+    fn a_refused_loopback_connection_is_not_retried() {
+        let p = RetryPolicy {
+            max_retries: 5,
+            base: Duration::from_millis(100),
+            max_delay: Duration::from_secs(5),
+        };
+        let refused = |url: &str| LlmError::Connect {
+            url: url.into(),
+            reason: "tcp connect error: Connection refused (os error 111)".into(),
+        };
+        for url in [
+            "http://127.0.0.1:9/v1/chat/completions",
+            "http://localhost:11434/v1/models",
+            "http://[::1]:8080/v1/chat/completions",
+        ] {
+            assert!(refused_on_loopback(&refused(url)), "{url}");
+            assert!(p.delay(&refused(url), 1).is_none(), "{url}");
+        }
+        // Elsewhere a refusal may pass (a restarting proxy), and a loopback
+        // timeout is not a refusal.
+        assert!(p.delay(&refused("http://10.0.0.5:8000/v1/x"), 1).is_some());
+        let timeout = LlmError::Connect {
+            url: "http://127.0.0.1:9/v1".into(),
+            reason: "operation timed out".into(),
+        };
+        assert!(p.delay(&timeout, 1).is_some());
+        // The error names the server usually found on that port.
+        use super::super::discover::expected_server;
+        assert_eq!(expected_server("http://127.0.0.1:11434/v1"), "Ollama");
+        assert_eq!(expected_server("http://localhost:1234/v1"), "LM Studio");
+        assert_eq!(expected_server("http://127.0.0.1:9/v1"), "the model server");
     }
 
     #[test]

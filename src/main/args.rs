@@ -17,7 +17,7 @@ Environment:
   XDG_CONFIG_HOME, XDG_STATE_HOME, XDG_DATA_HOME   where config, logs and data live
 
 Without a subcommand acp-coder is the ACP agent on stdin/stdout, as editors start it.
-Config file: $XDG_CONFIG_HOME/acp-coder/config.toml (see README.md for every key).";
+Config file: $XDG_CONFIG_HOME/acp-coder/config.toml (docs/configuration.md lists every key).";
 
 pub(crate) const EXEC_HELP: &str = "\
 Exit codes:
@@ -28,11 +28,13 @@ Exit codes:
   4    the model endpoint failed (unreachable, HTTP error after retries, no model)
   5    the model refused (stop reason refusal)
   6    the turn stopped early (max_tokens, max_turn_requests)
+  7    the turn ended, but a permission it asked for was refused or rejected
+       (an edit or command did not happen)
   130  interrupted (Ctrl-C)
 
 Without a terminal and without --yes, anything that would ask for permission is refused
-and reported; the turn goes on. Answer text goes to stdout; thoughts, tool activity and
-diffs to stderr.";
+and reported; the turn goes on. Only the answer goes to stdout; thoughts, notices, tool
+activity and diffs go to stderr.";
 
 /// A coding agent for editors that speak the Agent Client Protocol (ACP).
 ///

@@ -2,6 +2,13 @@
 
 use super::cli_common::CliEnv;
 use crate::support::{FakeModel, Reply};
+use serde_json::json;
+
+/// A loopback port nothing listens on (bound, then let go).
+pub fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
 
 const KEY: &str = "sk-doctor-secret-9876543210";
 
@@ -9,13 +16,20 @@ const KEY: &str = "sk-doctor-secret-9876543210";
 async fn all_good() {
     let model = FakeModel::start().await;
     model.set_models(&["fake-model", "other-model"]);
+    // An HTTP MCP server that answers `initialize`.
+    model.set_route(
+        "POST",
+        "/mcp",
+        Reply::json(json!({"jsonrpc": "2.0", "id": 0, "result": {}})),
+    );
+    let web = format!("http://{}/mcp", model.addr());
     let env = CliEnv::new().env("OPENAI_API_KEY", KEY);
     let cfg = env.default_config();
     std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
     std::fs::write(
         &cfg,
         format!(
-            "base_url = \"{}\"\nmodel = \"fake-model\"\n\n[mcp_servers.shell]\ncommand = \"sh\"\n\n[mcp_servers.web]\nurl = \"https://example.com/mcp\"\n",
+            "base_url = \"{}\"\nmodel = \"fake-model\"\n\n[mcp_servers.shell]\ncommand = \"sh\"\n\n[mcp_servers.web]\nurl = \"{web}\"\n",
             model.base_url()
         ),
     )
@@ -29,9 +43,10 @@ async fn all_good() {
     if config_ok {
         run.assert_code(0);
         run.assert_stdout_has("All checks passed.");
-        run.assert_stdout_has(
-            "✓ model fake-model (from the config file) is listed by the endpoint",
-        );
+        run.assert_stdout_has(&format!(
+            "✓ model fake-model (from model in {}) is listed by the endpoint",
+            cfg.display()
+        ));
     }
     let out = &run.stdout;
     assert!(
@@ -43,7 +58,7 @@ async fn all_good() {
         "{out}"
     );
     assert!(
-        out.contains("✓ MCP server web: URL https://example.com/mcp is valid"),
+        out.contains(&format!("✓ MCP server web: {web} answers (HTTP 200)")),
         "{out}"
     );
     assert!(out.contains("logs go to "), "{out}");
@@ -78,13 +93,17 @@ async fn all_good() {
     );
     assert!(
         out.contains(&format!(
-            "✓ endpoint {} answers (2 models listed)",
-            model.base_url()
+            "✓ endpoint {} answers (2 models listed; from base_url in {})",
+            model.base_url(),
+            cfg.display()
         )),
         "{out}"
     );
     assert!(
-        out.contains("✓ model fake-model (from the config file) is listed"),
+        out.contains(&format!(
+            "✓ model fake-model (from model in {}) is listed",
+            cfg.display()
+        )),
         "{out}"
     );
     assert!(out.contains("All checks passed."), "{out}");
@@ -110,10 +129,13 @@ async fn problems_are_named_with_a_fix() {
     run.assert_code(1);
     let out = &run.stdout;
     assert!(
-        out.contains("✗ model missing-model (from ACP_CODER_MODEL) is not listed by the endpoint"),
+        out.contains("✗ model missing-model (from the ACP_CODER_MODEL environment variable) is not listed by the endpoint"),
         "{out}"
     );
-    assert!(out.contains("→ available: a-model, b-model"), "{out}");
+    assert!(
+        out.contains("→ available: a-model, b-model; change or unset ACP_CODER_MODEL"),
+        "{out}"
+    );
     assert!(
         out.contains("✗ MCP server tools: command acp-coder-no-such-command not found on PATH"),
         "{out}"
@@ -145,12 +167,88 @@ async fn problems_are_named_with_a_fix() {
         out.contains("✗ cannot reach http://127.0.0.1:9/v1/models"),
         "{out}"
     );
-    assert!(out.contains("→ is the server running?"), "{out}");
+    assert!(
+        out.contains("→ is the server running? The base URL comes from the OPENAI_BASE_URL environment variable: change or unset OPENAI_BASE_URL"),
+        "{out}"
+    );
     assert!(out.contains("failed; fix the lines marked ✗"), "{out}");
 
     let env = CliEnv::new().env("OPENAI_BASE_URL", "https://api.invalid/v1");
     let run = env.run(&["doctor"]).await;
     run.assert_code(1);
-    run.assert_stdout_has("✗ no API key for https://api.invalid/v1 (OPENAI_API_KEY is not set)");
+    run.assert_stdout_has("✗ no API key for https://api.invalid/v1 (OPENAI_API_KEY is not set; the base URL comes from the OPENAI_BASE_URL environment variable)");
     run.assert_stdout_has("acp-coder login");
+}
+
+/// Issue 44: a bad flag is one problem, fixed at the flag (there is no
+/// config file to edit).
+#[tokio::test]
+async fn a_bad_flag_is_reported_once_with_the_fix_at_the_flag() {
+    let env = CliEnv::new();
+    let run = env.run(&["--base-url", "not a url", "doctor"]).await;
+    run.assert_code(1);
+    let out = &run.stdout;
+    assert_eq!(out.matches("must start with http://").count(), 1, "{out}");
+    assert!(out.contains("(from the --base-url flag)"), "{out}");
+    assert!(out.contains("→ change or drop --base-url"), "{out}");
+    assert!(!out.contains("edit "), "{out}");
+    assert!(!out.contains("config.toml"), "{out}");
+}
+
+/// Issue 44: a local server found by itself is named as the source of the
+/// endpoint and the model; when none is found, the ports tried are listed.
+#[tokio::test]
+async fn doctor_names_the_local_server_as_the_source_and_lists_the_ports_tried() {
+    let model = FakeModel::start().await;
+    model.set_models(&["local-model"]);
+    let found = CliEnv::new()
+        .env(
+            "ACP_CODER_LOCAL_SERVERS",
+            &format!("Ollama={}", model.base_url()),
+        )
+        .env("ACP_CODER_LOCAL_PROBE_MS", "5000");
+    let run = found.run(&["doctor"]).await;
+    let out = &run.stdout;
+    assert!(
+        out.contains("model local-model (from the local Ollama server, found by itself)"),
+        "{out}"
+    );
+    assert!(!out.contains("(from the config file)"), "{out}");
+
+    let port = closed_port();
+    let none = CliEnv::new().env(
+        "ACP_CODER_LOCAL_SERVERS",
+        &format!("Ollama=http://127.0.0.1:{port}/v1"),
+    );
+    let run = none.run(&["doctor"]).await;
+    run.assert_stdout_has(&format!(
+        "no local model server found (tried Ollama 127.0.0.1:{port})"
+    ));
+}
+
+/// Issue 44: an HTTP MCP server is asked, not just parsed: nothing
+/// listening fails, a 404 fails.
+#[tokio::test]
+async fn http_mcp_servers_are_probed() {
+    let model = FakeModel::start().await;
+    let port = closed_port();
+    let env = CliEnv::with_model(&model);
+    let cfg = env.home().join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[mcp_servers.dead]\nurl = \"http://127.0.0.1:{port}/mcp\"\n\n[mcp_servers.wrong]\nurl = \"http://{}/nothing-here\"\n",
+            model.addr()
+        ),
+    )
+    .unwrap();
+    let run = env
+        .run(&["--config", cfg.to_str().unwrap(), "doctor"])
+        .await;
+    run.assert_code(1);
+    run.assert_stdout_has(&format!(
+        "✗ MCP server dead: nothing answers at http://127.0.0.1:{port}/mcp"
+    ));
+    run.assert_stdout_has("✗ MCP server wrong: ");
+    run.assert_stdout_has("answered HTTP 404");
 }

@@ -85,7 +85,8 @@ async fn without_a_terminal_asking_calls_are_refused_and_the_turn_goes_on() {
     let run = env
         .run(&["exec", "--json", "--mode", "ask", "write x"])
         .await;
-    run.assert_code(0);
+    // The turn ended, but the edit did not happen: 7, not 0.
+    run.assert_code(7);
     assert!(!ws.exists("x.txt"));
     let events = json_lines(&run.stdout);
     let perm = events
@@ -102,6 +103,7 @@ async fn without_a_terminal_asking_calls_are_refused_and_the_turn_goes_on() {
     let last = events.last().unwrap();
     assert_eq!(last["stopReason"], "end_turn");
     assert_eq!(last["refusedPermissions"], 1);
+    assert_eq!(last["exitCode"], 7);
     // The model was told and answered.
     let second = &model.chat_requests()[1];
     let tool_msg = second.last_message().unwrap();
@@ -116,7 +118,7 @@ async fn without_a_terminal_asking_calls_are_refused_and_the_turn_goes_on() {
     ));
     model.push(Reply::text("ok"));
     let run = env.run(&["exec", "write y"]).await;
-    run.assert_code(0);
+    run.assert_code(7);
     assert!(!ws.exists("y.txt"));
     run.assert_stderr_has("refused: Create y.txt — no terminal to ask on");
     run.assert_stderr_has("1 permission request(s) refused");
@@ -297,5 +299,54 @@ async fn long_waits_show_a_status_line() {
         .await;
     run.assert_code(0);
     assert_eq!(run.stdout.trim(), "done");
-    run.assert_stderr_has("⋯ Model endpoint: HTTP 500 — retrying in");
+    // A notice, on stderr (exec shows notices there, never on stdout).
+    run.assert_stderr_has("Retrying the model call (attempt 2 of 6)");
+    run.assert_stderr_has("HTTP 500");
+}
+
+/// Issue 44: stdout is the answer alone; an MCP server that does not start
+/// is a notice on stderr.
+#[tokio::test]
+async fn notices_go_to_stderr_and_stdout_is_the_answer_alone() {
+    let model = FakeModel::with_replies([Reply::text("The answer.")]).await;
+    let ws = Workspace::new();
+    let env = CliEnv::with_model(&model).cwd(ws.path());
+    let cfg = env.home().join("c.toml");
+    std::fs::write(
+        &cfg,
+        "mcp_startup_timeout_secs = 5\n\n[mcp_servers.broken]\ncommand = \"acp-coder-no-such-command\"\n",
+    )
+    .unwrap();
+    let run = env
+        .run(&["--config", cfg.to_str().unwrap(), "exec", "hi"])
+        .await;
+    run.assert_code(0);
+    assert_eq!(run.stdout.trim(), "The answer.", "stderr:\n{}", run.stderr);
+    assert!(!run.stdout.contains("broken"), "{}", run.stdout);
+    run.assert_stderr_has("broken");
+}
+
+/// Issue 44: a refused connection on loopback fails at once (no retries),
+/// naming the server expected there, with the model exit code.
+#[tokio::test]
+async fn a_dead_local_endpoint_fails_at_once_naming_the_server() {
+    let port = super::cli_doctor::closed_port();
+    let ws = Workspace::new();
+    let env = CliEnv::new()
+        .cwd(ws.path())
+        .env("ACP_CODER_MODEL", "m")
+        // Retries would wait seconds each: the default backoff.
+        .env("ACP_CODER_RETRY_BASE_MS", "2000");
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let started = std::time::Instant::now();
+    let run = env.run(&["exec", "--base-url", &url, "hi"]).await;
+    let took = started.elapsed();
+    run.assert_code(4);
+    run.assert_stderr_has(&format!("nothing listens at {url}/chat/completions"));
+    run.assert_stderr_has("start the model server there");
+    run.assert_stderr_has("change or drop --base-url");
+    assert!(!run.stderr.contains("Retrying"), "{}", run.stderr);
+    // Five retries at this backoff would take 31 s at least.
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
 }

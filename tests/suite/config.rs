@@ -250,3 +250,91 @@ fn help_and_version_describe_the_binary() {
         assert!(help.contains(flag), "{flag} missing from --help:\n{help}");
     }
 }
+
+/// Issue 44: a mistake in the user's file is invalid params (never
+/// "Internal error"), at a line and column, with the key it likely meant.
+#[tokio::test]
+async fn a_config_mistake_is_invalid_params_with_line_column_and_did_you_mean() {
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().expect("home");
+    let ws = Workspace::new();
+    for (toml, wanted) in [
+        (
+            "model = \"m\"\ndefault_mod = \"ask\"\n",
+            ["line 2, column 1", "did you mean `default_mode`?"],
+        ),
+        (
+            "model = \"m\"\n\ndefault_mode = \"full_auto\"\n",
+            ["line 3, column 16", "did you mean `full-auto`?"],
+        ),
+    ] {
+        write_config(home.path(), toml);
+        let editor = spawn_in_home(&model, home.path().to_path_buf(), &[]);
+        editor.initialize(full_capabilities()).await;
+        let err = editor
+            .request("session/new", json!({"cwd": ws.path(), "mcpServers": []}))
+            .await
+            .expect_err("broken config");
+        assert_eq!(err.code, -32602, "{err}");
+        assert!(!err.message.contains("Internal error"), "{err}");
+        for w in wanted {
+            assert!(err.message.contains(w), "{w:?} missing: {err}");
+        }
+        assert!(
+            !err.message.contains("`subagent_max_running`"),
+            "a close key is named alone, not the list of every key: {err}"
+        );
+    }
+}
+
+/// Issue 44: a base URL without `/v1` that answers 404 says to try `/v1`,
+/// as invalid params, naming where the URL came from.
+#[tokio::test]
+async fn a_404_from_the_endpoint_suggests_v1() {
+    let model = FakeModel::start().await;
+    let root = model.base_url().trim_end_matches("/v1").to_owned();
+    let r = ready_with(&model, &[("OPENAI_BASE_URL", &root)], Workspace::new()).await;
+    let err = r.editor.prompt_error(&r.sid, "hi").await;
+    assert_eq!(err.code, -32602, "{err}");
+    assert!(err.message.contains("HTTP 404"), "{err}");
+    assert!(err.message.contains(&format!("try {root}/v1")), "{err}");
+    assert!(
+        err.message
+            .contains("the base URL comes from the OPENAI_BASE_URL environment variable"),
+        "{err}"
+    );
+}
+
+/// Issue 44: an auth error names the source that won: here the editor's
+/// environment over the saved login's base URL.
+#[tokio::test]
+async fn an_auth_error_says_the_environment_beat_the_saved_login() {
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().expect("home");
+    write_config(
+        home.path(),
+        &format!("base_url = \"{}\"\nmodel = \"m\"\n", model.base_url()),
+    );
+    let editor = spawn_in_home(
+        &model,
+        home.path().to_path_buf(),
+        &[
+            ("OPENAI_BASE_URL", "https://api.invalid/v1"),
+            ("OPENAI_API_KEY", ""),
+        ],
+    );
+    editor.initialize(full_capabilities()).await;
+    let ws = Workspace::new();
+    let err = editor
+        .request("session/new", json!({"cwd": ws.path(), "mcpServers": []}))
+        .await
+        .expect_err("no key for the remote endpoint");
+    assert_eq!(err.code, -32000, "{err}");
+    for part in [
+        "no API key for https://api.invalid/v1",
+        "the base URL comes from the OPENAI_BASE_URL environment variable",
+        &format!("wins over base_url = \"{}\"", model.base_url()),
+    ] {
+        assert!(err.message.contains(part), "{part:?} missing: {err}");
+    }
+}

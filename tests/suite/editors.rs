@@ -1,4 +1,5 @@
-//! The ready-made editor configurations in `editors/` and the README's
+//! The ready-made editor configurations in `editors/`, the docs that quote
+//! them, SECURITY.md's test references, and the protocol docs'
 //! hand-piped transcript: they must parse, name the `acp-coder` binary, and
 //! use only flags, subcommands and environment variables the binary has.
 
@@ -407,15 +408,15 @@ fn the_checker_catches_mistakes() {
     );
 }
 
-/// The hand-piped transcript of README.md, run verbatim (with the binary
-/// from this build), answers as the README says.
+/// The hand-piped transcript of docs/protocol.md, run verbatim (with the
+/// binary from this build), answers as the document says.
 #[test]
-fn readme_transcript_works_verbatim() {
-    let readme = read(&repo().join("README.md"));
+fn protocol_doc_transcript_works_verbatim() {
+    let readme = read(&repo().join("docs/protocol.md"));
     let section = readme
         .split("## Talking to it by hand")
         .nth(1)
-        .expect("README section 'Talking to it by hand'");
+        .expect("docs/protocol.md section 'Talking to it by hand'");
     let sh = section
         .split("```sh\n")
         .nth(1)
@@ -531,4 +532,509 @@ fn json_string_at(s: &str) -> String {
         end += if b[end] == b'\\' { 2 } else { 1 };
     }
     serde_json::from_str(&s[..=end]).unwrap()
+}
+
+// ------------------------------------------------------ the first hour (issue 44)
+
+/// What an editor configuration starts: command, arguments, the
+/// environment it sets, and whether the editor passes its own environment
+/// through (avante.nvim passes only PATH and the listed variables).
+#[derive(Debug)]
+struct Launch {
+    file: &'static str,
+    command: String,
+    args: Vec<String>,
+    /// (name, value); a value `$NAME` is the user's variable NAME.
+    env: Vec<(String, String)>,
+    inherits: bool,
+}
+
+/// The variables that would beat the saved login (flags > environment >
+/// config file): no editor snippet may set them.
+const LOGIN_OVERRIDES: [&str; 3] = ["OPENAI_BASE_URL", "OPENAI_API_KEY", "ACP_CODER_MODEL"];
+
+/// The lines of a Lua table opened by `opener` (`env = {`), to its close.
+fn lua_table<'a>(text: &'a str, opener: &str) -> Vec<&'a str> {
+    let start = text.find(opener).unwrap_or_else(|| panic!("no {opener}")) + opener.len();
+    let mut depth = 1;
+    let mut lines = Vec::new();
+    for line in text[start..].lines().skip(1) {
+        let code = line.split("--").next().unwrap_or("");
+        depth += code.matches('{').count();
+        depth -= code.matches('}').count().min(depth);
+        if depth == 0 {
+            break;
+        }
+        lines.push(code.trim());
+    }
+    lines
+}
+
+/// `KEY = "value"` / `KEY = os.getenv("VAR")` entries of a Lua table's lines.
+fn lua_env(lines: &[&str], names_are_variables: bool) -> Vec<(String, String)> {
+    lines
+        .iter()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (k, v) = l
+                .trim_end_matches(',')
+                .split_once('=')
+                .expect("KEY = value");
+            let v = v.trim();
+            let value = if let Some(var) = v
+                .strip_prefix("os.getenv(\"")
+                .and_then(|r| r.strip_suffix("\")"))
+            {
+                format!("${var}")
+            } else {
+                let lit = v.trim_matches('"').to_owned();
+                // CodeCompanion reads a value naming a variable from the shell.
+                if names_are_variables && env_vars_in(&lit).contains(&lit) {
+                    format!("${lit}")
+                } else {
+                    lit
+                }
+            };
+            (k.trim().to_owned(), value)
+        })
+        .collect()
+}
+
+fn launches() -> Vec<Launch> {
+    let editors = repo().join("editors");
+    let json = |file: &'static str| {
+        let v: Value = serde_json::from_str(&read(&editors.join(file))).unwrap();
+        let e = &v["agent_servers"]["acp-coder"];
+        Launch {
+            file,
+            command: e["command"].as_str().unwrap().to_owned(),
+            args: e["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_owned())
+                .collect(),
+            env: e["env"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+                .collect(),
+            inherits: true,
+        }
+    };
+    let avante = read(&editors.join("neovim/avante.lua"));
+    assert!(avante.contains("command = \"acp-coder\"") && avante.contains("args = {}"));
+    let companion = read(&editors.join("neovim/codecompanion.lua"));
+    let default = companion
+        .split("default = {")
+        .nth(1)
+        .and_then(|s| s.split('}').next())
+        .expect("commands.default");
+    let mut argv: Vec<String> = default
+        .split(',')
+        .map(|a| a.trim().trim_matches('"').to_owned())
+        .filter(|a| !a.is_empty())
+        .collect();
+    let el = read(&editors.join("emacs/acp-coder-agent-shell.el"));
+    let el_command = el
+        .split("'(\"")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .expect("acp-coder-agent-shell-command");
+    let mut el_argv: Vec<String> = el_command
+        .split('"')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let el_env = el
+        .split("(agent-shell-make-environment-variables")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .expect("the environment");
+    let mut el_pairs = Vec::new();
+    let strings: Vec<&str> = el_env.split('"').skip(1).step_by(2).collect();
+    for pair in strings.chunks(2) {
+        el_pairs.push((pair[0].to_owned(), pair.get(1).unwrap_or(&"").to_string()));
+    }
+    vec![
+        json("zed/settings.json"),
+        json("jetbrains/acp.json"),
+        Launch {
+            file: "neovim/avante.lua",
+            command: "acp-coder".into(),
+            args: Vec::new(),
+            env: lua_env(&lua_table(&avante, "env = {"), false),
+            inherits: false,
+        },
+        Launch {
+            file: "neovim/codecompanion.lua",
+            command: argv.remove(0),
+            args: argv,
+            env: lua_env(&lua_table(&companion, "env = {"), true),
+            inherits: true,
+        },
+        Launch {
+            file: "emacs/acp-coder-agent-shell.el",
+            command: el_argv.remove(0),
+            args: el_argv,
+            env: el_pairs,
+            inherits: el_env.contains(":inherit-env t"),
+        },
+    ]
+}
+
+/// No snippet sets what would beat the saved login.
+#[test]
+fn editor_snippets_never_fight_the_saved_login() {
+    let all = launches();
+    assert_eq!(all.len(), 5);
+    for l in &all {
+        assert_eq!(l.command, "acp-coder", "{}", l.file);
+        for (k, _) in &l.env {
+            assert!(
+                !LOGIN_OVERRIDES.contains(&k.as_str()),
+                "{} sets {k}, which beats `acp-coder login`",
+                l.file
+            );
+        }
+    }
+}
+
+/// The code blocks of a Markdown file with their info string.
+fn code_blocks(md: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut lines = md.lines();
+    while let Some(line) = lines.next() {
+        if let Some(info) = line.strip_prefix("```") {
+            let mut body = String::new();
+            for l in lines.by_ref() {
+                if l.starts_with("```") {
+                    break;
+                }
+                body.push_str(l);
+                body.push('\n');
+            }
+            out.push((info.trim().to_owned(), body));
+        }
+    }
+    out
+}
+
+/// One snippet per editor: README.md and docs/editors.md quote the files
+/// of `editors/` exactly (every editor block there is one of them), the
+/// README the Zed and JetBrains ones, docs/editors.md all of them.
+#[test]
+fn the_docs_quote_the_editor_snippets_exactly() {
+    let editors = repo().join("editors");
+    let files: Vec<(String, String)> = launches()
+        .iter()
+        .map(|l| (l.file.to_owned(), read(&editors.join(l.file))))
+        .collect();
+    for (doc, must_quote) in [
+        (
+            "README.md",
+            &["zed/settings.json", "jetbrains/acp.json"][..],
+        ),
+        (
+            "docs/editors.md",
+            &[
+                "zed/settings.json",
+                "jetbrains/acp.json",
+                "neovim/avante.lua",
+                "neovim/codecompanion.lua",
+                "emacs/acp-coder-agent-shell.el",
+            ][..],
+        ),
+    ] {
+        let text = read(&repo().join(doc));
+        let blocks = code_blocks(&text);
+        for (info, body) in &blocks {
+            let editor_block = matches!(info.as_str(), "json" | "lua" | "elisp")
+                && (body.contains("agent_servers")
+                    || body.contains("acp_providers")
+                    || body.contains("adapters")
+                    || body.contains("agent-shell"));
+            if editor_block {
+                assert!(
+                    files.iter().any(|(_, f)| f == body),
+                    "{doc} has a {info} editor snippet that is not a file of editors/:\n{body}"
+                );
+            }
+        }
+        for want in must_quote {
+            let (_, f) = files.iter().find(|(n, _)| n == want).unwrap();
+            assert!(
+                blocks.iter().any(|(_, b)| b == f),
+                "{doc} does not quote editors/{want}"
+            );
+        }
+    }
+}
+
+/// Done when (issue 44): following the README, `acp-coder login` then each
+/// editor's configuration from `editors/`, started as that editor starts it
+/// (the command found on PATH, its arguments, its environment on top of the
+/// user's, or alone for avante.nvim), finishes a turn on the saved login,
+/// and so does `exec`, with no variable set.
+#[tokio::test]
+async fn each_editor_config_finishes_a_turn_on_the_saved_login() {
+    use crate::support::{
+        FAKE_MODEL_ID, FakeEditor, FakeModel, Reply, SpawnOptions, Workspace, full_capabilities,
+    };
+    let model = FakeModel::start().await;
+    let user = super::cli_common::CliEnv::new();
+    const KEY: &str = "sk-saved-by-login";
+    user.run(&[
+        "login",
+        "--no-input",
+        "--base-url",
+        &model.base_url(),
+        "--api-key",
+        KEY,
+        "--model",
+        FAKE_MODEL_ID,
+    ])
+    .await
+    .assert_code(0);
+    assert!(user.default_config().is_file());
+
+    // `acp-coder` on the user's PATH, as `cargo install` puts it.
+    let bin = tempfile::tempdir().unwrap();
+    let exe = format!("acp-coder{}", std::env::consts::EXE_SUFFIX);
+    acp_coder::platform::fs::symlink(env!("CARGO_BIN_EXE_acp-coder"), bin.path().join(&exe))
+        .unwrap();
+    let mut dirs = vec![bin.path().to_owned()];
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let path = std::env::join_paths(dirs).unwrap().into_string().unwrap();
+    let home = user.home().to_owned();
+    let user_env: Vec<(String, String)> = vec![
+        ("PATH".into(), path.clone()),
+        ("HOME".into(), home.display().to_string()),
+    ];
+
+    for launch in launches() {
+        let mut envs = if launch.inherits {
+            user_env.clone()
+        } else {
+            vec![("PATH".to_owned(), path.clone())]
+        };
+        for (k, v) in &launch.env {
+            let value = match v.strip_prefix('$') {
+                Some(var) => user_env
+                    .iter()
+                    .find(|(n, _)| n == var)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default(),
+                None => v.clone(),
+            };
+            envs.retain(|(n, _)| n != k);
+            envs.push((k.clone(), value));
+        }
+        let program = std::env::split_paths(&path)
+            .map(|d| {
+                d.join(format!(
+                    "{}{}",
+                    launch.command,
+                    std::env::consts::EXE_SUFFIX
+                ))
+            })
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| panic!("{}: {} is not on PATH", launch.file, launch.command));
+        let editor = FakeEditor::spawn_with(SpawnOptions {
+            args: launch.args.clone(),
+            envs,
+            home: Some(home.clone()),
+            cwd: None,
+            program: Some(program),
+        });
+        editor.initialize(full_capabilities()).await;
+        let ws = Workspace::new();
+        let sid = editor.new_session(ws.path()).await;
+        model.push(Reply::text("Hello from acp-coder."));
+        let done = editor.prompt(&sid, "Say hello").await;
+        assert_eq!(done["stopReason"], "end_turn", "{}", launch.file);
+        assert_eq!(
+            editor.agent_text(&sid),
+            "Hello from acp-coder.",
+            "{}",
+            launch.file
+        );
+        let req = model.chat_requests().pop().unwrap();
+        assert_eq!(req.body["model"], FAKE_MODEL_ID, "{}", launch.file);
+        assert_eq!(
+            req.header("authorization"),
+            Some(format!("Bearer {KEY}").as_str()),
+            "{}: the saved key",
+            launch.file
+        );
+    }
+
+    // And `exec`, as the README's quickstart runs it.
+    let ws = Workspace::new();
+    model.push(Reply::text("It is a test project."));
+    let run = user
+        .cwd(ws.path())
+        .run(&["exec", "What does this project do?"])
+        .await;
+    run.assert_code(0);
+    assert_eq!(run.stdout.trim(), "It is a test project.", "{}", run.stderr);
+}
+
+// --------------------------------------------------------------- SECURITY.md
+
+/// `a_{x,y}_b` → `a_x_b`, `a_y_b`.
+fn expand_braces(name: &str) -> Vec<String> {
+    match (name.find('{'), name.find('}')) {
+        (Some(open), Some(close)) if open < close => name[open + 1..close]
+            .split(',')
+            .map(|alt| format!("{}{alt}{}", &name[..open], &name[close + 1..]))
+            .collect(),
+        _ => vec![name.to_owned()],
+    }
+}
+
+/// Whether `text` defines a test (or anything) called `name`: `fn name`,
+/// or a macro that makes tests from it (`both!(name)` → `name_editor`, …).
+fn defines(text: &str, name: &str, base: &str) -> bool {
+    let fn_named = |n: &str| {
+        text.match_indices(&format!("fn {n}")).any(|(at, m)| {
+            !text[at + m.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+        })
+    };
+    fn_named(name) || text.contains(&format!("!({base})"))
+}
+
+/// The Rust files of `src/` for a module path (`agent::policy::permission`):
+/// the module's file, and the test files it names (`#[path = "…"]`).
+fn module_files(segs: &[&str]) -> Vec<PathBuf> {
+    let base = repo().join("src").join(segs.join("/"));
+    let mut out = Vec::new();
+    for f in [base.with_extension("rs"), base.join("mod.rs")] {
+        if f.is_file() {
+            let text = read(&f);
+            for part in text.split("#[path = \"").skip(1) {
+                if let Some(rel) = part.split('"').next() {
+                    out.push(f.parent().unwrap().join(rel));
+                }
+            }
+            out.push(f);
+        }
+    }
+    if base.is_dir() && out.is_empty() {
+        out.push(base);
+    }
+    out
+}
+
+/// Issue 44: every test SECURITY.md cites (`file::test` for tests/suite,
+/// `module::path` or `module::tests::test` for unit tests) exists where it
+/// says. Searched in the sources, so sections added later are checked too.
+#[test]
+fn every_test_security_md_cites_exists() {
+    let text = read(&repo().join("SECURITY.md"));
+    let suite = repo().join("tests/suite");
+    let mut cited = BTreeSet::new();
+    for (i, part) in text.split('`').enumerate() {
+        let looks = i % 2 == 1
+            && part.contains("::")
+            && part.starts_with(|c: char| c.is_ascii_lowercase())
+            && part
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_:{},".contains(c));
+        if looks && !part.starts_with("clippy::") {
+            cited.insert(part.to_owned());
+        }
+    }
+    assert!(cited.len() > 40, "{cited:?}");
+    let mut missing = Vec::new();
+    for c in &cited {
+        let segs: Vec<&str> = c.split("::").collect();
+        let last = *segs.last().unwrap();
+        let base = last.split("_{").next().unwrap();
+        let suite_file = suite.join(format!("{}.rs", segs[0]));
+        let in_suite = segs.len() == 2
+            && suite_file.is_file()
+            && expand_braces(last)
+                .iter()
+                .all(|n| defines(&read(&suite_file), n, base));
+        // A module, or a function in a module (`tests` is its inline test module).
+        let modules: Vec<&str> = segs.iter().copied().filter(|s| *s != "tests").collect();
+        let is_module = !module_files(&modules).is_empty();
+        // The file holding the test: the module's, or its `tests` module's.
+        let mut files = module_files(&modules[..modules.len() - 1]);
+        files.extend(module_files(&segs[..segs.len() - 1]));
+        let in_module = files.iter().filter(|f| f.is_file()).any(|f| {
+            expand_braces(last)
+                .iter()
+                .all(|n| defines(&read(f), n, base))
+        });
+        if !(in_suite || is_module || in_module) {
+            missing.push(c.clone());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "SECURITY.md cites tests or modules that do not exist: {missing:?}"
+    );
+}
+
+// ------------------------------------------------------------------- the docs
+
+/// README.md is for users (issue 44): short, the two set-up commands first
+/// (the test command the one `.ci/run` runs), no source paths or function
+/// names, and every relative link of it and of `docs/` leads somewhere.
+#[test]
+fn the_readme_is_short_and_its_links_resolve() {
+    let readme = read(&repo().join("README.md"));
+    assert!(
+        readme.lines().count() < 300,
+        "README.md has {} lines",
+        readme.lines().count()
+    );
+    let (_, first) = code_blocks(&readme)
+        .into_iter()
+        .next()
+        .expect("a code block");
+    let commands: Vec<&str> = first
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            "cargo run --release --locked -- exec \"What does this project do?\"",
+            "scripts/test.sh"
+        ]
+    );
+    assert!(read(&repo().join(".ci/run")).contains("\nscripts/test.sh"));
+    for word in ["::", "fn ", "src/", "crate"] {
+        assert!(
+            !readme.contains(word),
+            "README.md names {word:?}: that is for docs/"
+        );
+    }
+    let mut docs: Vec<PathBuf> = files_under(&repo().join("docs"));
+    docs.push(repo().join("README.md"));
+    docs.push(repo().join("CHANGELOG.md"));
+    docs.push(repo().join("editors/README.md"));
+    for doc in docs {
+        let text = read(&doc);
+        for link in text.split("](").skip(1) {
+            let target = link.split(')').next().unwrap();
+            let path = target.split('#').next().unwrap();
+            if path.is_empty() || path.contains("://") {
+                continue;
+            }
+            let resolved = doc.parent().unwrap().join(path);
+            assert!(
+                resolved.exists(),
+                "{}: link {target} leads nowhere",
+                doc.display()
+            );
+        }
+    }
 }

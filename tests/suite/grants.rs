@@ -26,20 +26,37 @@ async fn start(via: Via, mode: &str) -> Harness {
 }
 
 /// The name of option `kind` in the permission request of call `id`.
-fn option_name(h: &Harness, id: &str, kind: &str) -> String {
+/// What the "always" options of `id`'s question cover, as its tool call
+/// says ("Always allow covers X."): X. The option itself is a few words.
+fn always_covers(h: &Harness, id: &str) -> String {
     let p = h
         .editor
         .permission_requests()
         .into_iter()
         .find(|p| p.params["toolCall"]["toolCallId"] == id)
         .unwrap_or_else(|| h.editor.fail(&format!("{id} did not ask")));
-    p.params["options"]
+    let options = p.params["options"].as_array().unwrap();
+    assert!(
+        options
+            .iter()
+            .any(|o| o["kind"] == "allow_always" && o["name"] == "Always allow in this session"),
+        "{id}: {options:?}"
+    );
+    p.params["toolCall"]["content"]
         .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == kind)
-        .and_then(|o| o["name"].as_str())
-        .unwrap_or_else(|| h.editor.fail(&format!("{id}: no {kind} option")))
+        .into_iter()
+        .flatten()
+        .find_map(|c| {
+            c["content"]["text"]
+                .as_str()?
+                .strip_prefix("Always allow covers ")
+        })
+        .and_then(|t| t.strip_suffix('.'))
+        .unwrap_or_else(|| {
+            h.editor.fail(&format!(
+                "{id}: the tool call does not say what always covers"
+            ))
+        })
         .to_owned()
 }
 
@@ -66,24 +83,15 @@ async fn a_read_grant_does_not_write(via: Via) {
     ])
     .await;
     let notes = canonical(&h, "outside/notes.txt");
-    assert_eq!(
-        option_name(&h, "r1", "allow_always"),
-        format!("Always allow reading {notes} in this session")
-    );
+    assert_eq!(always_covers(&h, "r1"), format!("reading {notes}"));
     assert_eq!(
         h.editor.asked_ids(),
         ["r1", "w1", "c1"],
         "the read grant covers reads only"
     );
     assert_eq!(h.final_status("r2"), "completed");
-    assert_eq!(
-        option_name(&h, "w1", "allow_always"),
-        format!("Always allow writing {notes} in this session")
-    );
-    assert_eq!(
-        option_name(&h, "c1", "allow_always"),
-        format!("Always allow `rm …` on {notes} in this session")
-    );
+    assert_eq!(always_covers(&h, "w1"), format!("writing {notes}"));
+    assert_eq!(always_covers(&h, "c1"), format!("`rm …` on {notes}"));
     assert_eq!(h.ws.read("outside/notes.txt"), "notes\n");
 }
 
@@ -190,10 +198,7 @@ async fn a_script_grant_does_not_cover_inline_code() {
         ("c4", "run_command", json!({"command": "sh other.sh"})),
     ])
     .await;
-    assert_eq!(
-        option_name(&h, "c1", "allow_always"),
-        "Always allow `sh gen.sh …` inside the project in this session"
-    );
+    assert_eq!(always_covers(&h, "c1"), "`sh gen.sh …` inside the project");
     assert_eq!(h.editor.asked_ids(), ["c1", "c3", "c4"]);
     assert_eq!(h.final_status("c2"), "completed");
     // Inline code offers no "always" at all.
@@ -247,11 +252,8 @@ async fn protected_paths_ask(via: Via) {
         assert_eq!(h.final_status("r1"), "completed");
         assert_eq!(h.ws.read("proj/ok.txt"), "ok\n");
         assert_eq!(
-            option_name(&h, "w1", "allow_always"),
-            format!(
-                "Always allow writing {} in this session",
-                canonical(&h, "proj/.git/config")
-            )
+            always_covers(&h, "w1"),
+            format!("writing {}", canonical(&h, "proj/.git/config"))
         );
     }
 }

@@ -1,5 +1,5 @@
-//! Permissions kept for a project: "Always allow …, also in later sessions of
-//! this project" holds after a restart and a `session/load`, `/permissions`
+//! Permissions kept for a project: "Always allow for this project" holds
+//! after a restart and a `session/load`, `/permissions`
 //! lists and revokes it, the rules live in the agent's data directory (never
 //! in the project), and protected paths are never offered.
 use std::path::Path;
@@ -73,9 +73,16 @@ async fn a_project_permission_outlives_the_session_and_can_be_revoked() {
     let asked = &editor.permission_requests()[0].params;
     let keep = option(asked, PROJECT).expect("the project option is offered");
     assert_eq!(keep["kind"], "allow_always");
-    assert_eq!(
-        keep["name"],
-        "Always allow `sh gen.sh …` inside the project, also in later sessions of this project"
+    assert_eq!(keep["name"], "Always allow for this project");
+    let covers = asked["toolCall"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["content"]["text"].as_str())
+        .collect::<Vec<_>>();
+    assert!(
+        covers.contains(&"Always allow covers `sh gen.sh …` inside the project."),
+        "{covers:?}"
     );
     assert!(
         option(asked, "allow-always").is_some(),

@@ -214,7 +214,7 @@ async fn unknown_model_names_the_model_and_base_url() {
     )
     .await;
     let err = r.editor.prompt_error(&r.sid, "hi").await;
-    assert_eq!(err.code, -32603, "{err}");
+    assert_eq!(err.code, -32602, "{err}");
     assert!(err.message.contains("\"no-such-model\""), "{err}");
     assert!(err.message.contains(&model.base_url()), "{err}");
     assert_eq!(model.chat_requests().len(), 1, "404 is not retried");

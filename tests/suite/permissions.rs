@@ -71,17 +71,20 @@ async fn allow_once_shows_the_diff_and_asks_every_time() {
     assert_eq!(call["kind"], "edit");
     assert_eq!(
         call["content"],
-        json!([{"type": "diff", "path": abs, "oldText": "old\n", "newText": "new\n"}])
+        json!([
+            {"type": "diff", "path": abs, "oldText": "old\n", "newText": "new\n"},
+            {"type": "content", "content": {"type": "text", "text": "Always allow covers edits by write_file inside the project (protected files excepted)."}}
+        ])
     );
     assert_eq!(call["locations"][0]["path"], abs.as_str());
     assert_eq!(
         p["options"],
         json!([
             {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
-            {"optionId": "allow-always", "name": "Always allow edits by write_file inside the project (protected files excepted) in this session", "kind": "allow_always"},
-            {"optionId": "allow-project", "name": "Always allow edits by write_file inside the project (protected files excepted), also in later sessions of this project", "kind": "allow_always"},
+            {"optionId": "allow-always", "name": "Always allow in this session", "kind": "allow_always"},
+            {"optionId": "allow-project", "name": "Always allow for this project", "kind": "allow_always"},
             {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
-            {"optionId": "reject-always", "name": "Always reject edits by write_file inside the project (protected files excepted) in this session", "kind": "reject_always"}
+            {"optionId": "reject-always", "name": "Always reject in this session", "kind": "reject_always"}
         ])
     );
     // Order: tool_call → permission request → in_progress → completed.
@@ -258,9 +261,12 @@ async fn always_allow_for_a_command_prefix_is_scoped() {
         .iter()
         .find(|o| o["kind"] == "allow_always")
         .unwrap();
+    // The option is a few words; the tool call says what it covers.
+    assert_eq!(always["name"], "Always allow in this session", "{always}");
     assert!(
-        always["name"].as_str().unwrap().contains("cargo test"),
-        "{always}"
+        content_text(&first["toolCall"])
+            .contains("Always allow covers `cargo test …` inside the project."),
+        "{first}"
     );
     // Chained commands: the whole line is shown, and only "once" options.
     for p in &perms[2..] {

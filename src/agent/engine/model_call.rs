@@ -342,15 +342,39 @@ pub fn to_rpc_error(env: &TurnEnv, err: &LlmError, attempts: u32) -> RpcError {
     let data = serde_json::json!({ "endpoint": s.base_url, "model": env.model_id });
     match err {
         LlmError::Status { status: 401 | 403, url, message, .. } => RpcError::auth_required(format!(
-            "{url} rejected the API key ({message}); check {}",
-            s.key_hint()
+            "{url} rejected the API key ({message}); check {} ({})",
+            s.key_hint(),
+            s.endpoint_origin()
         ))
         .with_data(data),
-        LlmError::Status { status: 404, url, message, .. } => RpcError::internal(format!(
-            "{url} answered HTTP 404 ({message}): check the model name {:?} (--model or ACP_CODER_MODEL) and the base URL (--base-url or OPENAI_BASE_URL)",
-            env.model_id
-        ))
-        .with_data(data),
+        // The user's settings point at the wrong place: invalid params.
+        LlmError::Status { status: 404, url, message, .. } => {
+            let v1 = if s.base_url.ends_with("/v1") {
+                String::new()
+            } else {
+                format!(
+                    "; OpenAI-compatible servers usually serve under /v1: try {}/v1",
+                    s.base_url
+                )
+            };
+            RpcError::invalid_params(format!(
+                "{url} answered HTTP 404 ({message}): check the model name {:?} (from {}) and the base URL {} ({}){v1}",
+                env.model_id,
+                s.model_source.describe("model"),
+                s.base_url,
+                s.endpoint_origin()
+            ))
+            .with_data(data)
+        }
+        LlmError::Connect { url, reason } if crate::llm::retry::refused_on_loopback(err) => {
+            RpcError::invalid_params(format!(
+                "nothing listens at {url} (connection refused: {reason}): start {} there, or point acp-coder at another endpoint ({}; {})",
+                crate::llm::discover::expected_server(&s.base_url),
+                s.endpoint_origin(),
+                s.base_url_source.fix("base_url", "--base-url", crate::config::BASE_URL_ENV)
+            ))
+            .with_data(data)
+        }
         other if attempts > 1 => {
             RpcError::internal(format!("the model request failed after {attempts} attempts: {other}")).with_data(data)
         }

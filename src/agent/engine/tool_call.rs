@@ -271,11 +271,18 @@ impl Call<'_> {
             }
             Decision::Ask(scope) => scope,
         };
-        let request = ToolCallUpdate {
+        let mut request = ToolCallUpdate {
             status: Some(ToolCallStatus::Pending),
             raw_input: Some(args.clone()),
             ..details.clone()
         };
+        // The options are a few words; what "always" covers is said here.
+        if let Some(covers) = permission::covers(&scope) {
+            request
+                .content
+                .get_or_insert_with(Vec::new)
+                .push(crate::acp::ToolCallContent::text(covers));
+        }
         let keep = can_keep && permission::keepable(&scope, &bounds);
         let options = permission::options_keeping(&scope, keep);
         let outcome = tokio::select! {

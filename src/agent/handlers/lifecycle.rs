@@ -289,8 +289,9 @@ impl Agent {
         self.check_logged_in()?;
         let settings = self.settings();
         if let Some(e) = &settings.load_error {
-            return Err(RpcError::internal(format!(
-                "{e}; fix the file, then restart the agent or call authenticate"
+            // The user's file, not the agent, is wrong: invalid params.
+            return Err(RpcError::invalid_params(format!(
+                "{e}; fix it, then restart the agent or call authenticate"
             )));
         }
         if let Some(what) = settings.missing_credentials() {

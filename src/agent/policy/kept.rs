@@ -246,7 +246,7 @@ fn render(kept: &Kept) -> String {
     let rules = kept.list();
     if rules.is_empty() {
         return format!(
-            "No permissions are kept for this project ({}). Choose “Always allow … for this project” in a permission request to keep one.",
+            "No permissions are kept for this project ({}). Choose “Always allow for this project” in a permission request to keep one.",
             kept.root().display()
         );
     }

@@ -383,54 +383,64 @@ pub fn keepable(scope: &Scope, bounds: &Bounds<'_>) -> bool {
 /// The id of the option that keeps an "always allow" for the project.
 pub const ALLOW_PROJECT: &str = "allow-project";
 
-/// The options offered for a scope, named for exactly what they cover.
+/// The options offered for a scope: a few words each ("Allow once",
+/// "Always allow in this session"); what "always" covers is said in the
+/// tool call ([`covers`]).
 pub fn options(scope: &Scope) -> Vec<PermissionOption> {
     options_keeping(scope, false)
 }
 
-/// [`options`], with "Always allow …, also in later sessions of this
-/// project" when `keep` (see
-/// [`keepable`]): of kind `allow_always` too, after the session's.
+/// [`options`], with "Always allow for this project" (kept for later
+/// sessions of the project) when `keep` (see [`keepable`]): of kind
+/// `allow_always` too, after the session's.
 pub fn options_keeping(scope: &Scope, keep: bool) -> Vec<PermissionOption> {
-    // Names quote model-chosen text (command prefixes, paths): one clean line.
-    let opt = |id: &str, name: String, kind| PermissionOption {
+    let opt = |id: &str, name: &str, kind| PermissionOption {
         option_id: id.into(),
-        name: sanitize_title(&name, 300),
+        name: name.into(),
         kind,
     };
-    let always = scope.describe();
+    let always = scope.describe().is_some();
     let mut v = vec![opt(
         "allow-once",
-        "Allow once".into(),
+        "Allow once",
         PermissionOptionKind::AllowOnce,
     )];
-    if let Some(what) = &always {
+    if always {
         v.push(opt(
             "allow-always",
-            format!("Always allow {what} in this session"),
+            "Always allow in this session",
             PermissionOptionKind::AllowAlways,
         ));
         if keep {
             v.push(opt(
                 ALLOW_PROJECT,
-                format!("Always allow {what}, also in later sessions of this project"),
+                "Always allow for this project",
                 PermissionOptionKind::AllowAlways,
             ));
         }
     }
     v.push(opt(
         "reject-once",
-        "Reject".into(),
+        "Reject",
         PermissionOptionKind::RejectOnce,
     ));
-    if let Some(what) = &always {
+    if always {
         v.push(opt(
             "reject-always",
-            format!("Always reject {what} in this session"),
+            "Always reject in this session",
             PermissionOptionKind::RejectAlways,
         ));
     }
     v
+}
+
+/// What the "always" options of `scope` cover, for the tool call the
+/// editor shows with the question: "Always allow covers reading /x/y.";
+/// `None` when only "once" is offered. It quotes model-chosen text
+/// (command prefixes, paths): one clean line.
+pub fn covers(scope: &Scope) -> Option<String> {
+    let what = scope.describe()?;
+    Some(sanitize_title(&format!("Always allow covers {what}."), 400))
 }
 
 #[cfg(test)]

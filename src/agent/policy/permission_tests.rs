@@ -388,46 +388,70 @@ fn protected_paths_ask_in_every_mode_and_grants_stay_exact() {
 }
 
 #[test]
-fn option_names_say_what_always_covers() {
+fn option_names_are_a_few_words_and_the_tool_call_says_what_always_covers() {
     let names =
         |scope: &Scope| -> Vec<String> { options(scope).into_iter().map(|o| o.name).collect() };
     assert_eq!(
         names(&Scope::Read(vec!["/x/y".into()])),
         [
             "Allow once",
-            "Always allow reading /x/y in this session",
+            "Always allow in this session",
             "Reject",
-            "Always reject reading /x/y in this session"
+            "Always reject in this session"
         ]
     );
     assert_eq!(
-        names(&Scope::Write(vec!["/p/.git/config".into()]))[1],
-        "Always allow writing /p/.git/config in this session"
+        options_keeping(&Scope::Edits("write_file".into()), true)
+            .into_iter()
+            .map(|o| o.name)
+            .collect::<Vec<_>>(),
+        [
+            "Allow once",
+            "Always allow in this session",
+            "Always allow for this project",
+            "Reject",
+            "Always reject in this session"
+        ]
+    );
+    for o in options_keeping(&Scope::Edits("write_file".into()), true) {
+        assert!(o.name.split(' ').count() <= 5, "{}", o.name);
+    }
+    assert_eq!(
+        covers(&Scope::Read(vec!["/x/y".into()])).unwrap(),
+        "Always allow covers reading /x/y."
     );
     assert_eq!(
-        names(&Scope::Command {
+        covers(&Scope::Write(vec!["/p/.git/config".into()])).unwrap(),
+        "Always allow covers writing /p/.git/config."
+    );
+    assert_eq!(
+        covers(&Scope::Command {
             prefix: "cargo test".into(),
             paths: vec![]
-        })[1],
-        "Always allow `cargo test …` inside the project in this session"
+        })
+        .unwrap(),
+        "Always allow covers `cargo test …` inside the project."
     );
     assert_eq!(
-        names(&Scope::Command {
+        covers(&Scope::Command {
             prefix: "rm".into(),
             paths: vec!["/tmp/victim".into()]
-        })[1],
-        "Always allow `rm …` on /tmp/victim in this session"
+        })
+        .unwrap(),
+        "Always allow covers `rm …` on /tmp/victim."
     );
     assert_eq!(
-        names(&Scope::Edits("write_file".into()))[1],
-        "Always allow edits by write_file inside the project (protected files excepted) in this session"
+        covers(&Scope::Edits("write_file".into())).unwrap(),
+        "Always allow covers edits by write_file inside the project (protected files excepted)."
     );
     assert_eq!(names(&Scope::Once), ["Allow once", "Reject"]);
-    let hostile = options(&Scope::Command {
+    assert!(covers(&Scope::Once).is_none());
+    let hostile = covers(&Scope::Command {
         prefix: "echo\x1b[2K\rhi".into(),
         paths: vec![],
-    });
-    assert!(hostile.iter().all(|o| !o.name.contains(['\x1b', '\r'])));
+    })
+    .unwrap();
+    assert!(!hostile.contains(['\x1b', '\r']), "{hostile}");
 }
 
 /// Issue 18 item 9: MCP tool annotations pick the rule.

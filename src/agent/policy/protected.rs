@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-/// The built-in list; README.md ("Modes and permissions") and SECURITY.md §1
+/// The built-in list; docs/permissions.md and SECURITY.md §1
 /// repeat it.
 pub const DEFAULT_PROTECTED: &[&str] = &[
     // git: config (core.fsmonitor, core.pager, aliases), hooks, and the rest.

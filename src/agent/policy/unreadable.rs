@@ -10,8 +10,8 @@
 //! OS-independent: every platform's sandbox hides these paths its own way.
 use std::path::{Path, PathBuf};
 
-/// Credential stores, relative to the home directory; README.md
-/// ("Modes and permissions") and SECURITY.md §2 repeat the list.
+/// Credential stores, relative to the home directory; docs/permissions.md
+/// and SECURITY.md §2 repeat the list.
 pub const DEFAULT_UNREADABLE: &[&str] = &[
     ".ssh",
     ".gnupg",
