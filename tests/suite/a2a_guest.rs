@@ -220,3 +220,66 @@ async fn a_guest_answer_is_never_kept_for_the_project() {
     );
     editor.shut_down().await;
 }
+
+/// A client that names the user's own conversation of the served directory
+/// (`contextId`) gets it in the server's mode and directory: not the
+/// full-auto the user chose there, nor the directory the user added. It
+/// used to inherit both: the write ran on a read-only server.
+#[tokio::test]
+async fn a_loaded_conversation_keeps_the_servers_ceiling() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let outside = Workspace::builder()
+        .file("secret.txt", "OUTSIDE-SECRET-78")
+        .build();
+    let s = serve(&model, ws.path(), &["--mode", "read-only"], &[]).await;
+    let t = Some(s.token.as_str());
+    let mut editor = FakeEditor::spawn_with(SpawnOptions {
+        args: Vec::new(),
+        envs: model.agent_env(),
+        home: Some(s.home.path().to_owned()),
+        cwd: None,
+        program: None,
+    });
+    editor.initialize(no_capabilities()).await;
+    let sid = editor.new_session(ws.path()).await;
+    editor.set_mode(&sid, "full-auto").await;
+    let add = format!("/add-dir {}", outside.path().display());
+    editor.prompt(&sid, &add).await;
+    model.push(Reply::text("noted"));
+    editor.prompt(&sid, "hello").await;
+    editor.close_stdin().await;
+    editor.wait_exit(std::time::Duration::from_secs(30)).await;
+
+    model.push(Reply::tool_call(
+        "w1",
+        "write_file",
+        json!({"path": "owned.txt", "content": "x\n"}),
+    ));
+    model.push(Reply::text("done"));
+    let (_, b) = post(&s, t, rpc("SendMessage", in_context(&json!(sid), "write"))).await;
+    assert_eq!(
+        b["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{b}"
+    );
+    assert!(!ws.exists("owned.txt"), "the write ran");
+    let write = model.tool_result_for("w1").unwrap_or_default();
+    assert!(write.contains("Read only mode"), "{write}");
+
+    let secret = outside.join("secret.txt");
+    model.push(Reply::tool_call(
+        "r1",
+        "read_file",
+        json!({"path": secret.display().to_string()}),
+    ));
+    model.push(Reply::text("read it"));
+    let (_, b) = post(&s, t, rpc("SendMessage", in_context(&json!(sid), "read"))).await;
+    let task = &b["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "reading outside the served directory asks: {b}"
+    );
+    assert!(model.tool_result_for("r1").is_none());
+    let (_, b) = post(&s, t, rpc("CancelTask", json!({"id": task["id"]}))).await;
+    assert_eq!(b["result"]["status"]["state"], "TASK_STATE_CANCELED", "{b}");
+}
