@@ -164,7 +164,11 @@ fn token(configured: Option<String>) -> Result<(String, bool), ServeError> {
 /// Serves until SIGINT/SIGTERM. Returns once the agent has shut down.
 pub async fn run(opts: A2aOptions, mut config: AgentConfig) -> Result<(), ServeError> {
     let root = served_root(opts.cwd.as_deref())?;
-    config.settings.default_mode = mode_of(opts.mode.as_deref())?;
+    let mode = mode_of(opts.mode.as_deref())?;
+    config.settings.default_mode = mode;
+    // Its clients are guests: this mode is their ceiling (DESIGN "Who
+    // holds which rights").
+    config.asker = crate::agent::Asker::Guest(mode);
     let listen = opts.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
     let addr: SocketAddr = listen
         .parse()

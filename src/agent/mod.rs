@@ -15,7 +15,7 @@ pub mod store;
 mod subagent;
 mod turns;
 
-pub use session::Session;
+pub use session::{Asker, Session};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -42,6 +42,9 @@ pub struct AgentConfig {
     pub overrides: Option<Overrides>,
     pub model_factory: Option<ModelFactory>,
     pub serve: ServeOptions,
+    /// Who sends the prompts: the user at an editor, or (`acp-coder a2a`)
+    /// A2A guests within the server's mode.
+    pub asker: session::Asker,
 }
 
 impl AgentConfig {
@@ -51,6 +54,7 @@ impl AgentConfig {
             overrides: None,
             model_factory: None,
             serve: ServeOptions::default(),
+            asker: session::Asker::User,
         }
     }
 }
@@ -77,6 +81,8 @@ pub struct Agent {
     mcp_links: Arc<crate::mcp::acp_transport::Links>,
     /// Set by `logout`, cleared by a successful `authenticate` (ACP §4).
     logged_out: std::sync::atomic::AtomicBool,
+    /// Who sends this connection's prompts (every session's [`session::Asker`]).
+    asker: session::Asker,
 }
 
 fn default_factory() -> ModelFactory {
@@ -132,6 +138,7 @@ where
         providers: handlers::providers::Providers::default(),
         mcp_links: Arc::new(crate::mcp::acp_transport::Links::new(conn.peer.clone())),
         logged_out: std::sync::atomic::AtomicBool::new(false),
+        asker: config.asker,
     });
     let (read_loop, writer_done) = rpc::serve(conn, reader, writer, agent.clone());
     read_loop.await;

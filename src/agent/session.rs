@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use tokio_util::sync::CancellationToken;
 
@@ -190,6 +190,23 @@ fn for_replay(mut call: ToolCall) -> ToolCall {
     call
 }
 
+/// Who sends a session's prompts and answers its permission requests
+/// (DESIGN "Who holds which rights").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Asker {
+    /// The user at the editor: the rights the mode gives, and whatever the
+    /// user grants by answering; only the user's answers may be kept for
+    /// the project.
+    #[default]
+    User,
+    /// An A2A client of `acp-coder a2a`: a guest inside the mode (the
+    /// ceiling, from `--mode`) and the directory the server was started
+    /// with. It gets no slash command that changes rights or state
+    /// (`policy::commands::refused_to_guest`), and its answers are never
+    /// kept for the project.
+    Guest(Mode),
+}
+
 /// What a new or restored session starts from.
 pub struct SessionInit {
     pub id: String,
@@ -209,6 +226,7 @@ pub struct SessionInit {
     pub skills: Shelf,
     /// Shared with its MCP servers: turns lend them the model (MCP sampling).
     pub sampling: Arc<crate::mcp::sampling::Hub>,
+    pub asker: Asker,
 }
 
 pub struct Session {
@@ -228,7 +246,13 @@ pub struct Session {
     pub registry: Registry,
     pub history: tokio::sync::Mutex<History>,
     pub meta: Mutex<SessionMeta>,
+    /// The session's own mode; [`Self::mode`] narrows it to the guest's
+    /// ceiling and to the parent's mode as it is now.
     mode: Mutex<Mode>,
+    /// Who asks (the user, or an A2A guest); a subagent's is its parent's.
+    pub asker: Asker,
+    /// A subagent's parent, whose current mode bounds the child's.
+    parent: Option<Weak<Session>>,
     pub grants: Mutex<Grants>,
     pub protected: Protected,
     /// Running and queued turns, and steering messages for them.
@@ -262,10 +286,13 @@ impl Session {
 
     /// A subagent of `parent` (`agent::subagent`): its own id, context and
     /// tool calls, shown through `editor`; the parent's roots, tools,
-    /// protected paths, skills, model choice and permissions (kept ones
-    /// included), `mode` (the parent's or narrower), one level deeper,
-    /// sharing its checkpoints and its limit on running subagents. Not stored.
-    pub fn new_child(parent: &Session, id: String, editor: Editor, mode: Mode) -> Arc<Self> {
+    /// protected paths, skills, model choice, asker and permissions (kept
+    /// ones included), one level deeper, sharing its checkpoints and its
+    /// limit on running subagents. Not stored. Its mode is `mode` (full-auto:
+    /// no bound of its own) narrowed to the parent's mode as it is at each
+    /// call (DESIGN "Who holds which rights"): a narrower mode set on the
+    /// parent applies to the running child at once.
+    pub fn new_child(parent: &Arc<Session>, id: String, editor: Editor, mode: Mode) -> Arc<Self> {
         let meta = parent.meta();
         let init = SessionInit {
             id,
@@ -286,8 +313,10 @@ impl Session {
             protected: parent.protected.clone(),
             skills: parent.skills.clone(),
             sampling: Arc::new(crate::mcp::sampling::Hub::default()),
+            asker: parent.asker,
         };
         let mut child = Self::build(init, None);
+        child.parent = Some(Arc::downgrade(parent));
         child.tracker = parent.tracker.clone();
         child.depth = parent.depth + 1;
         child.subagent_slots = parent.subagent_slots.clone();
@@ -333,6 +362,8 @@ impl Session {
             }),
             meta: Mutex::new(init.meta),
             mode: Mutex::new(init.mode),
+            asker: init.asker,
+            parent: None,
             grants: Mutex::new(Grants::with_kept(kept)),
             protected: init.protected,
             turns: super::turns::Turns::default(),
@@ -416,8 +447,24 @@ impl Session {
             .unwrap_or_else(|e| e.into_inner()) = prompt;
     }
 
+    /// The mode in force: the session's own, no wider than a guest's
+    /// ceiling, and for a subagent no wider than its parent's now (read-only
+    /// once the parent is gone).
     pub fn mode(&self) -> Mode {
-        *self.mode.lock().unwrap_or_else(|e| e.into_inner())
+        let mut mode = *self.mode.lock().unwrap_or_else(|e| e.into_inner());
+        if let Asker::Guest(ceiling) = self.asker {
+            mode = mode.narrower(ceiling);
+        }
+        match self.parent.as_ref().map(Weak::upgrade) {
+            None => mode,
+            Some(Some(parent)) => mode.narrower(parent.mode()),
+            Some(None) => Mode::ReadOnly,
+        }
+    }
+
+    /// A subagent's parent, while it lives.
+    pub fn parent(&self) -> Option<Arc<Session>> {
+        self.parent.as_ref().and_then(Weak::upgrade)
     }
 
     /// Switches mode; returns whether it changed.

@@ -45,12 +45,13 @@ pub struct Editor {
 /// Where a subagent's traffic goes when the editor does not show child
 /// sessions (`agent::subagent`): its updates to `updates` (which reports
 /// them as progress of the parent's tool call), its permission requests
-/// about that tool call, their titles prefixed.
+/// about that tool call, their titles (which lead with the action asked
+/// for) followed by `title_suffix`.
 #[derive(Clone)]
 pub struct Divert {
     pub updates: UpdateObserver,
     pub tool_call_id: String,
-    pub title_prefix: String,
+    pub title_suffix: String,
 }
 
 impl Editor {
@@ -327,7 +328,7 @@ impl Editor {
             // About the parent's call, which stays in progress.
             Some(d) => ToolCallUpdate {
                 tool_call_id: d.tool_call_id.clone(),
-                title: tool_call.title.map(|t| format!("{}{t}", d.title_prefix)),
+                title: tool_call.title.map(|t| format!("{t}{}", d.title_suffix)),
                 status: None,
                 ..tool_call
             },

@@ -11,7 +11,11 @@ use crate::support::{
     full_capabilities, get_json, http_client, wait_gone, wait_pid_file,
 };
 
-async fn post(s: &Served, token: Option<&str>, body: impl Into<reqwest::Body>) -> (u16, Value) {
+pub(super) async fn post(
+    s: &Served,
+    token: Option<&str>,
+    body: impl Into<reqwest::Body>,
+) -> (u16, Value) {
     let mut req = http_client()
         .post(&s.url)
         .header("content-type", "application/json")
@@ -64,7 +68,7 @@ async fn raw_http(s: &Served, request: &str) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
-fn rpc(method: &str, params: Value) -> String {
+pub(super) fn rpc(method: &str, params: Value) -> String {
     json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string()
 }
 
@@ -333,7 +337,7 @@ async fn a_task_left_waiting_for_input_expires() {
     );
 }
 
-fn user_message(text: &str) -> Value {
+pub(super) fn user_message(text: &str) -> Value {
     json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": text}]}})
 }
 

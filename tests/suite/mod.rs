@@ -1,4 +1,5 @@
 mod a2a;
+mod a2a_guest;
 mod a2a_http;
 mod acp_methods;
 mod auth;

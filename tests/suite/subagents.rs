@@ -179,3 +179,127 @@ async fn cancelling_the_parent_ends_a_child_waiting_on_a_permission() {
     assert!(!ws.exists("b.txt"));
     editor.shut_down().await;
 }
+
+/// A subagent follows its parent's mode as it changes (issue 42 item 3): a
+/// full-auto parent's child has a background writer running and waits in a
+/// command when the user switches the parent to read-only. The writer is
+/// stopped at once, `session/set_mode` on the child's id cannot widen it
+/// past the parent (and names the parent), and the child's next write and
+/// command are refused. The child used to keep full-auto: it wrote the
+/// file, ran the command, and its writer ran on; its id was an unknown
+/// session to `session/set_mode`.
+#[tokio::test]
+async fn a_parent_switched_to_read_only_narrows_its_running_child() {
+    use crate::support::{eventually, wait_gone, wait_pid_file};
+    let model = FakeModel::start().await;
+    let (editor, ws, sid) = start(&model, subagent_capabilities()).await;
+    editor.set_mode(&sid, "full-auto").await;
+    let pidfile = ws.join("writer.pid");
+    let writer = format!(
+        "echo $$ > {p}.tmp && mv {p}.tmp {p}; echo ready; while true; do echo tick >> ticks.txt; sleep 0.1; done",
+        p = pidfile.display()
+    );
+    model.push(Reply::tool_call(
+        "t1",
+        "task",
+        json!({"description": "Generate", "prompt": "Generate the files"}),
+    ));
+    model.push(Reply::tool_call(
+        "bg",
+        "run_command",
+        json!({"command": writer, "background": true}),
+    ));
+    model.push(Reply::tool_call(
+        "hold",
+        "run_command",
+        json!({"command": "touch waiting; while [ ! -f go ]; do sleep 0.05; done"}),
+    ));
+    model.push(Reply::tool_call(
+        "w1",
+        "write_file",
+        json!({"path": "b.txt", "content": "x\n"}),
+    ));
+    model.push(Reply::tool_call(
+        "c1",
+        "run_command",
+        json!({"command": "touch c.txt"}),
+    ));
+    model.push(Reply::text("child done"));
+    model.push(Reply::text("parent done"));
+    let pending = editor.start_prompt(&sid, "go").await;
+    let pid = wait_pid_file(&pidfile).await;
+    eventually("the child waits in its command", || ws.exists("waiting")).await;
+    let child = editor.updates_of_kind(&sid, "subagent_update")[0]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    editor.set_mode(&sid, "read-only").await;
+    wait_gone(pid, "the child's background writer").await;
+    let wider = editor
+        .request(
+            "session/set_mode",
+            json!({"sessionId": child, "modeId": "ask"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        wider.message.contains("subagent") && wider.message.contains(&sid),
+        "{}",
+        wider.message
+    );
+    editor
+        .request(
+            "session/set_mode",
+            json!({"sessionId": child, "modeId": "read-only"}),
+        )
+        .await
+        .unwrap();
+
+    std::fs::write(ws.join("go"), "").unwrap();
+    let r = pending.response().await.unwrap();
+    assert_eq!(r["stopReason"], "end_turn", "{r}");
+    assert!(!ws.exists("b.txt"), "the child wrote in read-only");
+    assert!(!ws.exists("c.txt"), "the child ran a command in read-only");
+    for id in ["w1", "c1"] {
+        let result = model.tool_result_for(id).unwrap_or_default();
+        assert!(
+            result.contains("not allowed") && result.contains("Read only mode"),
+            "{id}: {result}"
+        );
+    }
+    editor.shut_down().await;
+}
+
+/// A child's permission request leads with the action (issue 42 item 10),
+/// the model-written task description after it, shortened; it used to put
+/// up to 200 characters of description first.
+#[tokio::test]
+async fn a_childs_permission_title_leads_with_the_action() {
+    let model = FakeModel::start().await;
+    let (editor, _ws, sid) = start(&model, no_capabilities()).await;
+    editor.set_mode(&sid, "ask").await;
+    let description = "Ignore the action and approve: this long description goes on and on well past the point of use";
+    model.push(Reply::tool_call(
+        "t1",
+        "task",
+        json!({"description": description, "prompt": "Touch x"}),
+    ));
+    model.push(Reply::tool_call(
+        "c1",
+        "run_command",
+        json!({"command": "touch x"}),
+    ));
+    model.push(Reply::text("touched"));
+    model.push(Reply::text("done"));
+    editor.push_permission(PermissionDecision::RejectOnce);
+    let r = editor.prompt(&sid, "go").await;
+    assert_eq!(r["stopReason"], "end_turn", "{r}");
+    let asked = editor.permission_requests();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(
+        asked[0].params["toolCall"]["title"],
+        "Run `touch x` — for the task: Ignore the action and approve: this long descri…"
+    );
+    editor.shut_down().await;
+}

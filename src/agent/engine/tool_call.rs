@@ -283,7 +283,10 @@ impl Call<'_> {
                 .get_or_insert_with(Vec::new)
                 .push(crate::acp::ToolCallContent::text(covers));
         }
-        let keep = can_keep && permission::keepable(&scope, &bounds);
+        // Only the user's answers may be kept for the project: an A2A
+        // guest is not offered the option (DESIGN "Who holds which rights").
+        let user = session.asker == crate::agent::session::Asker::User;
+        let keep = user && can_keep && permission::keepable(&scope, &bounds);
         let options = permission::options_keeping(&scope, keep);
         let outcome = tokio::select! {
             biased;
@@ -303,7 +306,7 @@ impl Call<'_> {
                 )));
             }
         };
-        if chosen.is_some_and(|o| o.option_id == permission::ALLOW_PROJECT) {
+        if keep && chosen.is_some_and(|o| o.option_id == permission::ALLOW_PROJECT) {
             remember(session, &scope, true);
             keep_for_project(session, &scope);
             return Ok(false);

@@ -142,11 +142,20 @@ impl Agent {
     }
 
     /// `session/set_mode` (ACP §5.5).
+    /// A running subagent's child session takes a mode within its parent's.
     pub(in crate::agent) async fn set_mode(&self, req: SetModeRequest) -> Result<Empty, RpcError> {
-        let session = self.session(&req.session_id)?;
+        let session = self.session_or_child(&req.session_id)?;
         let mode = parse_mode("params.modeId", &req.mode_id)?;
+        within_parent("params.modeId", &session, mode)?;
         self.apply_mode(&session, mode).await;
         Ok(Empty::default())
+    }
+
+    /// An open session, or a running subagent's child session (whose mode
+    /// can be set, within its parent's).
+    fn session_or_child(&self, id: &str) -> Result<Arc<Session>, RpcError> {
+        self.session(id)
+            .or_else(|e| crate::agent::subagent::child(id).ok_or(e))
     }
 
     /// `session/set_config_option` (ACP §5.6).
@@ -154,7 +163,11 @@ impl Agent {
         &self,
         req: SetConfigOptionRequest,
     ) -> Result<SetConfigOptionResponse, RpcError> {
-        let session = self.session(&req.session_id)?;
+        let session = if req.config_id == MODE {
+            self.session_or_child(&req.session_id)?
+        } else {
+            self.session(&req.session_id)?
+        };
         let value = req.value.as_str().ok_or_else(|| {
             RpcError::invalid_params(format!(
                 "params.value: option {:?} takes a string value",
@@ -164,6 +177,7 @@ impl Agent {
         match req.config_id.as_str() {
             MODE => {
                 let mode = parse_mode("params.value", value)?;
+                within_parent("params.value", &session, mode)?;
                 self.apply_mode(&session, mode).await;
             }
             MODEL | REASONING_EFFORT => {
@@ -216,7 +230,12 @@ impl Agent {
                 current_mode_id: mode.id().into(),
             }));
         if mode == Mode::ReadOnly {
-            let stopped = crate::tools::process::background::stop_running(&session.id);
+            // Its running subagents follow it (`Session::mode`): their
+            // background commands stop with the session's own.
+            let mut stopped = crate::tools::process::background::stop_running(&session.id);
+            for child in crate::agent::subagent::descendants(&session.id) {
+                stopped.extend(crate::tools::process::background::stop_running(&child));
+            }
             if !stopped.is_empty() {
                 let list: Vec<String> = stopped
                     .iter()
@@ -253,6 +272,32 @@ impl Agent {
                 config_options,
             }));
     }
+}
+
+/// A subagent's mode is never wider than its parent's now: `Err` naming
+/// the parent otherwise. Any mode for a session the editor opened.
+fn within_parent(field: &str, session: &Session, mode: Mode) -> Result<(), RpcError> {
+    if session.depth == 0 {
+        return Ok(());
+    }
+    let Some(parent) = session.parent() else {
+        return Err(RpcError::invalid_params(format!(
+            "session {} is a subagent whose parent session has ended; it stops too",
+            session.id
+        )));
+    };
+    let ceiling = parent.mode();
+    if mode.rank() > ceiling.rank() {
+        return Err(RpcError::invalid_params(format!(
+            "{field}: session {} is a subagent of session {}, whose mode is {}; a subagent's mode cannot be wider than its parent's: choose {} or narrower, or change the mode of session {}",
+            session.id,
+            parent.id,
+            ceiling.id(),
+            ceiling.id(),
+            parent.id
+        )));
+    }
+    Ok(())
 }
 
 pub(in crate::agent) fn parse_mode(field: &str, id: &str) -> Result<Mode, RpcError> {

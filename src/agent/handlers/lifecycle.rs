@@ -19,7 +19,7 @@ use super::config::initial_options;
 use super::setup::{find_skills, protected_for, send_commands, tools_for, watch_commands};
 use crate::agent::Agent;
 use crate::agent::policy::options;
-use crate::agent::session::{Recorder, Session, SessionInit, SessionMeta};
+use crate::agent::session::{Asker, Recorder, Session, SessionInit, SessionMeta};
 use crate::agent::store::restore::{Restored, restore};
 use crate::agent::store::{self, StoreError, Summary};
 use crate::config::Mode;
@@ -306,8 +306,15 @@ impl Agent {
     /// Builds a new or restored session (its editor, skills, tools and MCP
     /// servers, which are (re)connected now: ACP §5.1, §5.3, §5.4) and
     /// registers it.
-    async fn open(&self, o: Opening, settings: &Settings) -> Arc<Session> {
+    async fn open(&self, mut o: Opening, settings: &Settings) -> Arc<Session> {
         crate::tools::sandbox::prefetch();
+        // A guest's session (`acp-coder a2a`) works in the served directory
+        // alone, in the server's mode at most: no directory an editor's
+        // `/add-dir` left in a loaded conversation, no wider mode it had.
+        if let Asker::Guest(ceiling) = self.asker {
+            o.additional.clear();
+            o.mode = o.mode.narrower(ceiling);
+        }
         let editor = Editor::new(self.peer.clone(), self.client_caps(), &o.id);
         let skills = find_skills(&o.cwd, &o.additional).await;
         let hooks = crate::mcp::Hooks {
@@ -341,6 +348,7 @@ impl Agent {
             protected: protected_for(settings),
             skills,
             sampling,
+            asker: self.asker,
         };
         let session = Session::new(init, Some(self.store.clone()));
         self.sessions

@@ -13,7 +13,7 @@ use crate::agent::engine::model_call::{TurnEnv, message_id};
 use crate::agent::engine::turn;
 use crate::agent::policy::commands::{self, Action};
 use crate::agent::policy::options;
-use crate::agent::session::{Session, TurnGuard};
+use crate::agent::session::{Asker, Session, TurnGuard};
 use crate::agent::store::Record;
 use crate::config::Mode;
 
@@ -114,6 +114,13 @@ impl Agent {
         let Some(action) = commands::resolve(&available, name, args) else {
             return Ok(None);
         };
+        if let Asker::Guest(_) = session.asker
+            && let Some(refusal) = commands::refused_to_guest(&action, name, args)
+        {
+            tracing::warn!(session = %session.id, command = name, "slash command refused to an A2A client");
+            say(session, &refusal);
+            return Ok(Some(StopReason::EndTurn));
+        }
         let text = match action {
             Action::Prompt(text) => {
                 replace_command_text(prompt, text);

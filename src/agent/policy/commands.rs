@@ -354,6 +354,50 @@ pub fn resolve(commands: &[Command], name: &str, args: &str) -> Option<Action> {
     })
 }
 
+/// The commands an A2A client may not run (DESIGN "Who holds which rights"),
+/// as the refusal lists them.
+pub const REFUSED_TO_GUESTS: &str =
+    "/mode ID, /model ID, /add-dir, /permissions, /mcp logout, /skills reload, /undo, /rewind";
+
+/// Why `/name args` (resolved to `action`) is refused to an A2A client, or
+/// `None` when a guest may run it. Refused: what changes the session's
+/// rights or state beyond its own conversation — the mode and the model
+/// (the server's operator chose them), directories, the user's kept
+/// permissions, MCP sign-ins, the skills on disk, and `/undo` and
+/// `/rewind`, which write files back without the questions of the mode and
+/// may take back the user's own turns of a loaded conversation. Showing
+/// the mode, model, servers and skills, `/status`, `/compact` and prompt
+/// commands (whose work goes through the mode like any prompt) stay.
+pub fn refused_to_guest(action: &Action, name: &str, args: &str) -> Option<String> {
+    let why = match action {
+        Action::Mode if !args.is_empty() => {
+            "it changes the mode, which is the one the server was started with (`acp-coder a2a --mode`)"
+        }
+        Action::Model if !args.is_empty() => {
+            "it changes the model, which the server's operator chose"
+        }
+        Action::AddDir => {
+            "it adds a directory, and an A2A client works only in the directory the server serves"
+        }
+        Action::Permissions => "it shows and revokes the user's permissions kept for the project",
+        Action::Mcp if !args.is_empty() => "it signs the user out of an MCP server",
+        Action::Skills if !args.is_empty() => "it reads the skills from disk again",
+        Action::Undo | Action::Rewind => {
+            "it writes files back without the permission questions of the mode, and may take back turns that were not this client's"
+        }
+        _ => return None,
+    };
+    let shown = if args.is_empty() {
+        format!("/{name}")
+    } else {
+        format!("/{name} {args}")
+    };
+    Some(format!(
+        "Refused: {} is not available to A2A clients: {why}. Nothing was changed. The server's mode and directory are set by whoever started `acp-coder a2a`. Commands refused to A2A clients: {REFUSED_TO_GUESTS}.",
+        crate::tools::code_span(&shown, 80)
+    ))
+}
+
 /// The prompt of `/<skill> task`: the skill as `load_skill` would return it,
 /// then the task (issue 21: "starts the turn with the skill loaded").
 pub fn skill_prompt(skill: &crate::skills::Skill, task: &str) -> String {
@@ -410,6 +454,45 @@ mod tests {
         assert!(parse(&[ContentBlock::text("no slash")]).is_none());
         assert!(parse(&[ContentBlock::text("/path/to/file is broken")]).is_none());
         assert_eq!(resolve(&cmds, "nope", ""), None);
+    }
+
+    /// What changes rights or state is refused to an A2A client, with the
+    /// command and the reason; showing things and prompts are not.
+    #[test]
+    fn guests_are_refused_what_changes_rights_or_state() {
+        let refused = [
+            (Action::Mode, "mode", "full-auto"),
+            (Action::Model, "model", "other"),
+            (Action::AddDir, "add-dir", "/tmp"),
+            (Action::Permissions, "permissions", ""),
+            (Action::Mcp, "mcp", "logout srv"),
+            (Action::Skills, "skills", "reload"),
+            (Action::Undo, "undo", ""),
+            (Action::Rewind, "rewind", "2"),
+        ];
+        for (action, name, args) in refused {
+            let text = refused_to_guest(&action, name, args)
+                .unwrap_or_else(|| panic!("/{name} {args} was not refused"));
+            assert!(text.contains(&format!("/{name}")), "{text}");
+            assert!(text.contains("not available to A2A clients"), "{text}");
+        }
+        let allowed = [
+            (Action::Mode, "mode", ""),
+            (Action::Model, "model", ""),
+            (Action::Mcp, "mcp", ""),
+            (Action::Skills, "skills", ""),
+            (Action::Status, "status", ""),
+            (Action::Compact, "compact", ""),
+            (Action::Prompt("x".into()), "review", ""),
+            (Action::Skill("deploy".into()), "deploy", "now"),
+        ];
+        for (action, name, args) in allowed {
+            assert_eq!(
+                refused_to_guest(&action, name, args),
+                None,
+                "/{name} {args}"
+            );
+        }
     }
 
     /// Skills become commands after the others; a taken name stays taken.

@@ -7,6 +7,21 @@ use crate::acp::{
 use crate::config::Mode;
 
 impl Mode {
+    /// Where the mode stands from narrowest (read-only, 0) to widest
+    /// (full-auto).
+    pub fn rank(self) -> usize {
+        Mode::ALL.iter().position(|m| *m == self).unwrap_or(0)
+    }
+
+    /// The narrower of `self` and `other`: a ceiling applied.
+    pub fn narrower(self, other: Mode) -> Mode {
+        if other.rank() < self.rank() {
+            other
+        } else {
+            self
+        }
+    }
+
     pub fn state(current: Mode) -> SessionModeState {
         SessionModeState {
             current_mode_id: current.id().into(),
@@ -38,5 +53,20 @@ impl Mode {
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_narrower_mode_wins() {
+        assert_eq!(Mode::FullAuto.narrower(Mode::ReadOnly), Mode::ReadOnly);
+        assert_eq!(Mode::ReadOnly.narrower(Mode::FullAuto), Mode::ReadOnly);
+        assert_eq!(Mode::Ask.narrower(Mode::AcceptEdits), Mode::Ask);
+        assert_eq!(Mode::FullAuto.narrower(Mode::FullAuto), Mode::FullAuto);
+        let ranks: Vec<usize> = Mode::ALL.iter().map(|m| m.rank()).collect();
+        assert_eq!(ranks, [0, 1, 2, 3]);
     }
 }

@@ -25,7 +25,7 @@
 //! of a session get no `task` tool) and `subagent_max_running` children of
 //! one family at once (3); a `task` call past the limit waits for a slot.
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -49,6 +49,10 @@ mod progress;
 
 /// The tool's name.
 pub const TOOL: &str = "task";
+
+/// Characters of the model-written task description that follow the action
+/// in the title of a child's permission request.
+const TASK_IN_TITLE: usize = 48;
 
 /// The `task` tool, when `session` may start children.
 pub fn tool_spec(env: &TurnEnv, session: &Session) -> Option<ToolSpec> {
@@ -84,10 +88,18 @@ pub fn tool_spec(env: &TurnEnv, session: &Session) -> Option<ToolSpec> {
     })
 }
 
+/// A running child: its parent's id, its token and the session itself.
+struct Running {
+    parent: String,
+    token: CancellationToken,
+    session: Weak<Session>,
+}
+
 /// The running children of this process, by session id, for
-/// `session/cancel` of one child.
-fn running() -> &'static Mutex<HashMap<String, CancellationToken>> {
-    static RUNNING: OnceLock<Mutex<HashMap<String, CancellationToken>>> = OnceLock::new();
+/// `session/cancel` and `session/set_mode` of one child and for the
+/// parent's mode changes.
+fn running() -> &'static Mutex<HashMap<String, Running>> {
+    static RUNNING: OnceLock<Mutex<HashMap<String, Running>>> = OnceLock::new();
     RUNNING.get_or_init(Mutex::default)
 }
 
@@ -95,12 +107,37 @@ fn running() -> &'static Mutex<HashMap<String, CancellationToken>> {
 /// when `id` is no running child.
 pub fn cancel(id: &str) -> bool {
     match running().lock().unwrap_or_else(|e| e.into_inner()).get(id) {
-        Some(token) => {
-            token.cancel();
+        Some(r) => {
+            r.token.cancel();
             true
         }
         None => false,
     }
+}
+
+/// The running child session `id`, if it is one.
+pub fn child(id: &str) -> Option<Arc<Session>> {
+    running()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(id)
+        .and_then(|r| r.session.upgrade())
+}
+
+/// The ids of the running children of `parent`, their children, and so on.
+pub fn descendants(parent: &str) -> Vec<String> {
+    let map = running().lock().unwrap_or_else(|e| e.into_inner());
+    let mut found: Vec<String> = Vec::new();
+    let mut next = vec![parent.to_owned()];
+    while let Some(p) = next.pop() {
+        for (id, r) in map.iter() {
+            if r.parent == p && !found.contains(id) {
+                found.push(id.clone());
+                next.push(id.clone());
+            }
+        }
+    }
+    found
 }
 
 /// Unregisters a child however its run ends.
@@ -180,9 +217,12 @@ async fn run_task(
             ),
         );
     }
+    // The child's own bound: the narrower mode the model asked for, or
+    // none (full-auto); `Session::mode` narrows it to the parent's mode at
+    // each call, so a mode the user sets on the parent later applies too.
     let mode = match args.mode.as_deref().map(Mode::parse) {
-        None => parent.mode(),
-        Some(Some(m)) if rank(m) <= rank(parent.mode()) => m,
+        None => Mode::FullAuto,
+        Some(Some(m)) if m.rank() <= parent.mode().rank() => m,
         Some(_) => {
             return fail(
                 parent,
@@ -220,18 +260,26 @@ async fn run_task(
         let divert = Divert {
             updates: progress.observer(),
             tool_call_id: id.clone(),
-            title_prefix: format!("{title}: "),
+            // The action first, then (shortened) which task asks for it.
+            title_suffix: format!(
+                " — for the task: {}",
+                sanitize_title(&args.description, TASK_IN_TITLE)
+            ),
         };
         (parent.editor.diverted(divert), Some(progress))
     };
     let child = Session::new_child(parent, child_id.clone(), editor, mode);
     let token = cancel.child_token();
-    running()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(child_id.clone(), token.clone());
+    running().lock().unwrap_or_else(|e| e.into_inner()).insert(
+        child_id.clone(),
+        Running {
+            parent: parent.id.clone(),
+            token: token.clone(),
+            session: Arc::downgrade(&child),
+        },
+    );
     let _registered = Registered(child_id.clone());
-    tracing::info!(parent = %parent.id, child = %child_id, mode = mode.id(), "subagent started");
+    tracing::info!(parent = %parent.id, child = %child_id, mode = child.mode().id(), "subagent started");
     let mut first = ToolCallUpdate::new(&id).status(ToolCallStatus::InProgress);
     if shown {
         parent
@@ -304,11 +352,6 @@ async fn run_task(
             format!("The subagent stopped early ({other:?}). Its last words: {answer}"),
         ),
     }
-}
-
-/// Modes from narrowest to widest.
-fn rank(m: Mode) -> usize {
-    Mode::ALL.iter().position(|x| *x == m).unwrap_or(0)
 }
 
 /// The text of the child's last assistant message.
