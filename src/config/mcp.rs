@@ -37,6 +37,8 @@ pub struct McpOAuthConfig {
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
     pub client_metadata_url: Option<String>,
+    /// The authorization server (its `issuer`) `client_secret` belongs to.
+    pub issuer: Option<String>,
 }
 
 impl std::fmt::Debug for McpOAuthConfig {
@@ -51,6 +53,7 @@ impl From<McpOAuthConfig> for McpOAuthClient {
             client_id: c.client_id,
             client_secret: c.client_secret,
             client_metadata_url: c.client_metadata_url,
+            issuer: c.issuer,
         }
     }
 }
@@ -67,6 +70,10 @@ pub struct McpOAuthClient {
     /// A secret (SECURITY.md §3): redacted everywhere, never stored by us.
     pub client_secret: Option<String>,
     pub client_metadata_url: Option<String>,
+    /// The authorization server (its `issuer`) the secret was issued by:
+    /// the secret goes to no other (issue 42 item 7). Unset: the MCP
+    /// server's own origin.
+    pub issuer: Option<String>,
 }
 
 impl std::fmt::Debug for McpOAuthClient {
@@ -79,6 +86,7 @@ impl std::fmt::Debug for McpOAuthClient {
                 &self.client_secret.as_ref().map(|_| "<redacted>"),
             )
             .field("client_metadata_url", &self.client_metadata_url)
+            .field("issuer", &self.issuer)
             .finish()
     }
 }
@@ -88,6 +96,7 @@ impl McpOAuthClient {
         self.client_id.is_none()
             && self.client_secret.is_none()
             && self.client_metadata_url.is_none()
+            && self.issuer.is_none()
     }
 
     /// What is wrong with it, in words naming the keys (`secret_key`,

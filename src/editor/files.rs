@@ -264,6 +264,36 @@ pub async fn remove_local(roots: &[PathBuf], path: &Path) -> Result<(), FileErro
     })?
 }
 
+/// The gate between commands and editor writes (issue 42 item 9). The
+/// editor resolves the path it is sent itself, so no check of ours can stop
+/// its write from following a folder that a command swaps for a link and
+/// back between the check and the write. So the two never overlap: every
+/// command (foreground, and a background one while it starts) holds a
+/// shared guard ([`command_guard`]); an editor write beneath a root takes the
+/// exclusive one without waiting ([`editor_write_gate`]) and holds it while
+/// the editor writes and the result is checked. When it cannot (a command
+/// is running) or a background command is running, the write is made here,
+/// beneath the root through a directory handle ([`write_local`]), which a
+/// swapped folder cannot lead out of. The gate is the whole agent's: a
+/// subagent's commands swap the same folders.
+fn gate() -> &'static std::sync::Arc<tokio::sync::RwLock<()>> {
+    static GATE: std::sync::LazyLock<std::sync::Arc<tokio::sync::RwLock<()>>> =
+        std::sync::LazyLock::new(Default::default);
+    &GATE
+}
+
+/// Held by a running command (see [`gate`]): no editor write starts
+/// meanwhile. Waits only for an editor write in progress.
+pub async fn command_guard() -> tokio::sync::OwnedRwLockReadGuard<()> {
+    gate().clone().read_owned().await
+}
+
+/// The exclusive side of [`gate`] for one editor write, if no command holds
+/// the shared one now.
+pub fn editor_write_gate() -> Option<tokio::sync::OwnedRwLockWriteGuard<()>> {
+    gate().clone().try_write_owned().ok()
+}
+
 /// Whether `path` (absolute, resolved when it was checked) still has no
 /// symbolic link in it: what is sent to the editor must name the file the
 /// check approved.

@@ -12,7 +12,7 @@ pub mod local;
 pub mod status;
 
 pub use elicit::{Answer, ElicitError, UrlElicitation};
-pub use files::{FileError, looks_binary, read_local, remove_local, write_local};
+pub use files::{FileError, command_guard, looks_binary, read_local, remove_local, write_local};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -273,6 +273,21 @@ impl Editor {
         if !self.can_write() {
             return files::write_local(roots, path, content).await;
         }
+        // While a command of the agent may be swapping folders, a write
+        // beneath a root is made here, where no link can lead it out
+        // (`files::gate`); the guard keeps commands from starting until the
+        // editor's write is checked.
+        let _no_command = if files::is_beneath_a_root(roots, path) {
+            match files::editor_write_gate() {
+                Some(guard) if !crate::tools::process::background::any_running() => Some(guard),
+                _ => {
+                    tracing::debug!(path = %path.display(), "a command is running: written beneath the root, not through the editor");
+                    return files::write_local(roots, path, content).await;
+                }
+            }
+        } else {
+            None
+        };
         files::check_no_link(path)?;
         let path_str = path.to_string_lossy();
         let req = WriteTextFileRequest {

@@ -3,6 +3,14 @@
 //! models (`GET /v1/models`) at once, within [`BUDGET`] in all, and the
 //! first in [`DEFAULT_SERVERS`] order that lists a model is used.
 //!
+//! A listener another user owns is not asked (issue 42 item 8: whoever
+//! binds 11434 first would become everyone's model): on Linux the owner of
+//! the listening socket must be this user or root
+//! ([`crate::platform::net::listener_owner`]); where the system does not say,
+//! the server chosen is named in every `session/new` answer's `_meta`, in
+//! `/status` and in the first session's notice. Model ids the listener
+//! supplies are used only when plain ([`plain_model_id`]).
+//!
 //! [`SERVERS_ENV`] replaces the list (`name=url,name=url`): tests point it
 //! at ports they own rather than binding the well-known ones.
 use std::time::Duration;
@@ -98,13 +106,27 @@ pub async fn find(servers: &[(String, String)], budget: Duration) -> Option<Loca
     let asks = servers.iter().map(|(name, base)| {
         let client = client.clone();
         async move {
+            let port = reqwest::Url::parse(base).ok()?.port_or_known_default()?;
+            if let crate::platform::net::Owner::Other(uid) =
+                crate::platform::net::listener_owner(port)
+            {
+                tracing::warn!(server = %name, url = %base, uid, "a local model server on this port belongs to another user: not used");
+                return None;
+            }
             let work = async {
                 let resp = client.get(format!("{base}/models")).send().await.ok()?;
                 if !resp.status().is_success() {
                     return None;
                 }
                 let v: Value = resp.json().await.ok()?;
-                let models = model_ids(&v);
+                let mut models = model_ids(&v);
+                models.retain(|m| {
+                    let plain = plain_model_id(m);
+                    if !plain {
+                        tracing::warn!(server = %name, "a local server listed a model id that is not plain text: skipped");
+                    }
+                    plain
+                });
                 (!models.is_empty()).then(|| LocalServer {
                     name: name.clone(),
                     base_url: base.clone(),
@@ -119,6 +141,42 @@ pub async fn find(servers: &[(String, String)], budget: Duration) -> Option<Loca
         .into_iter()
         .flatten()
         .next()
+}
+
+/// The longest model id of a local server acp-coder uses.
+const MODEL_ID_MAX: usize = 128;
+
+/// Whether a model id a local listener supplied is plain enough to show and
+/// use: ASCII letters, digits and `. _ : / @ + -`, at most [`MODEL_ID_MAX`]
+/// long. No Markdown link, escape sequence or control character can ride
+/// into the notice, `/status` or `_meta`.
+pub fn plain_model_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MODEL_ID_MAX
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._:/@+-".contains(c))
+}
+
+/// The local server in use, as every `session/new` answer's `_meta`
+/// (`"acp-coder": {"localServer": …}`) names it; `None` when a configured
+/// endpoint is used.
+pub fn chosen(settings: &Settings) -> Option<Value> {
+    let name = settings.local_server.as_ref()?;
+    Some(serde_json::json!({
+        "name": name,
+        "url": settings.base_url,
+        "model": settings.model,
+    }))
+}
+
+/// `/status`'s line about the local server in use, if one is.
+pub fn status_line(settings: &Settings) -> Option<String> {
+    let name = settings.local_server.as_ref()?;
+    Some(format!(
+        "- **Model server**: the local {name} server at {}, found without configuration (set base_url to choose another)",
+        settings.base_url
+    ))
 }
 
 /// The model ids of an OpenAI-style `/models` listing (`data`, or Ollama's
@@ -161,4 +219,43 @@ pub fn first_session_notice(settings: &Settings) -> Option<String> {
     static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let notice = settings.local_server_notice()?;
     (!TOLD.swap(true, std::sync::atomic::Ordering::Relaxed)).then_some(notice)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 42 item 8: a listener's model name is shown and used only
+    /// when plain: no Markdown link, no escape or control character, not
+    /// over-long.
+    #[test]
+    fn only_plain_model_ids_of_a_local_server_are_used() {
+        for ok in [
+            "qwen2.5-coder:7b",
+            "llama3.1:8b-instruct-q4_K_M",
+            "org/Model-7B@q4+fast",
+        ] {
+            assert!(plain_model_id(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "[click me](https://evil.example)",
+            "model\u{1b}]8;;https://evil.example\u{7}x",
+            "model\u{1b}[2J",
+            "two\nlines",
+            "tab\there",
+            "right\u{202e}to-left",
+            "<img src=x>",
+            "`code`",
+            "spaced name",
+        ] {
+            assert!(!plain_model_id(bad), "{bad:?}");
+        }
+        assert!(plain_model_id(&"m".repeat(MODEL_ID_MAX)));
+        assert!(!plain_model_id(&"m".repeat(MODEL_ID_MAX + 1)));
+        let v = serde_json::json!({"data": [{"id": "[x](http://e)"}, {"id": "good-1"}]});
+        let mut ids = model_ids(&v);
+        ids.retain(|m| plain_model_id(m));
+        assert_eq!(ids, ["good-1"]);
+    }
 }

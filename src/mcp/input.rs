@@ -7,7 +7,11 @@
 //! [`super::sampling`]: the same permission question), then sends the same
 //! request again with `inputResponses` and the echoed `requestState`.
 //!
-//! At most [`MAX_ROUNDS`] rounds; a cancelled turn drops the call's future,
+//! At most [`MAX_ROUNDS`] rounds, [`MAX_PER_ROUND`] input requests in one
+//! round and [`MAX_PER_CALL`] in all the rounds of one request (issue 42
+//! item 6: one `tools/call` put 300 questions to the editor in one round);
+//! past a bound the request fails before any of that round's requests is
+//! answered. A cancelled turn drops the call's future,
 //! which ends the round being answered at once (and rmcp sends
 //! `notifications/cancelled` for a request in flight).
 use std::sync::Arc;
@@ -25,6 +29,12 @@ use super::sampling::Sampler;
 /// Rounds of one request before the agent gives up (rmcp's default, which
 /// the other SDKs use too).
 pub const MAX_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+
+/// Input requests (questions, sampling, roots) one round may hold.
+pub const MAX_PER_ROUND: usize = 5;
+
+/// Input requests all the rounds of one request may hold together.
+pub const MAX_PER_CALL: usize = 20;
 
 /// How one server's input requests are answered: its elicitation relay, its
 /// sampler and the session's roots (the same ones its handler uses).
@@ -50,6 +60,11 @@ pub enum InputError {
     Answer(ErrorData),
     /// The server asked again after [`MAX_ROUNDS`] rounds.
     Rounds,
+    /// One round held more than [`MAX_PER_ROUND`] input requests.
+    TooManyInRound(usize),
+    /// The rounds together held more than [`MAX_PER_CALL`] input requests
+    /// (how many had been answered, and how many the next round held).
+    TooManyInCall { answered: usize, asked: usize },
     /// `input_required` with neither input requests nor a request state.
     Empty,
 }
@@ -64,6 +79,14 @@ impl std::fmt::Display for InputError {
             InputError::Rounds => write!(
                 f,
                 "it still asked for input after {MAX_ROUNDS} rounds of answers; acp-coder stops there"
+            ),
+            InputError::TooManyInRound(n) => write!(
+                f,
+                "it asked {n} questions at once (acp-coder answers at most {MAX_PER_ROUND} in one round); none was put to the user and the call failed: ask the server's maintainers to ask fewer"
+            ),
+            InputError::TooManyInCall { answered, asked } => write!(
+                f,
+                "after {answered} answered questions it asked {asked} more (acp-coder answers at most {MAX_PER_CALL} for one call); the call failed: ask the server's maintainers to ask fewer"
             ),
             InputError::Empty => write!(
                 f,
@@ -96,6 +119,7 @@ impl Asker {
     {
         let (mut responses, mut state) = (None, None);
         let mut state_only = 0u32;
+        let mut answered = 0usize;
         for _ in 0..MAX_ROUNDS {
             let asked = match send(responses.take(), state.take()).await {
                 Ok(Round::Done(result)) => return Ok(result),
@@ -113,6 +137,25 @@ impl Asker {
                 state_only += 1;
             } else {
                 state_only = 0;
+                if requests.len() > MAX_PER_ROUND {
+                    tracing::warn!(
+                        count = requests.len(),
+                        "MCP server asked too many questions in one round (input_required): the call fails"
+                    );
+                    return Err(InputError::TooManyInRound(requests.len()));
+                }
+                if answered + requests.len() > MAX_PER_CALL {
+                    tracing::warn!(
+                        answered,
+                        count = requests.len(),
+                        "MCP server asked too many questions for one call (input_required): the call fails"
+                    );
+                    return Err(InputError::TooManyInCall {
+                        answered,
+                        asked: requests.len(),
+                    });
+                }
+                answered += requests.len();
                 tracing::info!(
                     count = requests.len(),
                     "MCP server asked for input (input_required)"

@@ -164,7 +164,19 @@ pub async fn manager(
     if stored {
         // Discovery runs again here (the stored client id needs the server's
         // token endpoint); a failure leaves the manager without tokens and
-        // the server's 401 starts a new sign-in.
+        // the server's 401 starts a new sign-in. Every endpoint it names is
+        // checked before a refresh can use one (issue 42 item 7).
+        let metadata = match m.resolve_metadata().await {
+            Ok(found) => {
+                check_endpoints(&found.metadata)?;
+                m.set_metadata(found.metadata.clone());
+                Some(found.metadata)
+            }
+            Err(e) => {
+                tracing::warn!(url = %url, error = %e, "MCP OAuth metadata not found for the stored sign-in");
+                None
+            }
+        };
         match m.initialize_from_store().await {
             Ok(true) => {
                 let stored_id = m.get_credentials().await.ok().map(|(id, _)| id);
@@ -178,7 +190,13 @@ pub async fn manager(
                         fresh.set_credential_store(SharedStore(store));
                         return Ok(fresh);
                     }
-                    (Some(_), Some(id)) => client.client_secret.clone().map(|s| (id, s)),
+                    (Some(_), Some(id)) => match (&client.client_secret, &metadata) {
+                        (Some(secret), Some(metadata)) => {
+                            secret_may_go(url, client, metadata)?;
+                            Some((id, secret.clone()))
+                        }
+                        _ => None,
+                    },
                     (None, Some(id)) => store.client_secret().map(|s| (id, s)),
                     (_, None) => None,
                 };
@@ -204,7 +222,7 @@ async fn choose_client(
     m: &mut AuthorizationManager,
     metadata: &AuthorizationMetadata,
     client: &McpOAuthClient,
-    (server, redirect, scopes): (&str, &str, &[&str]),
+    (server, url, redirect, scopes): (&str, &str, &str, &[&str]),
     store: &TokenStore,
 ) -> Result<(), OAuthError> {
     let owned: Vec<String> = scopes.iter().map(|s| (*s).to_owned()).collect();
@@ -212,6 +230,7 @@ async fn choose_client(
         tracing::info!(server = %server, "MCP sign-in with the pre-registered client id");
         let mut config = OAuthClientConfig::new(id, redirect).with_scopes(owned);
         if let Some(secret) = &client.client_secret {
+            secret_may_go(url, client, metadata)?;
             config = config.with_client_secret(secret);
         }
         store.set_client_secret(None);
@@ -260,18 +279,8 @@ pub async fn sign_in(
     m.set_metadata(found.metadata);
     let callback = Callback::bind().await?;
     let redirect = callback.redirect_uri();
-    let scopes = m.select_scopes(None, &[]);
-    let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
-    choose_client(
-        &mut m,
-        &metadata,
-        client,
-        (server, &redirect, &scope_refs),
-        &store,
-    )
-    .await?;
-    let link = m.get_authorization_url(&scope_refs).await?;
-    check_link(&link)?;
+    let link =
+        authorization_link(&mut m, &metadata, client, (server, url, &redirect), &store).await?;
     let state = reqwest::Url::parse(&link)
         .ok()
         .and_then(|u| {
@@ -290,21 +299,119 @@ pub async fn sign_in(
     Ok(m)
 }
 
-/// The link the user is asked to open must be a web address: a hostile
-/// server's metadata must not make the chat show a `javascript:` or `file:`
-/// link, nor plain HTTP to another machine.
-fn check_link(link: &str) -> Result<(), AuthError> {
-    let url = reqwest::Url::parse(link)?;
+/// Everything between the server metadata and the link: every endpoint
+/// checked ([`check_endpoints`]) before any request (registration
+/// included), the client chosen (a configured secret only for its issuer,
+/// [`secret_may_go`]), the link made and checked.
+async fn authorization_link(
+    m: &mut AuthorizationManager,
+    metadata: &AuthorizationMetadata,
+    client: &McpOAuthClient,
+    (server, url, redirect): (&str, &str, &str),
+    store: &TokenStore,
+) -> Result<String, OAuthError> {
+    check_endpoints(metadata)?;
+    let scopes = m.select_scopes(None, &[]);
+    let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+    choose_client(
+        m,
+        metadata,
+        client,
+        (server, url, redirect, &scope_refs),
+        store,
+    )
+    .await?;
+    let link = m.get_authorization_url(&scope_refs).await?;
+    check_link(&link)?;
+    Ok(link)
+}
+
+/// Every endpoint of the server metadata is https or loopback (issue 42
+/// item 7): the authorization endpoint (the link), and the token,
+/// registration and revocation endpoints, which get codes, verifiers,
+/// refresh tokens and client secrets. An outside review's server named a
+/// plain `http://` token endpoint on another host, and a pre-registered
+/// client's secret went there by HTTP Basic.
+fn check_endpoints(metadata: &AuthorizationMetadata) -> Result<(), AuthError> {
+    web_address("authorization endpoint", &metadata.authorization_endpoint)?;
+    web_address("token endpoint", &metadata.token_endpoint)?;
+    if let Some(registration) = &metadata.registration_endpoint {
+        web_address("registration endpoint", registration)?;
+    }
+    if let Some(revocation) = metadata.additional_fields.get("revocation_endpoint") {
+        match revocation.as_str() {
+            Some(r) => web_address("revocation endpoint", r)?,
+            None => {
+                return Err(AuthError::OAuthError(
+                    "the server's revocation endpoint is not a string; refusing to sign in".into(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A configured client secret goes only to the authorization server it was
+/// issued by (issue 42 item 7): the metadata's `issuer` must be the
+/// configured `issuer`, or, without one, lie on the MCP server's own origin.
+fn secret_may_go(
+    url: &str,
+    client: &McpOAuthClient,
+    metadata: &AuthorizationMetadata,
+) -> Result<(), OAuthError> {
+    let named = metadata.issuer.as_deref().unwrap_or("");
+    let same = match &client.issuer {
+        Some(configured) => configured.trim_end_matches('/') == named.trim_end_matches('/'),
+        None => match (reqwest::Url::parse(url), reqwest::Url::parse(named)) {
+            (Ok(a), Ok(b)) => a.origin() == b.origin(),
+            _ => false,
+        },
+    };
+    if same {
+        return Ok(());
+    }
+    let expected = match &client.issuer {
+        Some(configured) => configured.clone(),
+        None => reqwest::Url::parse(url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_else(|_| url.to_owned()),
+    };
+    let named = if named.is_empty() { "no issuer" } else { named };
+    Err(AuthError::OAuthError(format!(
+        "the sign-in names the authorization server {named}, but the configured client secret \
+         belongs to {expected}: it is not sent. If {named} did issue it, set `issuer` under \
+         `[mcp_servers.NAME.oauth]` in the config file (or `issuer` beside `clientSecret` in the \
+         editor's `_meta` \"acp-coder\".oauth)"
+    ))
+    .into())
+}
+
+/// A sign-in endpoint must be a web address: https, or http to this
+/// machine. A hostile server's metadata must not make the chat show a
+/// `javascript:` or `file:` link, nor send anything by plain HTTP to another
+/// machine.
+fn web_address(what: &str, address: &str) -> Result<(), AuthError> {
+    let url = reqwest::Url::parse(address).map_err(|e| {
+        AuthError::OAuthError(format!(
+            "the server's {what} {address:?} is not an address ({e}); refusing to sign in"
+        ))
+    })?;
     let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
     match url.scheme() {
         "https" => Ok(()),
         "http" if loopback => Ok(()),
         other => Err(AuthError::OAuthError(format!(
-            "the server's authorization endpoint {}://{} is not an https address; refusing to show it",
+            "the server's {what} {}://{} is not an https address; refusing to use it",
             other,
             url.host_str().unwrap_or("")
         ))),
     }
+}
+
+/// The link the user is asked to open must be a web address
+/// ([`web_address`]).
+fn check_link(link: &str) -> Result<(), AuthError> {
+    web_address("authorization endpoint", link)
 }
 
 /// The `WWW-Authenticate` challenge of a handshake that failed with 401.
@@ -540,6 +647,112 @@ mod tests {
         assert!(check_link("http://as.example/authorize").is_err());
         assert!(check_link("javascript:alert(1)").is_err());
         assert!(check_link("file:///etc/passwd").is_err());
+    }
+
+    fn metadata(issuer: &str, token: &str) -> AuthorizationMetadata {
+        let mut m = AuthorizationMetadata::default();
+        m.issuer = Some(issuer.to_owned());
+        m.authorization_endpoint = format!("{issuer}/authorize");
+        m.token_endpoint = token.to_owned();
+        m.response_types_supported = Some(vec!["code".into()]);
+        m.code_challenge_methods_supported = Some(vec!["S256".into()]);
+        m
+    }
+
+    /// The sign-in up to the link, for a pre-registered client with a
+    /// secret; no request leaves the machine (the client is configured, the
+    /// link is only made).
+    async fn link_for(
+        meta: AuthorizationMetadata,
+        issuer: Option<&str>,
+    ) -> Result<String, OAuthError> {
+        crate::net::install_crypto();
+        let url = "https://mcp.example/mcp";
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::for_server(dir.path(), url);
+        let client = McpOAuthClient {
+            client_id: Some("pre-registered".into()),
+            client_secret: Some("s3cret-of-the-client".into()),
+            client_metadata_url: None,
+            issuer: issuer.map(str::to_owned),
+        };
+        let mut m = AuthorizationManager::new(url).await?;
+        m.set_metadata(meta.clone());
+        authorization_link(
+            &mut m,
+            &meta,
+            &client,
+            ("srv", url, "http://127.0.0.1:9/callback"),
+            &store,
+        )
+        .await
+    }
+
+    /// Issue 42 item 7, an outside review's attack: the metadata named a
+    /// plain-HTTP token endpoint on another host, and a pre-registered
+    /// client's secret went there with the code and the verifier. Every
+    /// endpoint is now checked before the link is made (so before any
+    /// request), and a configured secret goes only to its own issuer.
+    #[tokio::test]
+    async fn sign_in_endpoints_are_https_and_a_secret_goes_only_to_its_issuer() {
+        let err = link_for(
+            metadata("https://mcp.example", "http://example.invalid/token"),
+            None,
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("token endpoint http://example.invalid is not an https address"),
+            "{err}"
+        );
+        let mut meta = metadata("https://mcp.example", "https://mcp.example/token");
+        meta.registration_endpoint = Some("http://example.invalid/register".into());
+        let err = link_for(meta, None).await.unwrap_err().to_string();
+        assert!(err.contains("registration endpoint http://"), "{err}");
+        let mut meta = metadata("https://mcp.example", "https://mcp.example/token");
+        meta.additional_fields.insert(
+            "revocation_endpoint".into(),
+            serde_json::json!("http://example.invalid/revoke"),
+        );
+        let err = link_for(meta, None).await.unwrap_err().to_string();
+        assert!(err.contains("revocation endpoint http://"), "{err}");
+        // Another issuer, over https: the secret is not for it.
+        let err = link_for(
+            metadata("https://as.other.example", "https://as.other.example/token"),
+            None,
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("belongs to https://mcp.example: it is not sent")
+                && err.contains("set `issuer`"),
+            "{err}"
+        );
+        let err = link_for(
+            metadata("https://as.other.example", "https://as.other.example/token"),
+            Some("https://as.example"),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("belongs to https://as.example"), "{err}");
+        // Its own issuer: the MCP server's origin, or the configured one.
+        let link = link_for(
+            metadata("https://mcp.example", "https://mcp.example/token"),
+            None,
+        )
+        .await
+        .unwrap();
+        assert!(link.starts_with("https://mcp.example/authorize?"), "{link}");
+        let link = link_for(
+            metadata("https://as.example", "https://as.example/token"),
+            Some("https://as.example/"),
+        )
+        .await
+        .unwrap();
+        assert!(link.starts_with("https://as.example/authorize?"), "{link}");
     }
 
     #[tokio::test]

@@ -11,7 +11,7 @@ use crate::config::{McpOAuthClient, McpServerSpec, McpTransportSpec};
 pub const OAUTH_META: [&str; 2] = ["acp-coder", "oauth"];
 
 /// The sign-in client of an editor's HTTP or SSE entry (`_meta`, see
-/// [`OAUTH_META`]): `clientId`, `clientSecret`, `clientMetadataUrl`, each a
+/// [`OAUTH_META`]): `clientId`, `clientSecret`, `clientMetadataUrl`, `issuer`, each a
 /// string; another value is ignored (and logged). The secret is learned by
 /// the redactor at once.
 fn oauth_of(meta: &ServerMeta, server: &str) -> McpOAuthClient {
@@ -30,6 +30,7 @@ fn oauth_of(meta: &ServerMeta, server: &str) -> McpOAuthClient {
         client_id: field("clientId"),
         client_secret: field("clientSecret"),
         client_metadata_url: field("clientMetadataUrl"),
+        issuer: field("issuer"),
     };
     crate::secrets::learn(client.client_secret.iter().cloned());
     client

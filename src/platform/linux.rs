@@ -5,6 +5,7 @@
 //! servers so that they die with the agent.
 pub mod launcher;
 mod mounts;
+mod net;
 mod rules;
 mod seccomp;
 
@@ -12,6 +13,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 pub use launcher::{MESSAGE_PREFIX, SUBCOMMAND};
+pub use net::listener_owner;
 
 use crate::tools::sandbox::{Level, Policy};
 

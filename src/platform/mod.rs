@@ -24,6 +24,7 @@
 //! - **Self-hardening** ([`harden`]): keeping other processes of the same
 //!   user from reading the agent's memory (its API key).
 //! - **File watching** ([`watch`]): which `notify` backend watches trees.
+//! - **Sockets** ([`net`]): who owns a loopback listener.
 //!
 //! [`seatbelt`] and [`win`] are pure and compiled everywhere, so that their
 //! unit tests run on the Linux CI machine.
@@ -437,6 +438,27 @@ pub mod harden {
     pub unsafe fn take_env(names: &[String]) -> Vec<(String, String)> {
         // SAFETY: the caller's contract.
         unsafe { super::os::take_env(names) }
+    }
+}
+
+/// Sockets of other processes.
+pub mod net {
+    /// Who owns the TCP socket listening on a loopback port.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Owner {
+        /// This user, or root.
+        Trusted,
+        /// Another user (their uid): a squatter, for a well-known port.
+        Other(u32),
+        /// Not known: nothing listens, or this system does not say (macOS,
+        /// Windows).
+        Unknown,
+    }
+
+    /// Who owns what listens on loopback `port` (Linux: `/proc/net/tcp`
+    /// and `tcp6`; elsewhere [`Owner::Unknown`]).
+    pub fn listener_owner(port: u16) -> Owner {
+        super::os::listener_owner(port)
     }
 }
 

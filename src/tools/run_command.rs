@@ -154,6 +154,9 @@ struct Run {
 #[async_trait::async_trait]
 impl Action for Run {
     async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        // No editor write beneath a root while this command runs, or while
+        // a background one starts (issue 42 item 9, `editor::files::gate`).
+        let _running = crate::editor::command_guard().await;
         let policy = ctx.sandbox.as_ref().filter(|_| sandbox::level().confines());
         if self.background {
             return self.start_background(ctx, policy).await;

@@ -323,14 +323,36 @@ async fn a_local_server_is_found_without_configuration() {
         .unwrap_or_default();
     assert!(notice.contains("Fake Ollama"), "{new}");
     let sid = new["sessionId"].as_str().unwrap().to_owned();
+    // Issue 42 item 8: every answer names the server chosen (many clients
+    // show no notice); the notice is the first session's only. The
+    // listener is ours, so on Linux its owner check lets it be used.
+    let chosen = json!({
+        "name": "Fake Ollama",
+        "url": model.base_url(),
+        "model": "qwen2.5-coder-1.5b-instruct"
+    });
+    assert_eq!(new["_meta"]["acp-coder"]["localServer"], chosen, "{new}");
     let again = editor.new_session_full(ws.path()).await;
+    assert_eq!(
+        again["_meta"]["acp-coder"]["localServer"], chosen,
+        "{again}"
+    );
     assert!(
-        again.get("_meta").is_none(),
+        again["_meta"]["acp-coder"].get("notice").is_none(),
         "only the first session: {again}"
     );
     let result = editor.prompt(&sid, "hi").await;
     assert_eq!(result["stopReason"], "end_turn");
     assert_eq!(editor.agent_text(&sid), "hello from local");
+    editor.prompt(&sid, "/status").await;
+    let status = editor.agent_text(&sid);
+    assert!(
+        status.contains(&format!(
+            "the local Fake Ollama server at {}, found without configuration",
+            model.base_url()
+        )),
+        "{status}"
+    );
     let request = &model.chat_requests()[0];
     assert_eq!(request.body["model"], "qwen2.5-coder-1.5b-instruct");
     assert!(request.header("authorization").is_none());

@@ -213,3 +213,35 @@ async fn rounds_are_bounded_and_a_cancel_ends_them_at_once() {
     let text = call(&editor, &model, &sid, "b2", "book", json!({})).await;
     assert!(text.starts_with("booked for Ada (state round-1)"), "{text}");
 }
+
+/// Issue 42 item 6, an outside review's attack: one `tools/call` put 300
+/// questions to the editor in one round. A round of more than 5 fails the
+/// call before any reaches the editor; a server that asks 4 a round gets 20
+/// answered in all, then the call fails, each with a message that says why.
+#[tokio::test]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
+async fn questions_are_bounded_per_round_and_per_call() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let (editor, sid, _cfg) = session(&model, &ws).await;
+    let text = call(&editor, &model, &sid, "f1", "flood", json!({})).await;
+    assert!(
+        text.contains("asked 300 questions at once") && text.contains("at most 5 in one round"),
+        "{text}"
+    );
+    assert_eq!(elicitations(&editor).len(), 0);
+
+    let text = call(&editor, &model, &sid, "d1", "drip", json!({})).await;
+    assert!(
+        text.contains("after 20 answered questions it asked 4 more")
+            && text.contains("at most 20 for one call"),
+        "{text}"
+    );
+    assert_eq!(elicitations(&editor).len(), 20);
+    // The server and the session go on.
+    editor.push_elicitation_answer(Some(
+        json!({"action": "accept", "content": {"name": "Ada"}}),
+    ));
+    let text = call(&editor, &model, &sid, "b1", "book", json!({})).await;
+    assert!(text.starts_with("booked for Ada (state round-1)"), "{text}");
+}

@@ -134,3 +134,84 @@ async fn swapped_folder(via: Via) {
     assert!(sub.is_dir() && !sub.is_symlink());
 }
 both!(a_swapped_folder_never_lets_a_write_out, swapped_folder);
+
+/// Issue 42 item 9, deterministic: the editor resolves the path it is sent
+/// itself, so a folder swapped for a link at the moment it writes takes the
+/// write out of the project (an outside review saw it in 1 of 9 runs under
+/// load). Here the swap happens at exactly that moment, every time (the
+/// editor's hook does it when the write arrives), while a background command
+/// of the session runs. No editor write beneath the project may happen
+/// while a command of the agent runs: the file is written beneath the root
+/// by the agent, and nothing lands outside. Once the command is stopped,
+/// writes go through the editor again.
+#[tokio::test]
+async fn no_editor_write_while_a_command_runs() {
+    let outside = tempfile::tempdir().unwrap();
+    let out = outside.path().canonicalize().unwrap();
+    let ws = Workspace::builder().file("sub/keep.txt", "k\n").build();
+    let h = Harness::start(Via::Editor, ws).await;
+    h.set_mode("full-auto").await;
+    h.editor
+        .set_default_permission(Some(PermissionDecision::RejectOnce));
+    let root = h.ws.path().canonicalize().unwrap();
+    let armed = Arc::new(AtomicBool::new(true));
+    {
+        let (armed, sub, out) = (armed.clone(), root.join("sub"), out.clone());
+        h.editor.set_before_write(move |path| {
+            if armed.load(Ordering::SeqCst) && path.starts_with(&sub) {
+                // What a command swapping the folder does at the worst time.
+                std::fs::rename(&sub, sub.with_file_name("sub.aside")).unwrap();
+                acp_coder::platform::fs::symlink(&out, &sub).unwrap();
+            }
+        });
+    }
+    let started = h
+        .run_tool(
+            "bg",
+            "run_command",
+            json!({"command": "echo up; sleep 60", "background": true}),
+        )
+        .await;
+    assert!(started.contains("bg1"), "{started}");
+
+    let r = h
+        .run_tool(
+            "w1",
+            "write_file",
+            json!({"path": "sub/a.txt", "content": "inside\n"}),
+        )
+        .await;
+    assert!(entries(&out).is_empty(), "{:?} / {r}", entries(&out));
+    assert_eq!(
+        std::fs::read_to_string(root.join("sub/a.txt")).unwrap(),
+        "inside\n"
+    );
+    assert!(
+        h.editor.writes().iter().all(|w| !w.path.ends_with("a.txt")),
+        "the editor was asked to write while a command ran"
+    );
+
+    // The command stopped: the editor writes again (nothing swaps now).
+    armed.store(false, Ordering::SeqCst);
+    h.run_tool("k", "command_kill", json!({"handle": "bg1"}))
+        .await;
+    h.run_tool(
+        "w2",
+        "write_file",
+        json!({"path": "sub/b.txt", "content": "via editor\n"}),
+    )
+    .await;
+    assert!(
+        h.editor
+            .writes()
+            .iter()
+            .any(|w| w.path.ends_with("sub/b.txt")),
+        "{:?}",
+        h.editor
+            .writes()
+            .iter()
+            .map(|w| &w.path)
+            .collect::<Vec<_>>()
+    );
+    assert!(entries(&out).is_empty());
+}

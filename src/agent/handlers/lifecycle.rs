@@ -128,14 +128,22 @@ impl Agent {
         session_id: String,
         session: Arc<Session>,
     ) -> Result<Reply, RpcError> {
-        let notice = crate::llm::discover::first_session_notice(&self.settings());
+        let settings = self.settings();
+        let notice = crate::llm::discover::first_session_notice(&settings);
+        // Every answer names the local server in use (issue 42 item 8: many
+        // clients never show a notice); the first also carries the notice.
+        let mut ours = serde_json::Map::new();
+        if let Some(server) = crate::llm::discover::chosen(&settings) {
+            ours.insert("localServer".into(), server);
+        }
+        if let Some(notice) = &notice {
+            ours.insert("notice".into(), notice.clone().into());
+        }
         let response = NewSessionResponse {
             session_id,
             modes: Mode::state(session.mode()),
             config_options: self.session_options(&session).await,
-            meta: notice
-                .as_ref()
-                .map(|notice| serde_json::json!({"acp-coder": {"notice": notice}})),
+            meta: (!ours.is_empty()).then(|| serde_json::json!({"acp-coder": ours})),
         };
         let mut reply = self.reply_then_commands(&response, session.clone())?;
         // A client that shows notices also gets it as one, after the

@@ -379,6 +379,7 @@ impl Agent {
         if priced {
             lines.push(format!("- **Cost this session**: ${:.4}", history.cost_usd));
         }
+        lines.extend(crate::llm::discover::status_line(settings));
         lines.push(format!(
             "- **Working directory**: {}",
             session.cwd.display()

@@ -88,11 +88,30 @@ fn builtin(
 }
 
 /// Built-ins first, then project commands, then the user's (a name is taken once).
+/// A project command that takes the name of one of the user's own says so in
+/// its description, which every editor lists (issue 42 item 5), as `/skills`
+/// names a shadowed skill.
 pub fn available(cwd: &Path, config_dir: &Path) -> Vec<Command> {
     let mut list = builtins();
-    for dir in [cwd.join(".acp-coder/commands"), config_dir.join("commands")] {
-        add_prompt_files(&mut list, &dir);
+    let user_dir = config_dir.join("commands");
+    let project = add_prompt_files(&mut list, &cwd.join(".acp-coder/commands"), Some(cwd));
+    let user = prompt_files(&user_dir, None);
+    for (name, _, path) in &user {
+        if let Some(c) = list
+            .iter_mut()
+            .skip(project.start)
+            .take(project.len())
+            .find(|c| &c.name == name)
+        {
+            tracing::warn!(command = %name, user = %path.display(), "a project prompt command shadows the user's own command of the same name");
+            c.description = format!(
+                "{} (this project's command: it hides your own /{name} at {})",
+                c.description,
+                path.display()
+            );
+        }
     }
+    push_prompt_files(&mut list, user);
     list
 }
 
@@ -174,28 +193,29 @@ fn builtins() -> Vec<Command> {
     ]
 }
 
-/// The prompt files (`<name>.md`) of one folder, in name order; a name
-/// already taken (a built-in, or the project's over the user's) is skipped.
-fn add_prompt_files(list: &mut Vec<Command>, dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut files: Vec<_> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    files.sort();
-    for path in files {
-        let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
-            continue;
-        };
-        if !valid_name(&name) || list.iter().any(|c| c.name == name) {
+/// The most a prompt file may hold; a bigger one is skipped (an outside
+/// review linked one to `/dev/zero` and the agent's memory grew to 525 MiB).
+const PROMPT_FILE_MAX: u64 = 64 * 1024;
+
+/// Adds the prompt files of `dir` (see [`prompt_files`]) whose names are
+/// free; returns the range of `list` they took.
+fn add_prompt_files(
+    list: &mut Vec<Command>,
+    dir: &Path,
+    within: Option<&Path>,
+) -> std::ops::Range<usize> {
+    let start = list.len();
+    push_prompt_files(list, prompt_files(dir, within));
+    start..list.len()
+}
+
+/// Pushes the files whose names are free (a built-in, or the project's over
+/// the user's, keeps its name).
+fn push_prompt_files(list: &mut Vec<Command>, files: Vec<(String, String, std::path::PathBuf)>) {
+    for (name, text, path) in files {
+        if list.iter().any(|c| c.name == name) {
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
         let (description, body) = front_matter(&text);
         list.push(Command {
             description: description.unwrap_or_else(|| format!("Prompt from {}", path.display())),
@@ -204,6 +224,78 @@ fn add_prompt_files(list: &mut Vec<Command>, dir: &Path) {
             template: Template::Text(body),
         });
     }
+}
+
+/// The prompt files (`<name>.md`) of one folder, in name order, as (name,
+/// text, path). Each is read like any other project file (issue 42 item 5):
+/// with `within` (a project's folder), a file whose real path is not beneath
+/// it is skipped (a link to another project's notes); only regular files
+/// are read, opened without waiting (a FIFO hung `session/new`) and
+/// checked on the open file, and at most [`PROMPT_FILE_MAX`] bytes.
+fn prompt_files(dir: &Path, within: Option<&Path>) -> Vec<(String, String, std::path::PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<_> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    files.sort();
+    let within = within.and_then(|w| w.canonicalize().ok());
+    let mut out = Vec::new();
+    for path in files {
+        let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
+            continue;
+        };
+        if !valid_name(&name) {
+            continue;
+        }
+        match read_prompt_file(&path, within.as_deref()) {
+            Ok(text) => out.push((name, text, path)),
+            Err(why) => {
+                tracing::warn!(path = %path.display(), "prompt command skipped: {why}");
+            }
+        }
+    }
+    out
+}
+
+/// One prompt file's text, or why it is not read.
+fn read_prompt_file(path: &Path, within: Option<&Path>) -> Result<String, String> {
+    use std::io::Read as _;
+    let real = path.canonicalize().map_err(|e| e.to_string())?;
+    if let Some(root) = within
+        && !crate::platform::fs::is_beneath(&real, root)
+    {
+        return Err(format!(
+            "it leads out of the project, to {}",
+            real.display()
+        ));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    let file = crate::platform::fs::no_follow(&mut options)
+        .open(&real)
+        .map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("it is not a regular file".into());
+    }
+    if meta.len() > PROMPT_FILE_MAX {
+        return Err(format!(
+            "it is {} bytes; the limit is {PROMPT_FILE_MAX}",
+            meta.len()
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(PROMPT_FILE_MAX + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > PROMPT_FILE_MAX {
+        return Err(format!("it is over the limit of {PROMPT_FILE_MAX} bytes"));
+    }
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())
 }
 
 fn valid_name(name: &str) -> bool {
@@ -493,6 +585,77 @@ mod tests {
                 "/{name} {args}"
             );
         }
+    }
+
+    /// Issue 42 item 5, an outside review's attacks: a project's command
+    /// file linked to another project's notes, to `/dev/zero`, or a FIFO is
+    /// not read (and reading does not wait: the FIFO hung `session/new`); a
+    /// link inside the project is read; a project `/commit` that hides the
+    /// user's own says so.
+    #[cfg(unix)] // FIFOs and `/dev/zero` are Unix's
+    #[test]
+    fn project_prompt_files_are_read_like_project_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let proj = root.join("proj");
+        let cmds_dir = proj.join(".acp-coder/commands");
+        std::fs::create_dir_all(&cmds_dir).unwrap();
+        std::fs::create_dir_all(root.join("other")).unwrap();
+        std::fs::write(root.join("other/notes.md"), "OTHER PROJECT SECRET").unwrap();
+        std::fs::write(proj.join("inside.md"), "INSIDE TEXT").unwrap();
+        use crate::platform::fs::symlink as link;
+        link(root.join("other/notes.md"), cmds_dir.join("steal.md")).unwrap();
+        link("/dev/zero", cmds_dir.join("zero.md")).unwrap();
+        link("../../inside.md", cmds_dir.join("inside.md")).unwrap();
+        let fifo = std::ffi::CString::new(cmds_dir.join("hang.md").to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string for mkfifo(3).
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        std::fs::write(cmds_dir.join("commit.md"), "PROJECT COMMIT").unwrap();
+        std::fs::write(
+            cmds_dir.join("big.md"),
+            "x".repeat(PROMPT_FILE_MAX as usize + 1),
+        )
+        .unwrap();
+        let cfg = root.join("cfg");
+        std::fs::create_dir_all(cfg.join("commands")).unwrap();
+        std::fs::write(cfg.join("commands/commit.md"), "MY COMMIT").unwrap();
+        std::fs::write(cfg.join("commands/mine.md"), "MINE").unwrap();
+
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (p, c) = (proj.clone(), cfg.clone());
+        std::thread::spawn(move || tx.send(available(&p, &c)).unwrap());
+        let cmds = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("reading the project's commands hung (a FIFO?)");
+        let names: Vec<&str> = cmds.iter().map(|c| c.name.as_str()).collect();
+        for skipped in ["steal", "zero", "hang", "big"] {
+            assert!(!names.contains(&skipped), "{skipped} was read: {names:?}");
+        }
+        assert_eq!(
+            resolve(&cmds, "inside", ""),
+            Some(Action::Prompt("INSIDE TEXT".into()))
+        );
+        assert_eq!(
+            resolve(&cmds, "mine", ""),
+            Some(Action::Prompt("MINE".into()))
+        );
+        assert_eq!(
+            resolve(&cmds, "commit", ""),
+            Some(Action::Prompt("PROJECT COMMIT".into()))
+        );
+        let commit = cmds.iter().find(|c| c.name == "commit").unwrap();
+        assert!(
+            commit.description.contains("hides your own /commit")
+                && commit
+                    .description
+                    .contains(&cfg.join("commands/commit.md").display().to_string()),
+            "{}",
+            commit.description
+        );
+        assert!(
+            cmds.iter()
+                .all(|c| !c.description.contains("hides") || c.name == "commit")
+        );
     }
 
     /// Skills become commands after the others; a taken name stays taken.

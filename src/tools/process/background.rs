@@ -183,6 +183,14 @@ pub fn list(session: &str) -> Vec<Listed> {
     out
 }
 
+/// Whether a job of any session is running now: editor writes beneath a
+/// root are then made locally (`editor::files::gate`, issue 42 item 9).
+pub fn any_running() -> bool {
+    jobs()
+        .values()
+        .any(|s| s.jobs.values().any(|j| j.running_now()))
+}
+
 /// Kills every job of `session` (whole process groups; editor terminals are
 /// released, which kills their command, ACP §10) and forgets them. For
 /// session/close, session/delete and agent exit; never blocks.

@@ -187,6 +187,12 @@ impl FakeEditor {
         self.shared.lock().write_to_disk = on;
     }
 
+    /// Runs `hook` with the path before each `fs/write_text_file` is
+    /// served (what another process does at that very moment).
+    pub fn set_before_write(&self, hook: impl Fn(&std::path::Path) + Send + Sync + 'static) {
+        self.shared.lock().before_write = Some(std::sync::Arc::new(hook));
+    }
+
     /// Leaves every agent request of `method` unanswered, as a broken editor
     /// would, until the agent withdraws it (`$/cancel_request`; then it is
     /// answered `-32800`).

@@ -137,6 +137,10 @@ pub(super) async fn read_text_file(shared: &Shared, params: &Value) -> Result<Va
 pub(super) async fn write_text_file(shared: &Shared, params: &Value) -> Result<Value, RpcError> {
     let path = absolute_path(shared, "fs/write_text_file", params)?;
     let content = params["content"].as_str().unwrap_or_default().to_owned();
+    let hook = shared.lock().before_write.clone();
+    if let Some(hook) = hook {
+        hook(&path);
+    }
     let to_disk = {
         let mut st = shared.lock();
         st.writes.push(FileWrite {

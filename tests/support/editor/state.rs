@@ -59,6 +59,9 @@ pub(super) struct Terminal {
     pub(super) released: bool,
 }
 
+/// A hook run before an `fs/write_text_file` is served.
+pub(super) type WriteHook = std::sync::Arc<dyn Fn(&std::path::Path) + Send + Sync>;
+
 pub(super) struct State {
     pub(super) transcript: Vec<(Dir, String)>,
     /// Every parsed message from the agent.
@@ -90,6 +93,8 @@ pub(super) struct State {
     // configuration
     pub(super) buffers: HashMap<PathBuf, String>,
     pub(super) write_to_disk: bool,
+    /// Runs before an `fs/write_text_file` is served, with its path.
+    pub(super) before_write: Option<WriteHook>,
     pub(super) permission_queue: VecDeque<PermissionDecision>,
     pub(super) default_permission: Option<PermissionDecision>,
     /// Reverse-request methods answered with this error instead of served.
@@ -135,6 +140,7 @@ impl State {
             session_cwds: HashMap::new(),
             buffers: HashMap::new(),
             write_to_disk: true,
+            before_write: None,
             permission_queue: VecDeque::new(),
             default_permission: None,
             failing: HashMap::new(),
