@@ -1,6 +1,7 @@
 mod a2a;
 mod a2a_http;
 mod acp_methods;
+mod acp_registry;
 mod auth;
 mod background;
 mod bad_input;
