@@ -305,6 +305,10 @@ fn editor_configs_parse_and_use_only_what_exists() {
                 }
                 kinds.insert("agent-shell");
             }
+            // The registry entry's icon (its rules: acp_registry.rs).
+            "svg" if rel.starts_with("acp-registry/") => {
+                kinds.insert("registry icon");
+            }
             other => panic!("{rel}: unexpected file type {other:?}"),
         }
     }
@@ -316,6 +320,7 @@ fn editor_configs_parse_and_use_only_what_exists() {
             "codecompanion",
             "jetbrains",
             "registry",
+            "registry icon",
             "zed"
         ]),
     );

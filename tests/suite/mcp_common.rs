@@ -13,7 +13,9 @@ use crate::support::{FakeEditor, FakeModel, Reply, Workspace, full_capabilities}
 pub(super) fn test_server() -> PathBuf {
     let exe = std::env::current_exe().expect("test exe");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");
-    let path = dir.join("examples").join("mcp_test_server");
+    let path = dir
+        .join("examples")
+        .join(format!("mcp_test_server{}", std::env::consts::EXE_SUFFIX));
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/mcp_test_server.rs");
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     assert!(

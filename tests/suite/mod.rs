@@ -2,6 +2,7 @@ mod a2a;
 mod a2a_guest;
 mod a2a_http;
 mod acp_methods;
+mod acp_registry;
 mod auth;
 mod background;
 mod bad_input;

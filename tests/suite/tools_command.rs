@@ -2,9 +2,11 @@
 //! local process group; exit codes and output for the model, timeouts and
 //! cancellation killing the command, terminals always released.
 
-use super::tools_common::{Harness, Via, content_text, sleeper};
-use crate::support::{Reply, Workspace, eventually, process_alive, wait_pid_file};
-use serde_json::json;
+use super::tools_common::{Harness, Via, both, content_text, sleeper};
+use crate::support::{
+    PermissionDecision, Reply, Workspace, eventually, process_alive, wait_pid_file,
+};
+use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 /// A full-auto session: commands in the project run without asking.
@@ -375,3 +377,48 @@ async fn a_zero_timeout_is_the_default() {
         .await;
     assert!(out.contains("done") && !out.contains("Timed out"), "{out}");
 }
+
+/// Commands in words every shell the agent may choose understands (sh,
+/// cmd.exe, PowerShell): `echo` and `exit N`, through the editor's terminal
+/// and locally. The one command test that runs on Windows too
+/// (scripts/wine-test.sh).
+async fn any_shell_runs_echo_and_exit(via: Via) {
+    let ws = Workspace::builder().dir("sub").build();
+    let h = auto(via, ws).await;
+    // Where there is no command sandbox (Windows), full-auto asks first.
+    h.editor
+        .set_default_permission(Some(PermissionDecision::AllowOnce));
+    let out = h
+        .run_tool(
+            "p1",
+            "run_command",
+            json!({"command": "echo portable-hello"}),
+        )
+        .await;
+    assert!(out.starts_with("Exit code: 0"), "{out}");
+    assert!(out.contains("portable-hello"), "{out}");
+    assert_eq!(h.final_update("p1")["rawOutput"]["exitCode"], 0);
+    let out = h
+        .run_tool(
+            "p2",
+            "run_command",
+            json!({"command": "exit 3", "cwd": "sub"}),
+        )
+        .await;
+    assert!(out.contains("Exit code: 3"), "{out}");
+    assert_eq!(h.final_update("p2")["rawOutput"]["exitCode"], 3);
+    if via == Via::Editor {
+        wait_all_released(&h).await;
+    } else {
+        // Locally: no terminal (a permission request is all it may send).
+        let methods: Vec<Value> = h
+            .editor
+            .reverse_requests()
+            .iter()
+            .map(|r| r["method"].clone())
+            .filter(|m| m != "session/request_permission")
+            .collect();
+        assert!(methods.is_empty(), "{methods:?}");
+    }
+}
+both!(any_shell_runs_commands, any_shell_runs_echo_and_exit);

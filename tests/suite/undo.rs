@@ -4,7 +4,9 @@
 //! file the user changed since.
 
 use super::tools_common::{Harness, Via, both};
-use crate::support::{FakeEditor, FakeModel, Reply, SpawnOptions, Workspace, no_capabilities};
+use crate::support::{
+    FakeEditor, FakeModel, PermissionDecision, Reply, SpawnOptions, Workspace, no_capabilities,
+};
 use serde_json::json;
 use std::path::Path;
 
@@ -655,4 +657,39 @@ async fn undo_restores_unread_files(via: Via) {
 both!(
     undo_restores_files_the_model_never_read,
     undo_restores_unread_files
+);
+
+/// `/undo` after a command in words every shell the agent may choose
+/// understands (`echo x> file`): the file the command made goes. The undo
+/// test that runs on Windows too (scripts/wine-test.sh).
+async fn undo_after_a_command_of_any_shell(via: Via) {
+    let ws = Workspace::builder().file("keep.txt", "K\n").build();
+    let h = auto(via, ws).await;
+    // Where there is no command sandbox (Windows), full-auto asks first.
+    h.editor
+        .set_default_permission(Some(PermissionDecision::AllowOnce));
+    turn(
+        &h,
+        "make a file",
+        [(
+            "c1",
+            "run_command",
+            json!({"command": "echo made> made.txt"}),
+        )],
+    )
+    .await;
+    let result = h.tool_result("c1");
+    assert!(result.contains("- created made.txt"), "{result}");
+    assert!(h.ws.exists("made.txt"));
+    let said = slash(&h, "/undo").await;
+    assert!(
+        said.contains("Deleted (the turn created them):\n- made.txt"),
+        "{said}"
+    );
+    assert!(!h.ws.exists("made.txt"));
+    assert_eq!(h.ws.read("keep.txt"), "K\n");
+}
+both!(
+    undo_removes_what_any_shell_made,
+    undo_after_a_command_of_any_shell
 );
