@@ -16,6 +16,15 @@
 //! "this is a call" (a tag, or a fence labelled `tool_call`) or the object
 //! has nothing but those two keys; in a plain ```json fence or a bare object
 //! only an offered name counts, since an answer may well show JSON.
+//!
+//! Text inside content is not a call (SECURITY.md "Text the model writes"):
+//! a call inside explanatory prose (an example with more than a short
+//! lead-in and trailer around it, or a lead-in that says "for example") is
+//! an answer ([`extract`]), and so is a reply whose call is written, as it
+//! stands, in a tool's result, the prompt or the system prompt
+//! ([`quoted_in`]): the model quoting a file that holds a call does not
+//! make the call. A call that is taken runs exactly as a structured one,
+//! through the same permission check.
 use serde_json::{Map, Value};
 
 use super::ToolCallRequest;
@@ -26,6 +35,8 @@ pub struct TextCalls {
     pub calls: Vec<ToolCallRequest>,
     /// The reply's text without the calls (trimmed).
     pub prose: String,
+    /// The text of each part of the reply that held calls, as written.
+    pub written: Vec<String>,
 }
 
 /// Openings that start a call in text (lower-case; matched without case).
@@ -64,6 +75,13 @@ pub fn extract(text: &str, offered: &[&str]) -> Option<TextCalls> {
     let mut at = 0;
     let mut spans: Vec<std::ops::Range<usize>> = found.iter().map(|(r, _)| r.clone()).collect();
     spans.sort_by_key(|r| r.start);
+    spans.dedup();
+    let first = spans.first().map_or(0, |r| r.start);
+    let last = spans.iter().map(|r| r.end).max().unwrap_or(text.len());
+    if in_prose(&text[..first], &text[last.min(text.len())..]) {
+        return None;
+    }
+    let written = spans.iter().map(|r| text[r.clone()].to_owned()).collect();
     for r in &spans {
         if r.start >= at {
             prose.push_str(&text[at..r.start]);
@@ -81,7 +99,92 @@ pub fn extract(text: &str, offered: &[&str]) -> Option<TextCalls> {
     (!calls.is_empty()).then(|| TextCalls {
         calls,
         prose: prose.trim().to_owned(),
+        written,
     })
+}
+
+/// Lead-ins that present what follows as an example, not as a call.
+const EXAMPLE_LEADS: [&str; 7] = [
+    "for example",
+    "an example",
+    "example:",
+    "e.g.",
+    "for instance",
+    "would look like",
+    "looks like this",
+];
+
+/// Whether calls with `before` and `after` around them sit inside
+/// explanatory prose: the lead-in presents an example, or there is text
+/// after the calls and the two together are more than a short lead-in and
+/// a short closing line (a model that calls a tool stops to wait for it).
+fn in_prose(before: &str, after: &str) -> bool {
+    let (before, after) = (before.trim(), after.trim());
+    let lead = before.to_lowercase();
+    if EXAMPLE_LEADS.iter().any(|w| lead.contains(w)) {
+        return true;
+    }
+    let short = |s: &str| s.chars().count() <= 160 && s.lines().count() <= 2;
+    let framed = short(before) && short(after);
+    !after.is_empty() && !framed
+}
+
+/// Whether a call in `found` is written, as it stands, in one of
+/// `contents` (tool results, the prompt, the system prompt): then the
+/// model quoted content, and the reply is an answer. Compared without
+/// case, whitespace, call tags, fences and the line numbers `read_file`
+/// puts before each line.
+pub fn quoted_in(found: &TextCalls, contents: &[&str]) -> bool {
+    let calls: Vec<String> = found
+        .written
+        .iter()
+        .map(|w| normalised(w))
+        .filter(|w| w.len() >= 8)
+        .collect();
+    if calls.is_empty() {
+        return false;
+    }
+    contents.iter().any(|c| {
+        let c = normalised(&without_line_numbers(c));
+        calls.iter().any(|w| c.contains(w.as_str()))
+    })
+}
+
+/// `text` without the `  LINE\t` prefix `read_file` gives each line.
+fn without_line_numbers(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            let t = l.trim_start();
+            let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            match (digits > 0, t[digits..].strip_prefix('\t')) {
+                (true, Some(rest)) => rest,
+                _ => l,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Lower case, without whitespace and without the tags and fences that
+/// wrap a call written as text.
+fn normalised(text: &str) -> String {
+    let mut s: String = text
+        .to_lowercase()
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    for token in TAGS.iter().chain(&PYTHON_TAG_ENDS).chain(&[
+        "</tool_call>",
+        "</tools>",
+        "</tool>",
+        "[args]",
+    ]) {
+        s = s.replace(token, "");
+    }
+    for label in FENCE_LABELS {
+        s = s.replace(&format!("```{label}"), "");
+    }
+    s.replace("```", "")
 }
 
 /// `<tool_call>…`, `[TOOL_CALLS]…` and `<|python_tag|>…`: each runs to its

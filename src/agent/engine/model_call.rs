@@ -308,6 +308,12 @@ fn with_text_calls(mut c: Completion, request: &ChatRequest<'_>) -> (Completion,
     let Some(found) = text_calls::extract(&c.text, &offered) else {
         return (c, false);
     };
+    // Text inside content is not a call: a reply that quotes a call from a
+    // file, a tool's output or the prompt stays an answer.
+    if text_calls::quoted_in(&found, &contents(request)) {
+        tracing::warn!("a call written as text quotes content the model read; not run");
+        return (c, false);
+    }
     tracing::info!(
         calls = found.calls.len(),
         "tool calls written as text taken as calls"
@@ -320,6 +326,24 @@ fn with_text_calls(mut c: Completion, request: &ChatRequest<'_>) -> (Completion,
         }
     }
     (c, true)
+}
+
+/// The text the model was given rather than wrote: the system prompt, the
+/// user's messages and the tools' results.
+fn contents<'a>(request: &'a ChatRequest<'_>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = request.system.as_deref().into_iter().collect();
+    for m in request.messages {
+        match m {
+            ChatMessage::System(s) => out.push(s),
+            ChatMessage::Tool { content, .. } => out.push(content),
+            ChatMessage::User(parts) => out.extend(parts.iter().filter_map(|p| match p {
+                crate::llm::UserPart::Text(t) => Some(t.as_str()),
+                _ => None,
+            })),
+            ChatMessage::Assistant { .. } => {}
+        }
+    }
+    out
 }
 
 fn human_delay(d: Duration) -> String {
