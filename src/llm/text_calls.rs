@@ -345,7 +345,179 @@ fn with_stray_closers(s: &str, (values, used): (Vec<Value>, usize)) -> (Vec<Valu
     }
 }
 
+/// The JSON values at the start of `s`; when it does not parse as JSON but
+/// reads as an attempt at it (it starts with `{` or `[`), the values of
+/// [`repaired`] `s`, which then take the whole of `s`.
 fn plain_json_values(s: &str) -> (Vec<Value>, usize) {
+    let plain = strict_json_values(s);
+    if !plain.0.is_empty() || !s.trim_start().starts_with(['{', '[']) {
+        return plain;
+    }
+    let fixed = repaired(s);
+    let (values, used) = strict_json_values(&fixed);
+    if values.is_empty() || !fixed[used..].trim().is_empty() {
+        return plain;
+    }
+    (values, s.len())
+}
+
+/// `s` with what models commonly break in JSON mended, so that serde_json
+/// (which stays the decoder) can read it: inside strings, a quote that
+/// cannot end the string (not followed by `:` for a key, or by `,` `}` `]`
+/// or the end for a value; so `"""` and `"port": 8080` quoted unescaped),
+/// an invalid escape such as `\ ` (the backslash kept as text), raw line
+/// breaks and tabs; outside strings, single-quoted strings and trailing
+/// commas.
+pub fn repaired(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len() + 16);
+    // The open containers: `true` for an object.
+    let mut stack: Vec<bool> = Vec::new();
+    // In an object, whether the next string is a key.
+    let mut expect_key = false;
+    let mut i = 0;
+    let next_solid = |from: usize| {
+        chars[from..]
+            .iter()
+            .position(|c| !c.is_whitespace())
+            .map(|p| from + p)
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '"' | '\'' => {
+                let quote = c;
+                let key = expect_key && stack.last() == Some(&true);
+                out.push('"');
+                i += 1;
+                while i < chars.len() {
+                    let c = chars[i];
+                    if c == '\\' {
+                        match chars.get(i + 1) {
+                            Some(&n) if "\"\\/bfnrtu".contains(n) => {
+                                out.push('\\');
+                                out.push(n);
+                                i += 2;
+                            }
+                            Some('\'') => {
+                                out.push('\'');
+                                i += 2;
+                            }
+                            _ => {
+                                out.push_str("\\\\");
+                                i += 1;
+                            }
+                        }
+                        continue;
+                    }
+                    if c == quote {
+                        let after = next_solid(i + 1).map(|j| chars[j]);
+                        let ends = match (key, after) {
+                            (true, Some(':')) | (false, None) => true,
+                            (false, Some('}' | ']')) => true,
+                            (false, Some(',')) => {
+                                // Followed by the next key or item.
+                                let k = next_solid(i + 1).and_then(|j| next_solid(j + 1));
+                                k.is_none_or(|k| "\"'{[-0123456789tfn}]".contains(chars[k]))
+                            }
+                            _ => false,
+                        };
+                        if ends {
+                            i += 1;
+                            break;
+                        }
+                    }
+                    match c {
+                        '"' => out.push_str("\\\""),
+                        '\n' => out.push_str("\\n"),
+                        '\r' => out.push_str("\\r"),
+                        '\t' => out.push_str("\\t"),
+                        c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+                        c => out.push(c),
+                    }
+                    i += 1;
+                }
+                out.push('"');
+                expect_key = false;
+                continue;
+            }
+            '{' => {
+                stack.push(true);
+                expect_key = true;
+            }
+            '[' => stack.push(false),
+            '}' | ']' => {
+                stack.pop();
+            }
+            ',' => {
+                if next_solid(i + 1).is_some_and(|j| matches!(chars[j], '}' | ']')) {
+                    i += 1;
+                    continue;
+                }
+                expect_key = stack.last() == Some(&true);
+            }
+            ':' => expect_key = false,
+            _ => {}
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+/// Why the call `text` plainly attempts does not parse, even repaired:
+/// serde_json's error, with its line and column. A call is plainly
+/// attempted when the reply is a call tag, a fence or a bare object whose
+/// text names a key of a call (`"name"` with `"arguments"` or
+/// `"parameters"`) and one of the `offered` tools, outside explanatory prose.
+pub fn broken_call(text: &str, offered: &[&str]) -> Option<String> {
+    if extract(text, offered).is_some() {
+        return None;
+    }
+    let lower = text.to_ascii_lowercase();
+    let start = TAGS
+        .iter()
+        .chain(&["```"])
+        .filter_map(|t| lower.find(t))
+        .min()
+        .or_else(|| {
+            text.trim_start()
+                .starts_with('{')
+                .then(|| text.len() - text.trim_start().len())
+        })?;
+    let attempt = &text[start..];
+    let names_a_tool = offered
+        .iter()
+        .any(|n| attempt.contains(&format!("\"{n}\"")));
+    let call_keys = attempt.contains("\"name\"")
+        && (attempt.contains("\"arguments\"") || attempt.contains("\"parameters\""));
+    if !names_a_tool || !call_keys || in_prose(&text[..start], "") {
+        return None;
+    }
+    let open = attempt.find('{')?;
+    let body = without_fence_lines(&attempt[open..]);
+    let body = TAGS
+        .iter()
+        .chain(&PYTHON_TAG_ENDS)
+        .chain(&["</tool_call>", "</tools>", "</tool>"])
+        .fold(body, |b, t| {
+            let l = b.to_ascii_lowercase();
+            match l.find(t) {
+                Some(i) => b[..i].to_owned(),
+                None => b,
+            }
+        });
+    let err = match serde_json::from_str::<Value>(repaired(body.trim()).trim()) {
+        Err(e) => e,
+        Ok(_) => match serde_json::from_str::<Value>(body.trim()) {
+            Err(e) => e,
+            Ok(_) => return None,
+        },
+    };
+    Some(format!("{err}"))
+}
+
+fn strict_json_values(s: &str) -> (Vec<Value>, usize) {
     let mut out = Vec::new();
     let mut it = serde_json::Deserializer::from_str(s).into_iter::<Value>();
     let mut used = 0;

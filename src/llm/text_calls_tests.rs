@@ -313,3 +313,49 @@ fn a_call_quoted_from_content_is_not_a_call() {
     .unwrap();
     assert!(!quoted_in(&own, &[&shown, "read Makefile please"]));
 }
+
+#[test]
+fn broken_json_that_models_write_is_repaired() {
+    // Issue 47 item 1, as traced: a docstring's `"""` unescaped inside
+    // new_string, a `\ ` escape, inner quotes unescaped, plus trailing
+    // commas, single quotes and a raw line break.
+    let text = "```json\n{\"name\": \"edit_file\", \"arguments\": {\"path\": \"m.py\", \"old_string\": \"def f():\\n    pass\", \"new_string\": \"def f():\\n    \"\"\"Say hi.\"\"\"\\n    return 1\"}}\n```";
+    let c = calls(text);
+    assert_eq!(c.len(), 1, "{text}");
+    assert_eq!(
+        c[0].1["new_string"],
+        "def f():\n    \"\"\"Say hi.\"\"\"\n    return 1"
+    );
+    let text = "<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"command\": \"ls my\\ dir\"}}\n</tool_call>";
+    assert_eq!(calls(text)[0].1["command"], "ls my\\ dir");
+    let text = "{\"name\": \"edit_file\", \"arguments\": {\"path\": \"c.json\", \"old_string\": \"\"port\": 8080,\", \"new_string\": \"\"port\": 9090,\"}}";
+    let c = calls(text);
+    assert_eq!(c[0].1["old_string"], "\"port\": 8080,");
+    assert_eq!(c[0].1["new_string"], "\"port\": 9090,");
+    let text = "<tool_call>\n{'name': 'write_file', 'arguments': {'path': 'a.txt', 'content': 'it\\'s\nhere',},}\n</tool_call>";
+    let c = calls(text);
+    assert_eq!(
+        c[0].1,
+        serde_json::json!({"path": "a.txt", "content": "it's\nhere"})
+    );
+    // Valid JSON is never touched, and prose is no call.
+    assert_eq!(repaired("{\"a\": \"b\"}"), "{\"a\": \"b\"}");
+    assert!(extract("{ this is not json } and prose", &TOOLS).is_none());
+}
+
+#[test]
+fn a_call_that_does_not_parse_is_named_with_the_error() {
+    let text = "<tool_call>\n{\"name\": \"edit_file\", \"arguments\": {\"path\": \"a\", \"old_string\": [1, 2}\n</tool_call>";
+    let err = broken_call(text, &TOOLS).expect("a broken call");
+    assert!(err.contains("line") && err.contains("column"), "{err}");
+    // A call that parses, prose, and JSON data are not broken calls.
+    assert!(
+        broken_call(
+            "<tool_call>{\"name\": \"find\", \"arguments\": {}}</tool_call>",
+            &TOOLS
+        )
+        .is_none()
+    );
+    assert!(broken_call("It is done.", &TOOLS).is_none());
+    assert!(broken_call("```json\n{\"name\": \"app\", \"version\": [}\n```", &TOOLS).is_none());
+}

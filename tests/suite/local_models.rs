@@ -691,3 +691,158 @@ async fn a_text_call_gets_no_more_than_the_mode_allows() {
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(model.chat_requests().len(), 2);
 }
+
+/// Issue 47 item 1: a call whose JSON does not parse goes back to the
+/// model with serde_json's error and is never shown as the answer; a call
+/// with a docstring's unescaped `"""` is repaired and runs.
+#[tokio::test]
+async fn a_call_that_does_not_parse_is_repaired_or_sent_back() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::builder()
+        .file("m.py", "def f():\n    pass\n")
+        .build();
+    let broken = "<tool_call>\n{\"name\": \"edit_file\", \"arguments\": {\"path\": \"m.py\", \"old_string\": [\"def f():\"}\n</tool_call>";
+    model.push(Reply::text(broken));
+    model.push(Reply::text(
+        "```json\n{\"name\": \"edit_file\", \"arguments\": {\"path\": \"m.py\", \"old_string\": \"    pass\", \"new_string\": \"    \"\"\"Say hi.\"\"\"\\n    return 1\"}}\n```",
+    ));
+    model.push(Reply::text("Added the docstring."));
+    let r = ready_with(&model, &[], ws).await;
+    r.editor.set_mode(&r.sid, "accept-edits").await;
+    r.editor.prompt(&r.sid, "document f in m.py").await;
+    let requests = model.chat_requests();
+    assert_eq!(requests.len(), 3);
+    let told = requests[1].messages().last().cloned().unwrap();
+    assert_eq!(told["role"], "user");
+    let told = told["content"].to_string();
+    assert!(
+        told.contains("could not be read") && told.contains("column"),
+        "{told}"
+    );
+    assert_eq!(
+        r.ws.read("m.py"),
+        "def f():\n    \"\"\"Say hi.\"\"\"\n    return 1\n"
+    );
+    let shown = r.editor.agent_text(&r.sid);
+    assert!(
+        !shown.contains("tool_call") && !shown.contains("\"name\""),
+        "{shown}"
+    );
+}
+
+/// Issue 47 item 1: a call that never parses is sent back twice, then the
+/// user is told in one line; the raw call is never the answer.
+#[tokio::test]
+async fn a_call_that_never_parses_is_not_the_answer() {
+    let model = FakeModel::start().await;
+    let broken = "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": [\"notes.txt\"}\n</tool_call>";
+    for _ in 0..3 {
+        model.push(Reply::text(broken));
+    }
+    let r = ready_with(&model, &[], notes()).await;
+    let result = r.editor.prompt(&r.sid, "read notes.txt").await;
+    assert_eq!(result["stopReason"], "end_turn");
+    assert_eq!(model.chat_requests().len(), 3);
+    let shown = r.editor.agent_text(&r.sid);
+    assert!(
+        shown.starts_with("The model wrote a tool call that could not be read"),
+        "{shown}"
+    );
+    assert!(!shown.contains("<tool_call>"), "{shown}");
+}
+
+/// Issue 47 item 1: a tool that is not offered, with exactly the arguments
+/// of one that is, runs as that tool and the model is told.
+#[tokio::test]
+async fn an_unknown_tool_with_one_tools_arguments_is_that_tool() {
+    let model = FakeModel::start().await;
+    model.push(Reply::tool_call(
+        "c1",
+        "create_file",
+        json!({"path": "hello.txt", "content": "hi\n"}),
+    ));
+    model.push(Reply::text("Created."));
+    let r = ready_with(&model, &[], notes()).await;
+    r.editor.set_mode(&r.sid, "accept-edits").await;
+    r.editor.prompt(&r.sid, "create hello.txt").await;
+    assert_eq!(r.ws.read("hello.txt"), "hi\n");
+    let told = model.tool_result_for("c1").unwrap();
+    assert!(
+        told.contains("no tool named `create_file`") && told.contains("`write_file`"),
+        "{told}"
+    );
+}
+
+/// Issue 47 item 4: an edit whose new_string starts with its old_string,
+/// made again right after it succeeded, is refused as already applied.
+#[tokio::test]
+async fn a_repeated_successful_edit_is_already_applied() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::builder()
+        .file("app.py", "def main():\n    pass\n")
+        .build();
+    let edit = json!({"path": "app.py", "old_string": "def main():", "new_string": "def main():\n    \"\"\"Entry.\"\"\""});
+    model.push(Reply::tool_call(
+        "r1",
+        "read_file",
+        json!({"path": "app.py"}),
+    ));
+    for i in 1..=3 {
+        model.push(Reply::tool_call(
+            &format!("e{i}"),
+            "edit_file",
+            edit.clone(),
+        ));
+    }
+    model.push(Reply::text("Added."));
+    let r = ready_with(&model, &[], ws).await;
+    r.editor.set_mode(&r.sid, "accept-edits").await;
+    r.editor.prompt(&r.sid, "document main").await;
+    assert_eq!(
+        r.ws.read("app.py"),
+        "def main():\n    \"\"\"Entry.\"\"\"\n    pass\n"
+    );
+    let second = model.tool_result_for("e2").unwrap();
+    assert!(
+        second.contains("already applied") && second.contains("\"\"\"Entry.\"\"\""),
+        "{second}"
+    );
+}
+
+/// Issue 47 item 3: an edit aimed at the wrong file says which file the
+/// model read holds its old_string.
+#[tokio::test]
+async fn an_edit_that_misses_its_file_says_where_the_text_is() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::builder()
+        .file("calc.py", "def add(a, b):\n    return a - b\n")
+        .file(
+            "test_calc.py",
+            "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+        )
+        .build();
+    model.push(Reply::tool_call(
+        "r1",
+        "read_file",
+        json!({"path": "calc.py"}),
+    ));
+    model.push(Reply::tool_call(
+        "r2",
+        "read_file",
+        json!({"path": "test_calc.py"}),
+    ));
+    model.push(Reply::tool_call(
+        "e1",
+        "edit_file",
+        json!({"path": "test_calc.py", "old_string": "return a - b", "new_string": "return a + b"}),
+    ));
+    model.push(Reply::text("Fixed."));
+    let r = ready_with(&model, &[], ws).await;
+    r.editor.set_mode(&r.sid, "accept-edits").await;
+    r.editor.prompt(&r.sid, "fix add").await;
+    let told = model.tool_result_for("e1").unwrap();
+    assert!(
+        told.contains("exactly once, in calc.py") && told.contains("path \"calc.py\""),
+        "{told}"
+    );
+}

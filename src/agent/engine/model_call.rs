@@ -299,14 +299,18 @@ async fn stream_once(
 
 /// A reply without structured calls whose text holds calls to tools
 /// ([`text_calls::extract`]) becomes a reply with those calls; its text is
-/// what surrounds them.
+/// what surrounds them. The flag: the text is not to be shown (it was
+/// taken as calls, or is a call that does not parse).
 fn with_text_calls(mut c: Completion, request: &ChatRequest<'_>) -> (Completion, bool) {
     if !c.tool_calls.is_empty() || request.tools.is_empty() {
         return (c, false);
     }
     let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     let Some(found) = text_calls::extract(&c.text, &offered) else {
-        return (c, false);
+        // A call that does not parse goes back to the model (the turn
+        // does that); it is never shown as the answer.
+        let broken = text_calls::broken_call(&c.text, &offered).is_some();
+        return (c, broken);
     };
     // Text inside content is not a call: a reply that quotes a call from a
     // file, a tool's output or the prompt stays an answer.

@@ -33,6 +33,8 @@ pub struct Nudges {
     only_planned_sent: bool,
     fabricated_sent: bool,
     instructed_sent: bool,
+    /// Replies sent back because their call did not parse.
+    pub broken_calls_sent: u32,
 }
 
 impl Nudges {
@@ -55,6 +57,11 @@ impl Nudges {
     /// A reply without calls, `text` its text: the message to send back
     /// instead of ending the turn, if any.
     pub fn on_final_reply(&mut self, text: &str) -> Option<&'static str> {
+        // For every model: a plan alone is not a finish.
+        if !self.only_planned_sent && self.only_planned && (self.on || claims_done(text)) {
+            self.only_planned_sent = true;
+            return Some(ONLY_PLANNED);
+        }
         if !self.on {
             return None;
         }
@@ -77,6 +84,32 @@ impl Nudges {
         None
     }
 }
+
+/// Whether `text` says the work is done.
+fn claims_done(text: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "done",
+        "complete",
+        "finished",
+        "implemented",
+        "fixed",
+        "all set",
+        "in place",
+    ];
+    let text = text.to_lowercase();
+    WORDS.iter().any(|w| text.contains(w))
+}
+
+/// Sent, with serde_json's error, when the model's reply is a call whose
+/// JSON does not parse.
+pub fn broken_call(error: &str) -> String {
+    format!(
+        "Your tool call could not be read, so it did not run: its JSON does not parse ({error}). Write the call again as valid JSON: inside strings escape every double quote as \\\" and every line break as \\n, and write a backslash as \\\\."
+    )
+}
+
+/// How many times a turn sends a call that does not parse back.
+pub const BROKEN_CALL_TRIES: u32 = 2;
 
 /// Whether `text` tells the user how to do something ("you need to",
 /// "follow these steps") rather than saying what was done or found.
@@ -176,6 +209,20 @@ mod tests {
         let mut n = Nudges::new(false);
         n.call_finished(Failed, false, false);
         assert_eq!(n.on_final_reply("<tool_response>x</tool_response>"), None);
+    }
+
+    #[test]
+    fn a_plan_is_not_a_finish_for_any_model() {
+        // Issue 47 item 5: a plan marked completed, then "Done.".
+        let mut n = Nudges::new(false);
+        n.call_finished(Noted, false, false);
+        assert_eq!(n.on_final_reply("Done."), Some(ONLY_PLANNED));
+        n.call_finished(Noted, false, false);
+        assert_eq!(n.on_final_reply("Done."), None);
+        // A question back after a plan is not a claim of work.
+        let mut n = Nudges::new(false);
+        n.call_finished(Noted, false, false);
+        assert_eq!(n.on_final_reply("Which port should it use?"), None);
     }
 
     #[test]
