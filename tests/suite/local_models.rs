@@ -846,3 +846,41 @@ async fn an_edit_that_misses_its_file_says_where_the_text_is() {
         "{told}"
     );
 }
+
+/// Issue 47 item 2: an answer that claims a change and a command the turn
+/// never made is told once what happened; the same claim again ends the
+/// turn with the agent's own record for the user (a status line, which
+/// `exec` writes to stderr).
+#[tokio::test]
+async fn an_answer_that_claims_work_never_done_gets_the_record() {
+    let model = FakeModel::start().await;
+    model.push(Reply::tool_call(
+        "r1",
+        "read_file",
+        json!({"path": "notes.txt"}),
+    ));
+    model.push(Reply::text(
+        "I added the missing line and then I ran the tests.",
+    ));
+    model.push(Reply::text("I saved the changes."));
+    let r = ready_with(&model, &[], notes()).await;
+    let result = r.editor.prompt(&r.sid, "add a line to notes.txt").await;
+    assert_eq!(result["stopReason"], "end_turn");
+    let requests = model.chat_requests();
+    assert_eq!(requests.len(), 3);
+    let told = requests[2].messages().last().cloned().unwrap();
+    assert_eq!(told["role"], "user");
+    let told = told["content"].to_string();
+    assert!(
+        told.contains("nothing was changed") && told.contains("no command was run"),
+        "{told}"
+    );
+    let thoughts = r.editor.updates_of_kind(&r.sid, "agent_thought_chunk");
+    assert!(
+        thoughts.iter().any(|t| t
+            .to_string()
+            .contains("The agent's record of this turn: nothing was changed")),
+        "{thoughts:?}"
+    );
+    assert_eq!(model.unscripted_requests(), 0);
+}

@@ -252,6 +252,27 @@ async fn request(
         history.messages.push(msg);
         return Ok(None);
     }
+    if calls.is_empty() && completion.finish_reason != Some(FinishReason::Length) {
+        // The end of a turn tells the truth (for every model): an answer
+        // that claims changes or commands the turn's record does not have
+        // is told once; if it still claims them, the user gets the record.
+        let last_text = history.messages.last().and_then(|m| match m {
+            ChatMessage::Assistant { text, .. } => Some(text.clone()),
+            _ => None,
+        });
+        if let Some(text) = last_text {
+            if let Some(told) = nudges.on_false_claim(&text) {
+                tracing::info!("the answer claims what the turn did not do; the model is told");
+                let msg = ChatMessage::User(vec![UserPart::Text(told)]);
+                session.record_user(&[], &msg);
+                history.messages.push(msg);
+                return Ok(None);
+            }
+            if let Some(record) = nudges.record_after(&text) {
+                model_call::status(session, &record);
+            }
+        }
+    }
     if calls.is_empty() {
         return Ok(Some(match completion.finish_reason {
             Some(FinishReason::Length) => StopReason::MaxTokens,
@@ -488,6 +509,10 @@ async fn run_calls(
             was_cancelled = result.cancelled || cancel.is_cancelled();
             let done = outcome(session, req, result.failed);
             nudges.call_finished(done, result.refused, result.cancelled);
+            if !result.refused && !result.cancelled {
+                let (file, command) = record_of(session, req, result.failed);
+                nudges.ran(file, command);
+            }
             let mut note_repeat = repeats.record(req, done);
             if done == repeats::Outcome::Noted && !repeats.acted() {
                 note_repeat.get_or_insert_with(|| NOTHING_DONE_YET.to_owned());
@@ -536,6 +561,34 @@ async fn run_calls(
 /// Added to a plan made before any call of the turn read or changed
 /// anything: small models mark the plan done and stop there.
 const NOTHING_DONE_YET: &str = "Note: a plan changes nothing by itself, and no tool has read or changed anything in this turn yet, so no step is done. Now carry out the first step with the tools (read_file, edit_file, run_command, …); answer only when the task is done.";
+
+/// What a call that ran adds to the turn's record: the file it changed
+/// (an edit that worked), the command it ran (whether or not it passed).
+fn record_of(
+    session: &Session,
+    req: &ToolCallRequest,
+    failed: bool,
+) -> (Option<String>, Option<String>) {
+    use crate::acp::ToolKind;
+    let args: serde_json::Value = serde_json::from_str(&req.arguments).unwrap_or_default();
+    let arg = |k: &str| args.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+    match session.registry.get(&req.name).map(|t| t.kind()) {
+        Some(ToolKind::Edit | ToolKind::Delete | ToolKind::Move) if !failed => {
+            (Some(arg("path").unwrap_or_else(|| req.name.clone())), None)
+        }
+        Some(ToolKind::Execute) => (
+            None,
+            Some(arg("command").unwrap_or_else(|| req.name.clone())),
+        ),
+        Some(ToolKind::Read | ToolKind::Search | ToolKind::Fetch | ToolKind::Think) => (None, None),
+        // An MCP tool or a subagent's task may have done either.
+        _ if !failed => {
+            let through = format!("(through {})", req.name);
+            (Some(through.clone()), Some(through))
+        }
+        _ => (None, None),
+    }
+}
 
 /// The edit tool ([`crate::tools`]' `edit_file`).
 const EDIT_TOOL: &str = "edit_file";
