@@ -144,7 +144,20 @@ impl Layer {
         let mut hops = 0;
         loop {
             let retry = request.try_clone();
-            let resp = self.client.execute(request).await?;
+            let again = request.try_clone();
+            let resp = match self.client.execute(request).await {
+                Ok(resp) => resp,
+                // A kept-alive connection the server had closed (llama-server
+                // does): nothing of the response came back, so the request is
+                // sent again at once on a new connection, with no notice.
+                Err(e) => match again {
+                    Some(again) if closed_before_reply(&e) => {
+                        tracing::debug!(error = %error_chain(&e), "a kept-alive connection was closed; sending again");
+                        self.client.execute(again).await?
+                    }
+                    _ => return Err(e),
+                },
+            };
             match redirect::next_hop(&resp, retry, &self.credentials) {
                 Some(next) if hops < redirect::MAX_REDIRECTS => {
                     hops += 1;
@@ -270,6 +283,35 @@ fn error_message(body: &[u8]) -> String {
 }
 
 /// reqwest's Display hides the cause ("error sending request"); include it.
+/// Whether `e` is a connection that closed before any byte of the response
+/// came back (a kept-alive connection the server had closed meanwhile), not
+/// a server that cannot be reached.
+fn closed_before_reply(e: &reqwest::Error) -> bool {
+    if e.is_connect() || e.is_timeout() {
+        return false;
+    }
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cur {
+        if let Some(h) = c.downcast_ref::<hyper::Error>()
+            && h.is_incomplete_message()
+        {
+            return true;
+        }
+        if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+            )
+        {
+            return true;
+        }
+        cur = c.source();
+    }
+    false
+}
+
 pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();

@@ -263,3 +263,96 @@ impl Model for OpenAiModel {
         Ok(super::discover::model_ids(&v))
     }
 }
+
+#[cfg(test)]
+mod kept_alive_tests {
+    use super::*;
+    use crate::llm::{ChatMessage, ChatRequest, Model, UserPart};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Reads one request (head and `Content-Length` body) from `sock`.
+    async fn read_request(sock: &mut tokio::net::TcpStream) -> bool {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = sock.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                return false;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&buf).to_string();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let len = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                    })
+                    .unwrap_or(0);
+                if buf.len() >= end + 4 + len {
+                    return true;
+                }
+            }
+        }
+    }
+
+    const REPLY: &str = r#"{"id":"c","object":"chat.completion","created":0,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}"#;
+
+    async fn answer(sock: &mut tokio::net::TcpStream) {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            REPLY.len()
+        );
+        sock.write_all(head.as_bytes()).await.unwrap();
+        sock.write_all(REPLY.as_bytes()).await.unwrap();
+    }
+
+    /// Issue 47 item 6: the server keeps the first connection alive, then
+    /// closes it on the next request without a byte of reply (as
+    /// llama-server does): the request goes again at once on a new
+    /// connection, and the call succeeds with no error to report.
+    #[tokio::test]
+    async fn a_closed_kept_alive_connection_is_sent_again_at_once() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut first, _) = listener.accept().await.unwrap();
+            assert!(read_request(&mut first).await);
+            answer(&mut first).await;
+            // The second request on the kept-alive connection: closed.
+            assert!(read_request(&mut first).await);
+            drop(first);
+            let (mut second, _) = listener.accept().await.unwrap();
+            assert!(read_request(&mut second).await);
+            answer(&mut second).await;
+        });
+        let model = OpenAiModel::new(
+            &format!("http://{addr}/v1"),
+            None,
+            &[],
+            Duration::from_secs(5),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let messages = [ChatMessage::User(vec![UserPart::Text("hi".into())])];
+        let request = ChatRequest {
+            model: "m".into(),
+            system: None,
+            messages: &messages,
+            tools: Vec::new(),
+            stream_usage: false,
+            send_reasoning: false,
+            reasoning_effort: None,
+            max_tokens: None,
+            temperature: None,
+            stop: Vec::new(),
+        };
+        for _ in 0..2 {
+            let stream = model.stream(&request).await;
+            assert!(stream.is_ok(), "{:?}", stream.err());
+            drop(stream);
+        }
+        server.await.unwrap();
+    }
+}

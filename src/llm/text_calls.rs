@@ -16,6 +16,15 @@
 //! "this is a call" (a tag, or a fence labelled `tool_call`) or the object
 //! has nothing but those two keys; in a plain ```json fence or a bare object
 //! only an offered name counts, since an answer may well show JSON.
+//!
+//! Text inside content is not a call (SECURITY.md "Text the model writes"):
+//! a call inside explanatory prose (an example with more than a short
+//! lead-in and trailer around it, or a lead-in that says "for example") is
+//! an answer ([`extract`]), and so is a reply whose call is written, as it
+//! stands, in a tool's result, the prompt or the system prompt
+//! ([`quoted_in`]): the model quoting a file that holds a call does not
+//! make the call. A call that is taken runs exactly as a structured one,
+//! through the same permission check.
 use serde_json::{Map, Value};
 
 use super::ToolCallRequest;
@@ -26,6 +35,8 @@ pub struct TextCalls {
     pub calls: Vec<ToolCallRequest>,
     /// The reply's text without the calls (trimmed).
     pub prose: String,
+    /// The text of each part of the reply that held calls, as written.
+    pub written: Vec<String>,
 }
 
 /// Openings that start a call in text (lower-case; matched without case).
@@ -64,6 +75,13 @@ pub fn extract(text: &str, offered: &[&str]) -> Option<TextCalls> {
     let mut at = 0;
     let mut spans: Vec<std::ops::Range<usize>> = found.iter().map(|(r, _)| r.clone()).collect();
     spans.sort_by_key(|r| r.start);
+    spans.dedup();
+    let first = spans.first().map_or(0, |r| r.start);
+    let last = spans.iter().map(|r| r.end).max().unwrap_or(text.len());
+    if in_prose(&text[..first], &text[last.min(text.len())..]) {
+        return None;
+    }
+    let written = spans.iter().map(|r| text[r.clone()].to_owned()).collect();
     for r in &spans {
         if r.start >= at {
             prose.push_str(&text[at..r.start]);
@@ -81,7 +99,92 @@ pub fn extract(text: &str, offered: &[&str]) -> Option<TextCalls> {
     (!calls.is_empty()).then(|| TextCalls {
         calls,
         prose: prose.trim().to_owned(),
+        written,
     })
+}
+
+/// Lead-ins that present what follows as an example, not as a call.
+const EXAMPLE_LEADS: [&str; 7] = [
+    "for example",
+    "an example",
+    "example:",
+    "e.g.",
+    "for instance",
+    "would look like",
+    "looks like this",
+];
+
+/// Whether calls with `before` and `after` around them sit inside
+/// explanatory prose: the lead-in presents an example, or there is text
+/// after the calls and the two together are more than a short lead-in and
+/// a short closing line (a model that calls a tool stops to wait for it).
+fn in_prose(before: &str, after: &str) -> bool {
+    let (before, after) = (before.trim(), after.trim());
+    let lead = before.to_lowercase();
+    if EXAMPLE_LEADS.iter().any(|w| lead.contains(w)) {
+        return true;
+    }
+    let short = |s: &str| s.chars().count() <= 160 && s.lines().count() <= 2;
+    let framed = short(before) && short(after);
+    !after.is_empty() && !framed
+}
+
+/// Whether a call in `found` is written, as it stands, in one of
+/// `contents` (tool results, the prompt, the system prompt): then the
+/// model quoted content, and the reply is an answer. Compared without
+/// case, whitespace, call tags, fences and the line numbers `read_file`
+/// puts before each line.
+pub fn quoted_in(found: &TextCalls, contents: &[&str]) -> bool {
+    let calls: Vec<String> = found
+        .written
+        .iter()
+        .map(|w| normalised(w))
+        .filter(|w| w.len() >= 8)
+        .collect();
+    if calls.is_empty() {
+        return false;
+    }
+    contents.iter().any(|c| {
+        let c = normalised(&without_line_numbers(c));
+        calls.iter().any(|w| c.contains(w.as_str()))
+    })
+}
+
+/// `text` without the `  LINE\t` prefix `read_file` gives each line.
+fn without_line_numbers(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            let t = l.trim_start();
+            let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            match (digits > 0, t[digits..].strip_prefix('\t')) {
+                (true, Some(rest)) => rest,
+                _ => l,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Lower case, without whitespace and without the tags and fences that
+/// wrap a call written as text.
+fn normalised(text: &str) -> String {
+    let mut s: String = text
+        .to_lowercase()
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    for token in TAGS.iter().chain(&PYTHON_TAG_ENDS).chain(&[
+        "</tool_call>",
+        "</tools>",
+        "</tool>",
+        "[args]",
+    ]) {
+        s = s.replace(token, "");
+    }
+    for label in FENCE_LABELS {
+        s = s.replace(&format!("```{label}"), "");
+    }
+    s.replace("```", "")
 }
 
 /// `<tool_call>…`, `[TOOL_CALLS]…` and `<|python_tag|>…`: each runs to its
@@ -242,7 +345,179 @@ fn with_stray_closers(s: &str, (values, used): (Vec<Value>, usize)) -> (Vec<Valu
     }
 }
 
+/// The JSON values at the start of `s`; when it does not parse as JSON but
+/// reads as an attempt at it (it starts with `{` or `[`), the values of
+/// [`repaired`] `s`, which then take the whole of `s`.
 fn plain_json_values(s: &str) -> (Vec<Value>, usize) {
+    let plain = strict_json_values(s);
+    if !plain.0.is_empty() || !s.trim_start().starts_with(['{', '[']) {
+        return plain;
+    }
+    let fixed = repaired(s);
+    let (values, used) = strict_json_values(&fixed);
+    if values.is_empty() || !fixed[used..].trim().is_empty() {
+        return plain;
+    }
+    (values, s.len())
+}
+
+/// `s` with what models commonly break in JSON mended, so that serde_json
+/// (which stays the decoder) can read it: inside strings, a quote that
+/// cannot end the string (not followed by `:` for a key, or by `,` `}` `]`
+/// or the end for a value; so `"""` and `"port": 8080` quoted unescaped),
+/// an invalid escape such as `\ ` (the backslash kept as text), raw line
+/// breaks and tabs; outside strings, single-quoted strings and trailing
+/// commas.
+pub fn repaired(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len() + 16);
+    // The open containers: `true` for an object.
+    let mut stack: Vec<bool> = Vec::new();
+    // In an object, whether the next string is a key.
+    let mut expect_key = false;
+    let mut i = 0;
+    let next_solid = |from: usize| {
+        chars[from..]
+            .iter()
+            .position(|c| !c.is_whitespace())
+            .map(|p| from + p)
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '"' | '\'' => {
+                let quote = c;
+                let key = expect_key && stack.last() == Some(&true);
+                out.push('"');
+                i += 1;
+                while i < chars.len() {
+                    let c = chars[i];
+                    if c == '\\' {
+                        match chars.get(i + 1) {
+                            Some(&n) if "\"\\/bfnrtu".contains(n) => {
+                                out.push('\\');
+                                out.push(n);
+                                i += 2;
+                            }
+                            Some('\'') => {
+                                out.push('\'');
+                                i += 2;
+                            }
+                            _ => {
+                                out.push_str("\\\\");
+                                i += 1;
+                            }
+                        }
+                        continue;
+                    }
+                    if c == quote {
+                        let after = next_solid(i + 1).map(|j| chars[j]);
+                        let ends = match (key, after) {
+                            (true, Some(':')) | (false, None) => true,
+                            (false, Some('}' | ']')) => true,
+                            (false, Some(',')) => {
+                                // Followed by the next key or item.
+                                let k = next_solid(i + 1).and_then(|j| next_solid(j + 1));
+                                k.is_none_or(|k| "\"'{[-0123456789tfn}]".contains(chars[k]))
+                            }
+                            _ => false,
+                        };
+                        if ends {
+                            i += 1;
+                            break;
+                        }
+                    }
+                    match c {
+                        '"' => out.push_str("\\\""),
+                        '\n' => out.push_str("\\n"),
+                        '\r' => out.push_str("\\r"),
+                        '\t' => out.push_str("\\t"),
+                        c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+                        c => out.push(c),
+                    }
+                    i += 1;
+                }
+                out.push('"');
+                expect_key = false;
+                continue;
+            }
+            '{' => {
+                stack.push(true);
+                expect_key = true;
+            }
+            '[' => stack.push(false),
+            '}' | ']' => {
+                stack.pop();
+            }
+            ',' => {
+                if next_solid(i + 1).is_some_and(|j| matches!(chars[j], '}' | ']')) {
+                    i += 1;
+                    continue;
+                }
+                expect_key = stack.last() == Some(&true);
+            }
+            ':' => expect_key = false,
+            _ => {}
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+/// Why the call `text` plainly attempts does not parse, even repaired:
+/// serde_json's error, with its line and column. A call is plainly
+/// attempted when the reply is a call tag, a fence or a bare object whose
+/// text names a key of a call (`"name"` with `"arguments"` or
+/// `"parameters"`) and one of the `offered` tools, outside explanatory prose.
+pub fn broken_call(text: &str, offered: &[&str]) -> Option<String> {
+    if extract(text, offered).is_some() {
+        return None;
+    }
+    let lower = text.to_ascii_lowercase();
+    let start = TAGS
+        .iter()
+        .chain(&["```"])
+        .filter_map(|t| lower.find(t))
+        .min()
+        .or_else(|| {
+            text.trim_start()
+                .starts_with('{')
+                .then(|| text.len() - text.trim_start().len())
+        })?;
+    let attempt = &text[start..];
+    let names_a_tool = offered
+        .iter()
+        .any(|n| attempt.contains(&format!("\"{n}\"")));
+    let call_keys = attempt.contains("\"name\"")
+        && (attempt.contains("\"arguments\"") || attempt.contains("\"parameters\""));
+    if !names_a_tool || !call_keys || in_prose(&text[..start], "") {
+        return None;
+    }
+    let open = attempt.find('{')?;
+    let body = without_fence_lines(&attempt[open..]);
+    let body = TAGS
+        .iter()
+        .chain(&PYTHON_TAG_ENDS)
+        .chain(&["</tool_call>", "</tools>", "</tool>"])
+        .fold(body, |b, t| {
+            let l = b.to_ascii_lowercase();
+            match l.find(t) {
+                Some(i) => b[..i].to_owned(),
+                None => b,
+            }
+        });
+    let err = match serde_json::from_str::<Value>(repaired(body.trim()).trim()) {
+        Err(e) => e,
+        Ok(_) => match serde_json::from_str::<Value>(body.trim()) {
+            Err(e) => e,
+            Ok(_) => return None,
+        },
+    };
+    Some(format!("{err}"))
+}
+
+fn strict_json_values(s: &str) -> (Vec<Value>, usize) {
     let mut out = Vec::new();
     let mut it = serde_json::Deserializer::from_str(s).into_iter::<Value>();
     let mut used = 0;

@@ -264,3 +264,98 @@ fn the_name_under_function() {
     // A JSON answer that merely has a `function` key stays an answer.
     assert!(calls("```json\n{\"function\": \"main\", \"line\": 3}\n```").is_empty());
 }
+
+#[test]
+fn a_call_shown_as_an_example_in_prose_is_not_a_call() {
+    // Issue 42 item 4: an explanation with a fenced example of a call.
+    let call = "```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"example.txt\", \"content\": \"hello\"}}\n```";
+    let text = format!(
+        "The agent writes files with the write_file tool. A call has a name and arguments, for example:\n{call}\nThis would create example.txt holding hello."
+    );
+    assert!(extract(&text, &TOOLS).is_none());
+    // A lead-in that says "example" is enough, and so is a long
+    // explanation on both sides.
+    assert!(extract(&format!("Here is an example:\n{call}"), &TOOLS).is_none());
+    let long = "The write_file tool takes a path and the whole new content of the file, and replaces what was there. ".repeat(3);
+    assert!(extract(&format!("{long}\n{call}\n{long}"), &TOOLS).is_none());
+    // A short lead-in, or a short line after, is still a call.
+    assert_eq!(calls(&format!("I will write it now.\n{call}")).len(), 1);
+    assert_eq!(
+        calls(&format!("Writing the file.\n{call}\nI will check it next.")).len(),
+        1
+    );
+}
+
+#[test]
+fn a_call_quoted_from_content_is_not_a_call() {
+    let file = "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"Makefile\", \"content\": \"all:\\n\\techo hi\\n\"}}\n</tool_call>\n";
+    // As read_file shows it: numbered lines.
+    let shown: String = file
+        .lines()
+        .enumerate()
+        .map(|(i, l)| format!("{:>6}\t{l}\n", i + 1))
+        .collect();
+    // Quoted verbatim, or with other spacing and another wrapper.
+    for reply in [
+        file.to_owned(),
+        "```json\n{\"name\":\"write_file\",\n \"arguments\":{\"path\":\"Makefile\",\"content\":\"all:\\n\\techo hi\\n\"}}\n```"
+            .to_owned(),
+    ] {
+        let found = extract(&reply, &TOOLS).expect("a call by form");
+        assert!(quoted_in(&found, &["other", &shown]), "{reply}");
+        assert!(quoted_in(&found, &[file]), "{reply}");
+    }
+    // A call of the model's own is not in the content.
+    let own = extract(
+        "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"Makefile\"}}\n</tool_call>",
+        &TOOLS,
+    )
+    .unwrap();
+    assert!(!quoted_in(&own, &[&shown, "read Makefile please"]));
+}
+
+#[test]
+fn broken_json_that_models_write_is_repaired() {
+    // Issue 47 item 1, as traced: a docstring's `"""` unescaped inside
+    // new_string, a `\ ` escape, inner quotes unescaped, plus trailing
+    // commas, single quotes and a raw line break.
+    let text = "```json\n{\"name\": \"edit_file\", \"arguments\": {\"path\": \"m.py\", \"old_string\": \"def f():\\n    pass\", \"new_string\": \"def f():\\n    \"\"\"Say hi.\"\"\"\\n    return 1\"}}\n```";
+    let c = calls(text);
+    assert_eq!(c.len(), 1, "{text}");
+    assert_eq!(
+        c[0].1["new_string"],
+        "def f():\n    \"\"\"Say hi.\"\"\"\n    return 1"
+    );
+    let text = "<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"command\": \"ls my\\ dir\"}}\n</tool_call>";
+    assert_eq!(calls(text)[0].1["command"], "ls my\\ dir");
+    let text = "{\"name\": \"edit_file\", \"arguments\": {\"path\": \"c.json\", \"old_string\": \"\"port\": 8080,\", \"new_string\": \"\"port\": 9090,\"}}";
+    let c = calls(text);
+    assert_eq!(c[0].1["old_string"], "\"port\": 8080,");
+    assert_eq!(c[0].1["new_string"], "\"port\": 9090,");
+    let text = "<tool_call>\n{'name': 'write_file', 'arguments': {'path': 'a.txt', 'content': 'it\\'s\nhere',},}\n</tool_call>";
+    let c = calls(text);
+    assert_eq!(
+        c[0].1,
+        serde_json::json!({"path": "a.txt", "content": "it's\nhere"})
+    );
+    // Valid JSON is never touched, and prose is no call.
+    assert_eq!(repaired("{\"a\": \"b\"}"), "{\"a\": \"b\"}");
+    assert!(extract("{ this is not json } and prose", &TOOLS).is_none());
+}
+
+#[test]
+fn a_call_that_does_not_parse_is_named_with_the_error() {
+    let text = "<tool_call>\n{\"name\": \"edit_file\", \"arguments\": {\"path\": \"a\", \"old_string\": [1, 2}\n</tool_call>";
+    let err = broken_call(text, &TOOLS).expect("a broken call");
+    assert!(err.contains("line") && err.contains("column"), "{err}");
+    // A call that parses, prose, and JSON data are not broken calls.
+    assert!(
+        broken_call(
+            "<tool_call>{\"name\": \"find\", \"arguments\": {}}</tool_call>",
+            &TOOLS
+        )
+        .is_none()
+    );
+    assert!(broken_call("It is done.", &TOOLS).is_none());
+    assert!(broken_call("```json\n{\"name\": \"app\", \"version\": [}\n```", &TOOLS).is_none());
+}

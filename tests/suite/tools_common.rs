@@ -136,7 +136,9 @@ impl Harness {
                 .iter()
                 .map(|(id, name, args)| (*id, *name, args.clone())),
         ));
-        self.model.push(Reply::text("done"));
+        // Not "done": after calls that only made a plan, an answer that
+        // says the work is done is pushed on (a plan is not a finish).
+        self.model.push(Reply::text("ok"));
         let r = self.editor.prompt(&self.sid, "go").await;
         if r["stopReason"] != "end_turn" {
             self.editor

@@ -299,15 +299,25 @@ async fn stream_once(
 
 /// A reply without structured calls whose text holds calls to tools
 /// ([`text_calls::extract`]) becomes a reply with those calls; its text is
-/// what surrounds them.
+/// what surrounds them. The flag: the text is not to be shown (it was
+/// taken as calls, or is a call that does not parse).
 fn with_text_calls(mut c: Completion, request: &ChatRequest<'_>) -> (Completion, bool) {
     if !c.tool_calls.is_empty() || request.tools.is_empty() {
         return (c, false);
     }
     let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     let Some(found) = text_calls::extract(&c.text, &offered) else {
-        return (c, false);
+        // A call that does not parse goes back to the model (the turn
+        // does that); it is never shown as the answer.
+        let broken = text_calls::broken_call(&c.text, &offered).is_some();
+        return (c, broken);
     };
+    // Text inside content is not a call: a reply that quotes a call from a
+    // file, a tool's output or the prompt stays an answer.
+    if text_calls::quoted_in(&found, &contents(request)) {
+        tracing::warn!("a call written as text quotes content the model read; not run");
+        return (c, false);
+    }
     tracing::info!(
         calls = found.calls.len(),
         "tool calls written as text taken as calls"
@@ -320,6 +330,24 @@ fn with_text_calls(mut c: Completion, request: &ChatRequest<'_>) -> (Completion,
         }
     }
     (c, true)
+}
+
+/// The text the model was given rather than wrote: the system prompt, the
+/// user's messages and the tools' results.
+fn contents<'a>(request: &'a ChatRequest<'_>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = request.system.as_deref().into_iter().collect();
+    for m in request.messages {
+        match m {
+            ChatMessage::System(s) => out.push(s),
+            ChatMessage::Tool { content, .. } => out.push(content),
+            ChatMessage::User(parts) => out.extend(parts.iter().filter_map(|p| match p {
+                crate::llm::UserPart::Text(t) => Some(t.as_str()),
+                _ => None,
+            })),
+            ChatMessage::Assistant { .. } => {}
+        }
+    }
+    out
 }
 
 fn human_delay(d: Duration) -> String {

@@ -33,6 +33,14 @@ pub struct Nudges {
     only_planned_sent: bool,
     fabricated_sent: bool,
     instructed_sent: bool,
+    /// Replies sent back because their call did not parse.
+    pub broken_calls_sent: u32,
+    /// What this turn's calls did, as the agent recorded it: files
+    /// changed, and commands run.
+    files_changed: Vec<String>,
+    commands_run: Vec<String>,
+    /// The model was told once that its answer claimed what did not happen.
+    claim_told: bool,
 }
 
 impl Nudges {
@@ -55,6 +63,11 @@ impl Nudges {
     /// A reply without calls, `text` its text: the message to send back
     /// instead of ending the turn, if any.
     pub fn on_final_reply(&mut self, text: &str) -> Option<&'static str> {
+        // For every model: a plan alone is not a finish.
+        if !self.only_planned_sent && self.only_planned && (self.on || claims_done(text)) {
+            self.only_planned_sent = true;
+            return Some(ONLY_PLANNED);
+        }
         if !self.on {
             return None;
         }
@@ -77,6 +90,153 @@ impl Nudges {
         None
     }
 }
+
+impl Nudges {
+    /// A call that ran (not refused): a file it changed (`path`), or a
+    /// command it ran (`command`), for the turn's record.
+    pub fn ran(&mut self, file: Option<String>, command: Option<String>) {
+        if let Some(f) = file
+            && !self.files_changed.contains(&f)
+        {
+            self.files_changed.push(f);
+        }
+        if let Some(c) = command {
+            self.commands_run.push(c);
+        }
+    }
+
+    /// What the answer `text` claims that the turn's record does not have:
+    /// (claims a change that is not there, claims a command that did not run).
+    fn false_claims(&self, text: &str) -> (bool, bool) {
+        let (change, command) = claims(text);
+        (
+            change && self.files_changed.is_empty(),
+            command && self.commands_run.is_empty(),
+        )
+    }
+
+    /// For every model: the message that tells the model, once, what the
+    /// turn really did when its final answer claims changes or commands
+    /// that did not happen.
+    pub fn on_false_claim(&mut self, text: &str) -> Option<String> {
+        let (change, command) = self.false_claims(text);
+        if self.claim_told || !(change || command) {
+            return None;
+        }
+        self.claim_told = true;
+        Some(format!(
+            "Your answer says you {} but the agent's record of this turn says otherwise: {} Do what the answer says with the tools now, or answer again with only what was actually done.",
+            match (change, command) {
+                (true, true) => "changed files and ran commands,",
+                (true, false) => "changed files,",
+                _ => "ran commands,",
+            },
+            self.record()
+        ))
+    }
+
+    /// The record the user sees after an answer that still claims what
+    /// did not happen, once the model was told.
+    pub fn record_after(&self, text: &str) -> Option<String> {
+        let (change, command) = self.false_claims(text);
+        (self.claim_told && (change || command))
+            .then(|| format!("The agent's record of this turn: {}", self.record()))
+    }
+
+    fn record(&self) -> String {
+        let files = match self.files_changed.as_slice() {
+            [] => "nothing was changed".to_owned(),
+            f => format!("files changed: {}", f.join(", ")),
+        };
+        let commands = match self.commands_run.as_slice() {
+            [] => "no command was run".to_owned(),
+            c => format!("commands run: {}", c.join("; ")),
+        };
+        format!("{files}; {commands}.")
+    }
+}
+
+/// What `text` claims was done: (a change to files, a command run). First
+/// person, past: "I added", "I've saved", "I then ran".
+fn claims(text: &str) -> (bool, bool) {
+    const CHANGES: &[&str] = &[
+        "added",
+        "saved",
+        "updated",
+        "changed",
+        "modified",
+        "fixed",
+        "created",
+        "wrote",
+        "edited",
+        "replaced",
+        "removed",
+        "deleted",
+        "inserted",
+        "renamed",
+        "implemented",
+    ];
+    const COMMANDS: &[&str] = &["ran", "executed", "tested"];
+    const SUBJECTS: &[&str] = &[
+        "i ",
+        "i've ",
+        "i have ",
+        "i then ",
+        "i also ",
+        "i've also ",
+        "i have also ",
+        "i successfully ",
+    ];
+    let text = text.to_lowercase().replace('\u{2019}', "'");
+    let said = |verbs: &[&str]| {
+        SUBJECTS.iter().any(|s| {
+            verbs.iter().any(|v| {
+                let phrase = format!("{s}{v}");
+                text.match_indices(&phrase).any(|(i, _)| {
+                    let before = text[..i].chars().next_back();
+                    let after = text[i + phrase.len()..].chars().next();
+                    !before.is_some_and(char::is_alphanumeric)
+                        && !after.is_some_and(char::is_alphanumeric)
+                })
+            })
+        })
+    };
+    let run = [
+        "i've run ",
+        "i have run ",
+        "i've also run ",
+        "i have also run ",
+    ]
+    .iter()
+    .any(|p| text.contains(p));
+    (said(CHANGES), said(COMMANDS) || run)
+}
+
+/// Whether `text` says the work is done.
+fn claims_done(text: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "done",
+        "complete",
+        "finished",
+        "implemented",
+        "fixed",
+        "all set",
+        "in place",
+    ];
+    let text = text.to_lowercase();
+    WORDS.iter().any(|w| text.contains(w))
+}
+
+/// Sent, with serde_json's error, when the model's reply is a call whose
+/// JSON does not parse.
+pub fn broken_call(error: &str) -> String {
+    format!(
+        "Your tool call could not be read, so it did not run: its JSON does not parse ({error}). Write the call again as valid JSON: inside strings escape every double quote as \\\" and every line break as \\n, and write a backslash as \\\\."
+    )
+}
+
+/// How many times a turn sends a call that does not parse back.
+pub const BROKEN_CALL_TRIES: u32 = 2;
 
 /// Whether `text` tells the user how to do something ("you need to",
 /// "follow these steps") rather than saying what was done or found.
@@ -176,6 +336,53 @@ mod tests {
         let mut n = Nudges::new(false);
         n.call_finished(Failed, false, false);
         assert_eq!(n.on_final_reply("<tool_response>x</tool_response>"), None);
+    }
+
+    #[test]
+    fn an_answer_that_claims_what_did_not_happen_is_told_then_recorded() {
+        // Issue 47 item 2, for every model.
+        let mut n = Nudges::new(false);
+        n.call_finished(Looked, false, false);
+        let told = n
+            .on_false_claim("I added the missing line and then ran the test script.")
+            .unwrap();
+        assert!(
+            told.contains("nothing was changed") && told.contains("no command was run"),
+            "{told}"
+        );
+        assert_eq!(n.on_false_claim("I saved the changes."), None);
+        let record = n.record_after("I saved the changes.").unwrap();
+        assert!(record.contains("nothing was changed"), "{record}");
+        // An answer with nothing claimed, or a claim the record has.
+        assert_eq!(n.record_after("The port is 8080."), None);
+        let mut n = Nudges::new(false);
+        n.ran(Some("app.py".into()), None);
+        assert_eq!(n.on_false_claim("I added the docstring to app.py."), None);
+        assert!(
+            n.on_false_claim("I added it and I ran the tests.")
+                .is_some()
+        );
+        // Not first person past: no claim.
+        let mut n = Nudges::new(false);
+        assert_eq!(
+            n.on_false_claim("You can run the tests; I'd add a check."),
+            None
+        );
+        assert_eq!(n.on_false_claim("Should I run the tests?"), None);
+    }
+
+    #[test]
+    fn a_plan_is_not_a_finish_for_any_model() {
+        // Issue 47 item 5: a plan marked completed, then "Done.".
+        let mut n = Nudges::new(false);
+        n.call_finished(Noted, false, false);
+        assert_eq!(n.on_final_reply("Done."), Some(ONLY_PLANNED));
+        n.call_finished(Noted, false, false);
+        assert_eq!(n.on_final_reply("Done."), None);
+        // A question back after a plan is not a claim of work.
+        let mut n = Nudges::new(false);
+        n.call_finished(Noted, false, false);
+        assert_eq!(n.on_final_reply("Which port should it use?"), None);
     }
 
     #[test]

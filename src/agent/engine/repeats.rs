@@ -31,6 +31,10 @@ pub struct Repeats {
     stopped: Option<(String, u32)>,
     /// A call read or changed something this turn (not only a plan).
     acted: bool,
+    /// The last call that changed something, and how many times in a row
+    /// it did with no other change or failure between (reads and plans
+    /// between do not count): a repeated success is a repeat too.
+    changes: Option<(Key, u32)>,
 }
 
 /// What a finished call did, for [`Repeats::record`].
@@ -66,7 +70,7 @@ impl Repeats {
                     *n
                 }
                 None => {
-                    self.failing.push((key, 1));
+                    self.failing.push((key.clone(), 1));
                     1
                 }
             },
@@ -79,14 +83,36 @@ impl Repeats {
                 0
             }
         };
+        match outcome {
+            Outcome::Changed => match self.changes.as_mut() {
+                Some((k, n)) if *k == key => *n += 1,
+                _ => self.changes = Some((key, 1)),
+            },
+            // Another call that failed (tests that fail after an edit) may
+            // be why the same change is made again.
+            Outcome::Failed if self.changes.as_ref().is_some_and(|(k, _)| *k != key) => {
+                self.changes = None;
+            }
+            _ => {}
+        }
+        let successes = match (&self.changes, outcome) {
+            (Some((k, n)), Outcome::Changed) if self.last.as_ref() == Some(k) => *n,
+            _ => 0,
+        };
+        let again = self.in_a_row.max(successes);
         if failures >= STOP {
             self.stopped = Some((req.name.clone(), failures));
-        } else if self.in_a_row >= STOP {
-            self.stopped = Some((req.name.clone(), self.in_a_row));
+        } else if again >= STOP {
+            self.stopped = Some((req.name.clone(), again));
         }
         if failures >= TELL {
             Some(format!(
                 "Note: you have made this same failing call ({} with the same arguments) {failures} times, and it failed each time; nothing has changed since, so it will fail again. You are repeating yourself: do not make it again. Read the error above, then change the arguments (copy the text exactly from the file as shown), use another tool, or tell the user what blocks you.",
+                req.name
+            ))
+        } else if successes >= TELL {
+            Some(format!(
+                "Note: you made this same call ({} with the same arguments) {successes} times, and it succeeded each time: it is done. You are repeating yourself: do not make it again; go on with the next step, or answer the user.",
                 req.name
             ))
         } else if self.in_a_row >= TELL {
@@ -97,6 +123,17 @@ impl Repeats {
         } else {
             None
         }
+    }
+
+    /// Whether `req` is the call that last changed something, succeeding,
+    /// with nothing else changed since: an edit run again would apply a
+    /// second time.
+    pub fn just_applied(&self, req: &ToolCallRequest) -> bool {
+        let args = serde_json::from_str::<Value>(&req.arguments)
+            .unwrap_or_else(|_| Value::String(req.arguments.clone()));
+        self.changes
+            .as_ref()
+            .is_some_and(|(k, _)| k.0 == req.name && k.1 == args)
     }
 
     /// Whether a call of this turn read or changed anything: a plan made
@@ -204,6 +241,41 @@ mod tests {
             why.contains("`edit_file`") && why.contains("5 times"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn the_same_success_again_and_again_is_a_loop() {
+        // Issue 47 item 4: the same write, with reads between.
+        let mut r = Repeats::default();
+        let write = call("write_file", r#"{"path":"a","content":"x"}"#);
+        let read = call("read_file", r#"{"path":"a"}"#);
+        assert!(r.record(&write, Outcome::Changed).is_none());
+        assert!(r.just_applied(&write));
+        r.record(&read, Outcome::Looked);
+        assert!(r.just_applied(&write));
+        assert!(r.record(&write, Outcome::Changed).is_none());
+        r.record(&read, Outcome::Looked);
+        let note = r.record(&write, Outcome::Changed).unwrap();
+        assert!(
+            note.contains("3 times") && note.contains("succeeded"),
+            "{note}"
+        );
+        r.record(&write, Outcome::Changed);
+        r.record(&write, Outcome::Changed);
+        assert!(r.stop_reason().unwrap().contains("5 times"));
+        // Another change between: work, not a loop.
+        let mut r = Repeats::default();
+        let test = call("run_command", r#"{"command":"make test"}"#);
+        for i in 0..6 {
+            let edit = call(
+                "edit_file",
+                &format!(r#"{{"path":"a","old_string":"{i}","new_string":"x"}}"#),
+            );
+            r.record(&test, Outcome::Changed);
+            r.record(&edit, Outcome::Changed);
+            assert!(!r.just_applied(&test));
+        }
+        assert!(r.stop_reason().is_none());
     }
 
     #[test]

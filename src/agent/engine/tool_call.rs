@@ -71,7 +71,53 @@ pub async fn run(
     {
         done.for_model = format!("{}\n{hint}", done.for_model);
     }
+    if done.failed
+        && req.name == "edit_file"
+        && done.for_model.contains("old_string was not found in")
+        && let Some(hint) = elsewhere_hint(session, req).await
+    {
+        done.for_model = format!("{}\n{hint}", done.for_model);
+    }
     done
+}
+
+/// An edit whose `old_string` is not in the file it names, but is, exactly
+/// once, in another file the model has read this session: that file.
+async fn elsewhere_hint(session: &Session, req: &ToolCallRequest) -> Option<String> {
+    /// Files larger than this are not searched.
+    const MAX_BYTES: u64 = 1 << 20;
+    let args: Value = serde_json::from_str(&req.arguments).ok()?;
+    let named = session.cwd.join(args.get("path")?.as_str()?);
+    let needle = args.get("old_string")?.as_str()?.replace("\r\n", "\n");
+    if needle.trim().is_empty() {
+        return None;
+    }
+    let roots = session.roots();
+    let mut found = Vec::new();
+    for path in session.tracker.seen_files() {
+        if path == named || !crate::tools::paths::is_inside(&path, &roots) {
+            continue;
+        }
+        match tokio::fs::metadata(&path).await {
+            Ok(m) if m.is_file() && m.len() <= MAX_BYTES => {}
+            _ => continue,
+        }
+        let Ok(text) = tokio::fs::read_to_string(&path).await else {
+            continue;
+        };
+        match text.replace("\r\n", "\n").matches(needle.as_str()).count() {
+            0 => {}
+            1 => found.push(path),
+            _ => return None,
+        }
+    }
+    let [path] = found.as_slice() else {
+        return None;
+    };
+    let shown = path.strip_prefix(&session.cwd).unwrap_or(path).display();
+    Some(format!(
+        "The old_string is, exactly once, in {shown}, a file you have read: if that is the file you meant, make the same edit_file call with path \"{shown}\"."
+    ))
 }
 
 /// A call that failed on a `path` that does not exist: where files of that

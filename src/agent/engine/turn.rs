@@ -12,7 +12,7 @@ use crate::rpc::RpcError;
 use crate::secrets::redact_string;
 
 use crate::agent::engine::model_call::{self, TurnEnv};
-use crate::agent::engine::nudges::Nudges;
+use crate::agent::engine::nudges::{self, Nudges};
 use crate::agent::engine::repeats::{self, Repeats};
 use crate::agent::engine::sampling::Lender;
 use crate::agent::engine::{compact, named_files, tool_call};
@@ -189,6 +189,7 @@ async fn request(
         ..
     } = *turn;
     let request = model_call::turn_request(env, session, history);
+    let offered: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
     let completion = match model_call::call_model(env, session, &request, cancel, true).await? {
         model_call::Outcome::Cancelled { partial } => {
             if !partial.is_empty() {
@@ -215,6 +216,26 @@ async fn request(
         .collect();
     let text = redact_string(completion.text);
     let reasoning = redact_string(completion.reasoning);
+    if calls.is_empty()
+        && let Some(error) = broken_call(&text, &offered)
+    {
+        remember(session, history, assistant(text, reasoning, calls));
+        // A call that does not parse goes back with the parser's error,
+        // never to the user as the answer.
+        if nudges.broken_calls_sent < nudges::BROKEN_CALL_TRIES {
+            nudges.broken_calls_sent += 1;
+            tracing::info!(%error, "the model's call does not parse; sent back");
+            let msg = ChatMessage::User(vec![UserPart::Text(nudges::broken_call(&error))]);
+            session.record_user(&[], &msg);
+            history.messages.push(msg);
+            return Ok(None);
+        }
+        session.editor.update(&SessionUpdate::agent_text(
+            format!("The model wrote a tool call that could not be read ({error}), so nothing was run. Rephrase the request, or try a stronger model."),
+            None,
+        ));
+        return Ok(Some(StopReason::EndTurn));
+    }
     let nudge = calls
         .is_empty()
         .then(|| nudges.on_final_reply(&text))
@@ -231,6 +252,27 @@ async fn request(
         history.messages.push(msg);
         return Ok(None);
     }
+    if calls.is_empty() && completion.finish_reason != Some(FinishReason::Length) {
+        // The end of a turn tells the truth (for every model): an answer
+        // that claims changes or commands the turn's record does not have
+        // is told once; if it still claims them, the user gets the record.
+        let last_text = history.messages.last().and_then(|m| match m {
+            ChatMessage::Assistant { text, .. } => Some(text.clone()),
+            _ => None,
+        });
+        if let Some(text) = last_text {
+            if let Some(told) = nudges.on_false_claim(&text) {
+                tracing::info!("the answer claims what the turn did not do; the model is told");
+                let msg = ChatMessage::User(vec![UserPart::Text(told)]);
+                session.record_user(&[], &msg);
+                history.messages.push(msg);
+                return Ok(None);
+            }
+            if let Some(record) = nudges.record_after(&text) {
+                model_call::status(session, &record);
+            }
+        }
+    }
     if calls.is_empty() {
         return Ok(Some(match completion.finish_reason {
             Some(FinishReason::Length) => StopReason::MaxTokens,
@@ -239,6 +281,105 @@ async fn request(
         }));
     }
     Ok(run_calls(turn, history, &calls, repeats, nudges).await)
+}
+
+/// Serde_json's error for a reply that plainly attempts a call written as
+/// text but does not parse ([`crate::llm::text_calls::broken_call`]).
+fn broken_call(text: &str, offered: &[String]) -> Option<String> {
+    if offered.is_empty() {
+        return None;
+    }
+    let offered: Vec<&str> = offered.iter().map(String::as_str).collect();
+    crate::llm::text_calls::broken_call(text, &offered)
+}
+
+/// The one offered tool whose parameters the arguments of a call to a tool
+/// that does not exist fit (every required one there, every one given a
+/// parameter of its type): a model that calls `create_file` with
+/// `write_file`'s arguments means `write_file`. Never a command tool.
+fn fitting_tool(session: &Session, req: &ToolCallRequest) -> Option<String> {
+    if session.registry.get(&req.name).is_some() || req.name == crate::agent::subagent::TOOL {
+        return None;
+    }
+    let args: serde_json::Value = serde_json::from_str(&req.arguments).ok()?;
+    let args = args.as_object().filter(|a| !a.is_empty())?;
+    let mut fits = session
+        .registry
+        .specs()
+        .into_iter()
+        .filter(|t| fits_schema(args, &t.parameters))
+        // A command is never run under a name the model guessed: it is
+        // told the tools there are, and calls the one it means.
+        .filter(|t| {
+            session
+                .registry
+                .get(&t.name)
+                .is_some_and(|tool| tool.kind() != crate::acp::ToolKind::Execute)
+        });
+    match (fits.next(), fits.next()) {
+        (Some(t), None) => Some(t.name),
+        _ => None,
+    }
+}
+
+fn fits_schema(
+    args: &serde_json::Map<String, serde_json::Value>,
+    schema: &serde_json::Value,
+) -> bool {
+    use serde_json::Value;
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return false;
+    };
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let typed = |p: &Value, v: &Value| match p.get("type").and_then(Value::as_str) {
+        Some("string") => v.is_string(),
+        Some("boolean") => v.is_boolean(),
+        Some("integer") => v.is_i64() || v.is_u64(),
+        Some("number") => v.is_number(),
+        Some("array") => v.is_array(),
+        Some("object") => v.is_object(),
+        _ => true,
+    };
+    required.iter().all(|r| args.contains_key(*r))
+        && args
+            .iter()
+            .all(|(k, v)| props.get(k).is_some_and(|p| typed(p, v)))
+}
+
+/// The answer to an edit made again right after it succeeded: not run,
+/// with the file's text where the edit put its new text.
+async fn already_applied(session: &Session, req: &ToolCallRequest) -> String {
+    let args: serde_json::Value = serde_json::from_str(&req.arguments).unwrap_or_default();
+    let path = args
+        .get("path")
+        .and_then(|p| p.as_str())
+        .unwrap_or_default();
+    let new = args
+        .get("new_string")
+        .and_then(|p| p.as_str())
+        .unwrap_or_default();
+    let mut out = "Error: already applied: this same edit_file call succeeded just before, and nothing else has changed since, so it was not run again (it would apply a second time). Go on with the next step, or answer the user.".to_owned();
+    let full = session.cwd.join(path);
+    if !path.is_empty()
+        && crate::tools::paths::is_inside(&full, &session.roots())
+        && let Ok(text) = tokio::fs::read_to_string(&full).await
+    {
+        let at = text
+            .find(new)
+            .map_or(0, |i| text[..i].matches('\n').count());
+        let lines: Vec<&str> = text.lines().collect();
+        let from = at.saturating_sub(3);
+        let to = (at + new.matches('\n').count() + 4).min(lines.len());
+        out.push_str(&format!("\nThe current text of {path} there:\n"));
+        for (n, line) in lines.iter().enumerate().take(to).skip(from) {
+            out.push_str(&format!("{:>6}\t{line}\n", n + 1));
+        }
+    }
+    out
 }
 
 /// The prompt as the model and the log get it: a secret the user pasted is
@@ -327,7 +468,30 @@ async fn run_calls(
             "Error: not run; the user cancelled the turn.".to_owned()
         } else if halted {
             "Error: not run; the turn was stopped (see the previous result).".to_owned()
+        } else if req.name == EDIT_TOOL && repeats.just_applied(req) {
+            // A repeated success is a repeat: the same edit again would
+            // apply a second time.
+            let text = already_applied(session, req).await;
+            if let Some(note) = repeats.record(req, repeats::Outcome::Failed) {
+                redact_string(format!("{text}\n\n{note}"))
+            } else {
+                redact_string(text)
+            }
         } else {
+            let renamed = fitting_tool(session, req);
+            let taken_as;
+            let original = req.name.clone();
+            let req = match renamed {
+                Some(name) => {
+                    tracing::info!(from = %original, to = %name, "an unknown tool taken as the one its arguments fit");
+                    taken_as = ToolCallRequest {
+                        name,
+                        ..req.clone()
+                    };
+                    &taken_as
+                }
+                None => req,
+            };
             let result = if req.name == crate::agent::subagent::TOOL {
                 crate::agent::subagent::run(env, session, history, req, cancel).await
             } else {
@@ -345,6 +509,10 @@ async fn run_calls(
             was_cancelled = result.cancelled || cancel.is_cancelled();
             let done = outcome(session, req, result.failed);
             nudges.call_finished(done, result.refused, result.cancelled);
+            if !result.refused && !result.cancelled {
+                let (file, command) = record_of(session, req, result.failed);
+                nudges.ran(file, command);
+            }
             let mut note_repeat = repeats.record(req, done);
             if done == repeats::Outcome::Noted && !repeats.acted() {
                 note_repeat.get_or_insert_with(|| NOTHING_DONE_YET.to_owned());
@@ -360,6 +528,12 @@ async fn run_calls(
             }
             if let Some(repeated) = note_repeat {
                 text = format!("{text}\n\n{repeated}");
+            }
+            if original != req.name {
+                text = format!(
+                    "Note: there is no tool named `{original}`; this call ran as `{}`, the one tool whose parameters its arguments fit. Call `{}` by that name.\n\n{text}",
+                    req.name, req.name
+                );
             }
             // The one choke point of every tool's (built-in or MCP)
             // result: a secret it read never reaches the model or the log.
@@ -387,6 +561,37 @@ async fn run_calls(
 /// Added to a plan made before any call of the turn read or changed
 /// anything: small models mark the plan done and stop there.
 const NOTHING_DONE_YET: &str = "Note: a plan changes nothing by itself, and no tool has read or changed anything in this turn yet, so no step is done. Now carry out the first step with the tools (read_file, edit_file, run_command, …); answer only when the task is done.";
+
+/// What a call that ran adds to the turn's record: the file it changed
+/// (an edit that worked), the command it ran (whether or not it passed).
+fn record_of(
+    session: &Session,
+    req: &ToolCallRequest,
+    failed: bool,
+) -> (Option<String>, Option<String>) {
+    use crate::acp::ToolKind;
+    let args: serde_json::Value = serde_json::from_str(&req.arguments).unwrap_or_default();
+    let arg = |k: &str| args.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+    match session.registry.get(&req.name).map(|t| t.kind()) {
+        Some(ToolKind::Edit | ToolKind::Delete | ToolKind::Move) if !failed => {
+            (Some(arg("path").unwrap_or_else(|| req.name.clone())), None)
+        }
+        Some(ToolKind::Execute) => (
+            None,
+            Some(arg("command").unwrap_or_else(|| req.name.clone())),
+        ),
+        Some(ToolKind::Read | ToolKind::Search | ToolKind::Fetch | ToolKind::Think) => (None, None),
+        // An MCP tool or a subagent's task may have done either.
+        _ if !failed => {
+            let through = format!("(through {})", req.name);
+            (Some(through.clone()), Some(through))
+        }
+        _ => (None, None),
+    }
+}
+
+/// The edit tool ([`crate::tools`]' `edit_file`).
+const EDIT_TOOL: &str = "edit_file";
 
 /// The plan tool ([`crate::tools`]' `update_plan`).
 const PLAN_TOOL: &str = "update_plan";

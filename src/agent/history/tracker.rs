@@ -103,6 +103,11 @@ impl Tracker {
         self.seen().contains_key(path)
     }
 
+    /// The files the model read or wrote (or was shown) in this session.
+    pub fn seen_files(&self) -> Vec<PathBuf> {
+        self.seen().keys().cloned().collect()
+    }
+
     /// The model was shown `path`'s content (an editing tool's answer).
     pub fn mark_shown(&self, path: &Path) {
         self.seen().entry(path.to_path_buf()).or_insert(Seen::Read);
