@@ -262,7 +262,7 @@ pub mod process {
 pub mod fs {
     use std::fs::{DirBuilder, File, Metadata, OpenOptions};
     use std::io;
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     /// Folders made by `builder` are the owner's only (Unix: mode 0700;
     /// Windows: the ACL inherited from the user's profile, which is
@@ -277,9 +277,26 @@ pub mod fs {
         super::os::owner_only_file(options)
     }
 
-    /// The variables that name the user's home, in order: `HOME`; on
-    /// Windows then `USERPROFILE` (whose ACL is the user's own).
+    /// The variables that name the user's home, in order: `HOME` on Unix;
+    /// on Windows `USERPROFILE` (whose ACL is the user's own), then `HOME`
+    /// (which Git for Windows and MSYS set, sometimes to a POSIX spelling).
     pub const HOME_VARS: &[&str] = super::os::HOME_VARS;
+
+    /// The user's home (`~`): the first of [`HOME_VARS`] that is set and
+    /// not empty in `env`.
+    pub fn home_with(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+        HOME_VARS
+            .iter()
+            .filter_map(|v| env(v))
+            .find(|h| !h.is_empty())
+            .map(PathBuf::from)
+    }
+
+    /// The user's home (`~`) from this process's environment
+    /// ([`home_with`]); every reader of `~` goes through here.
+    pub fn home() -> Option<PathBuf> {
+        home_with(|v| std::env::var_os(v))
+    }
 
     /// `.owner_only()` on a [`DirBuilder`] or [`OpenOptions`]: what it
     /// creates is the owner's only ([`owner_only_dir`], [`owner_only_file`]).
@@ -312,11 +329,23 @@ pub mod fs {
     }
 
     /// Whether `path` is `root` or lies beneath it, both resolved: by
-    /// components on Unix; on Windows in any case, with either slash and
-    /// with or without a `\\?\` prefix ([`super::win::starts_with`]), as
-    /// the file system itself compares names.
+    /// components on Unix; on Windows in any case, with either slash, with
+    /// or without a `\\?\` prefix, 8.3 names expanded, stream suffixes and
+    /// trailing dots and spaces dropped ([`relative_beneath`]), as the
+    /// file system itself reads names.
     pub fn is_beneath(path: &Path, root: &Path) -> bool {
         super::os::is_beneath(path, root)
+    }
+
+    /// The part of `path` beneath `root` (both resolved), `None` when it
+    /// is not beneath, spelled so that one file has one spelling: on Unix
+    /// the components as they are; on Windows with 8.3 short names of
+    /// existing folders and files expanded (`PROGRA~1`), and each name as
+    /// the file system reads it (no `::$DATA` or other stream suffix, no
+    /// trailing dots or spaces: [`super::win::file_name`]), compared in any
+    /// case. Protected paths are matched on this ([`is_beneath`] agrees).
+    pub fn relative_beneath(path: &Path, root: &Path) -> Option<PathBuf> {
+        super::os::relative_beneath(path, root)
     }
 
     /// The Unix permission bits, `None` on Windows.

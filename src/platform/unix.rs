@@ -196,6 +196,10 @@ pub fn is_beneath(path: &Path, root: &Path) -> bool {
     path.starts_with(root)
 }
 
+pub fn relative_beneath(path: &Path, root: &Path) -> Option<PathBuf> {
+    path.strip_prefix(root).ok().map(Path::to_path_buf)
+}
+
 pub fn mode(meta: &Metadata) -> Option<u32> {
     Some(meta.permissions().mode())
 }

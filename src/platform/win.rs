@@ -104,8 +104,10 @@ pub fn cmd_argument(command: &str) -> String {
 
 /// A path in one spelling: `\` separators, no `\\?\` (or `\\?\UNC\`)
 /// prefix, an upper-case drive letter, no repeated or trailing separator
-/// (but `C:\`), `.` components dropped. `..` is kept: it is resolved by
-/// the file system, not by spelling.
+/// (but `C:\`), `.` components dropped, each name as [`file_name`] reads
+/// it (no stream suffix, no trailing dots or spaces). `..` is kept: it is
+/// resolved by the file system, not by spelling. 8.3 short names
+/// (`PROGRA~1`) need the disk: the Windows side expands them first.
 pub fn normalize(path: &str) -> String {
     let p = path.replace('/', "\\");
     let (prefix, rest) = if let Some(r) = p.strip_prefix("\\\\?\\UNC\\") {
@@ -126,6 +128,13 @@ pub fn normalize(path: &str) -> String {
         && parts.first().is_some_and(|d| {
             d.len() == 2 && d.ends_with(':') && d.as_bytes()[0].is_ascii_alphabetic()
         });
+    let first_name = usize::from(drive || !prefix.is_empty());
+    for part in parts.iter_mut().skip(first_name) {
+        let name = file_name(part);
+        if name.len() != part.len() {
+            *part = name.to_owned();
+        }
+    }
     if drive {
         parts[0] = parts[0].to_ascii_uppercase();
         if parts.len() == 1 {
@@ -141,12 +150,41 @@ pub fn normalize(path: &str) -> String {
     }
 }
 
+/// The file a name opens, as Windows reads the name: a stream suffix
+/// (`.envrc::$DATA`, `a:stream`) dropped, for the default stream is the
+/// file and any other lives in it; then trailing dots and spaces
+/// (`tasks.json.`, `x `), which Win32 path parsing strips. `.` and `..`
+/// stay, and so does a name that would become empty.
+pub fn file_name(name: &str) -> &str {
+    if name == "." || name == ".." {
+        return name;
+    }
+    let base = name.split(':').next().unwrap_or(name);
+    let trimmed = base.trim_end_matches(['.', ' ']);
+    if trimmed.is_empty() { name } else { trimmed }
+}
+
 /// Whether `path` is `root` or beneath it, comparing names as Windows
 /// does (case-insensitively) after [`normalize`].
 pub fn starts_with(path: &str, root: &str) -> bool {
     let (p, r) = (fold(&normalize(path)), fold(&normalize(root)));
     let r = r.trim_end_matches('\\');
     p == r || p.strip_prefix(r).is_some_and(|rest| rest.starts_with('\\'))
+}
+
+/// The part of `path` beneath `root` in [`normalize`]'s spelling (`""`
+/// for the root itself), compared as [`starts_with`] does; `None` when
+/// `path` is not beneath `root`.
+pub fn relative(path: &str, root: &str) -> Option<String> {
+    let (p, r) = (normalize(path), normalize(root));
+    let r = r.trim_end_matches('\\');
+    // Case folding can change a name's length (rarely): compare by names.
+    let pn: Vec<&str> = p.split('\\').collect();
+    let rn: Vec<&str> = r.split('\\').collect();
+    if pn.len() < rn.len() || !pn.iter().zip(&rn).all(|(a, b)| fold(a) == fold(b)) {
+        return None;
+    }
+    Some(pn[rn.len()..].join("\\"))
 }
 
 /// Whether two paths name the same file by spelling (case-insensitive).
@@ -259,6 +297,32 @@ mod tests {
             "\\\\SRV\\Share\\p"
         ));
         assert!(same("C:\\Repo\\.GIT\\config", "c:/repo/.git/CONFIG"));
+        // Streams, trailing dots and spaces name the same file (42.12).
+        assert!(same("C:\\p\\.envrc::$DATA", "C:\\p\\.envrc"));
+        assert!(same(
+            "C:\\p\\.vscode\\tasks.json.",
+            "C:\\p\\.vscode\\tasks.json"
+        ));
+        assert!(same(
+            "C:\\p\\.vscode. \\tasks.json .",
+            "C:\\p\\.vscode\\tasks.json"
+        ));
+        assert!(same(
+            "\\\\?\\C:\\p\\.git\\config:x:$DATA",
+            "c:\\p\\.git\\config"
+        ));
+        assert!(starts_with("C:\\proj. \\x", "C:\\proj"));
+        assert!(!same("C:\\p\\a.b", "C:\\p\\a"));
+        assert_eq!(
+            relative("c:\\P\\.VSCODE\\tasks.json.", "C:\\p").as_deref(),
+            Some(".VSCODE\\tasks.json")
+        );
+        assert_eq!(relative("C:\\p", "c:\\P\\").as_deref(), Some(""));
+        assert_eq!(relative("C:\\pq\\x", "C:\\p"), None);
+        assert_eq!(relative("C:\\x", "C:\\").as_deref(), Some("x"));
+        assert_eq!(file_name(".."), "..");
+        assert_eq!(file_name("..."), "...");
+        assert_eq!(file_name("a.txt::$DATA"), "a.txt");
         assert!(!same("C:\\repo\\a", "D:\\repo\\a"));
     }
 }

@@ -284,7 +284,7 @@ pub fn find_program(command: &str, path: &OsStr, cwd: &Path, _executable: bool) 
 // Files.
 // ---------------------------------------------------------------------------
 
-pub const HOME_VARS: &[&str] = &["HOME", "USERPROFILE"];
+pub const HOME_VARS: &[&str] = &["USERPROFILE", "HOME"];
 
 pub fn owner_only_dir(builder: &mut DirBuilder) -> &mut DirBuilder {
     builder
@@ -303,7 +303,46 @@ pub fn restrict_file(_file: &File) -> io::Result<()> {
 }
 
 pub fn is_beneath(path: &Path, root: &Path) -> bool {
-    super::win::starts_with(&path.to_string_lossy(), &root.to_string_lossy())
+    relative_beneath(path, root).is_some()
+}
+
+pub fn relative_beneath(path: &Path, root: &Path) -> Option<PathBuf> {
+    let (path, root) = (long_names(path), long_names(root));
+    super::win::relative(&path.to_string_lossy(), &root.to_string_lossy()).map(PathBuf::from)
+}
+
+/// `path` with the 8.3 short names of its longest existing ancestor
+/// expanded (`GetLongPathNameW`), the rest as given; unchanged when no
+/// name has a `~` or nothing can be expanded.
+fn long_names(path: &Path) -> std::borrow::Cow<'_, Path> {
+    use std::os::windows::ffi::{OsStrExt as _, OsStringExt as _};
+    use windows_sys::Win32::Storage::FileSystem::GetLongPathNameW;
+    if !path.as_os_str().to_string_lossy().contains('~') {
+        return path.into();
+    }
+    let mut rest = Vec::new();
+    let mut existing = path;
+    loop {
+        let wide: Vec<u16> = existing.as_os_str().encode_wide().chain([0]).collect();
+        let mut buf = vec![0u16; 1024];
+        // SAFETY: a NUL-terminated input and an output buffer of the size given.
+        let n = unsafe { GetLongPathNameW(wide.as_ptr(), buf.as_mut_ptr(), buf.len() as u32) };
+        if n > 0 && (n as usize) < buf.len() {
+            buf.truncate(n as usize);
+            let mut out = PathBuf::from(std::ffi::OsString::from_wide(&buf));
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out.into();
+        }
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return path.into(),
+        }
+    }
 }
 
 pub fn mode(_meta: &Metadata) -> Option<u32> {

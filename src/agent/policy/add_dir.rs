@@ -52,7 +52,7 @@ fn resolve(cwd: &Path, input: &str) -> Result<PathBuf, String> {
                 .to_owned(),
         );
     }
-    let home = || std::env::var_os("HOME").map(PathBuf::from);
+    let home = crate::platform::fs::home;
     let path = match text.strip_prefix('~') {
         Some("") => home(),
         Some(rest) if rest.starts_with('/') => home().map(|h| h.join(&rest[1..])),

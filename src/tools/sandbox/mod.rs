@@ -269,7 +269,7 @@ pub fn policy_for(
         .iter()
         .flat_map(|r| protected::sandbox_read_only(r))
         .collect();
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let home = crate::platform::fs::home();
     let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
     let unreadable = unreadable::unreadable(
         home.as_deref(),
