@@ -120,7 +120,8 @@ pub fn profile(spec: &Spec) -> Profile {
         }
         t.push_str("))\n");
     }
-    let mut writable: Vec<String> = spec.roots.iter().map(|p| param("ROOT", p)).collect();
+    let roots: Vec<String> = spec.roots.iter().map(|p| param("ROOT", p)).collect();
+    let mut writable = roots.clone();
     writable.extend(spec.writable.iter().map(|p| param("WRITABLE", p)));
     let read_only: Vec<String> = spec.roots.iter().map(|r| read_only_regex(r)).collect();
     let kept: Vec<String> = spec
@@ -134,6 +135,14 @@ pub fn profile(spec: &Spec) -> Profile {
             let _ = write!(t, "\n      (subpath (param \"{w}\"))");
         }
         t.push(')');
+        // The root's own entry: `(subpath ROOT)` covers it, and a command
+        // could rename the project into its temp directory, write
+        // `.git/config` there (no read-only rule names that place) and
+        // rename it back (issue 42.11). Renaming or removing the root is a
+        // write to its literal path.
+        for r in &roots {
+            let _ = write!(t, "\n    (require-not (literal (param \"{r}\")))");
+        }
         for re in &read_only {
             let _ = write!(t, "\n    (require-not (regex #\"{re}\"))");
         }
@@ -394,6 +403,35 @@ mod tests {
         assert!(read_only(root, &format!("{root}/.git/config")));
         assert!(!read_only(root, "/Users/me/weXird/.git/config"));
         assert!(!read_only(root, &format!("{root}/src/a.rs")));
+    }
+
+    /// Issue 42.11: the write rule excludes each root's own entry, so
+    /// `mv ROOT $TMPDIR/x` (then `.git/config` written there, then moved
+    /// back) is refused; what is beneath the root stays writable.
+    #[test]
+    fn the_roots_own_entry_cannot_be_moved_away() {
+        let p = profile(&Spec {
+            roots: vec!["/Users/me/proj".into(), "/Users/me/lib".into()],
+            writable: vec!["/private/var/t/1".into()],
+            ..Spec::default()
+        });
+        let rule = p
+            .text
+            .split("(allow file-write*\n")
+            .nth(1)
+            .unwrap()
+            .split("\n(allow")
+            .next()
+            .unwrap();
+        for root in ["ROOT_0", "ROOT_1"] {
+            assert!(
+                rule.contains(&format!("(require-not (literal (param \"{root}\")))")),
+                "{rule}"
+            );
+            assert!(rule.contains(&format!("(subpath (param \"{root}\"))")));
+        }
+        // The temp directory is not a root: its entry is the command's.
+        assert!(!rule.contains("(literal (param \"WRITABLE_2\"))"), "{rule}");
     }
 
     #[test]
