@@ -18,7 +18,6 @@ use crate::tools::sandbox::{Level, Policy};
 pub use super::unix::*;
 
 pub const SANDBOX_AVAILABLE: bool = true;
-pub const SHELL: (&str, &[&str]) = ("sh", &["-c"]);
 pub const WATCH_BACKEND: &str = "inotify";
 
 pub fn dispatch_launcher() -> Option<u8> {

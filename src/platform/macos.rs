@@ -13,7 +13,6 @@ pub const MESSAGE_PREFIX: &str = "acp-coder sandbox:";
 pub use super::unix::*;
 
 pub const SANDBOX_AVAILABLE: bool = true;
-pub const SHELL: (&str, &[&str]) = ("sh", &["-c"]);
 pub const WATCH_BACKEND: &str = "FSEvents";
 
 pub fn dispatch_launcher() -> Option<u8> {
@@ -88,12 +87,34 @@ pub fn wrap(
         deny_read: p.unreadable.iter().map(real).collect(),
         read_only: p.read_only.iter().map(real).collect(),
         network: p.network,
+        user_cache: p.network.then(user_cache_dir).flatten(),
     };
     let profile = seatbelt::profile(&spec);
     Some((
         SANDBOX_EXEC.into(),
         seatbelt::argv(&profile, tmpdir.as_deref(), program, args),
     ))
+}
+
+/// The user's `DARWIN_USER_CACHE_DIR` (`/private/var/folders/…/C/`),
+/// resolved; `None` when the system does not say.
+fn user_cache_dir() -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut buf = vec![0u8; 1024];
+    // SAFETY: the buffer and its length match; confstr writes at most that.
+    let n = unsafe {
+        libc::confstr(
+            libc::_CS_DARWIN_USER_CACHE_DIR,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n == 0 || n > buf.len() {
+        return None;
+    }
+    buf.truncate(n - 1);
+    let path = Path::new(std::ffi::OsStr::from_bytes(&buf));
+    std::fs::canonicalize(path).ok()
 }
 
 /// A fresh, empty temp directory for one command:

@@ -137,17 +137,48 @@ pub mod process {
     use tokio::process::{Child, Command};
 
     /// The shell that runs a command line, and its arguments before the
-    /// command text: `sh -c` on Unix; `cmd.exe /D /S /C` on Windows (no
-    /// AutoRun, no profile: nothing the user's shell start-up prints can
-    /// reach the agent's stdout).
+    /// command text: `sh -c` on Unix; on Windows (chosen once,
+    /// [`super::win::choose_shell`]) Git for Windows' `bash.exe -c`, else
+    /// PowerShell `-NoProfile -NonInteractive -EncodedCommand`, else
+    /// `cmd.exe /D /S /C` (no AutoRun, no profile: nothing the user's
+    /// shell start-up prints can reach the agent's stdout).
     pub fn shell() -> (&'static str, &'static [&'static str]) {
-        super::os::SHELL
+        super::os::shell()
+    }
+
+    /// Why this shell cannot run `text` whole (cmd.exe and a text of
+    /// several lines: it would run only the first), or `Ok`. Checked
+    /// before a command runs, locally or in the editor's terminal.
+    pub fn check_shell_text(text: &str) -> Result<(), String> {
+        super::os::check_shell_text(text)
+    }
+
+    /// The command text as the shell's last argument, for an argv that
+    /// another program starts (the editor's terminal): as is, but base64
+    /// for PowerShell's `-EncodedCommand`.
+    pub fn shell_text(text: &str) -> String {
+        super::os::shell_text(text)
+    }
+
+    /// The `terminal/create` request `(command, args, env)` that runs
+    /// `text` in this system's shell, where it differs from the shell's
+    /// own argv (Windows: [`super::win::terminal_request`], which survives
+    /// Zed's joining and JetBrains' argv alike); `None` on Unix, where the
+    /// launcher's argv is sent.
+    pub fn terminal_request(text: &str) -> Option<super::win::TerminalRequest> {
+        super::os::terminal_request(text)
+    }
+
+    /// One sentence for the model: which shell runs its commands, and the
+    /// syntax to write.
+    pub fn shell_description() -> &'static str {
+        super::os::shell_description()
     }
 
     /// Appends the command text as the shell's last argument: as is for
-    /// `sh -c`; for `cmd.exe /S /C` in the one pair of quotes `/S` strips,
-    /// passed raw (the usual argument quoting would add backslashes that
-    /// cmd.exe keeps).
+    /// `sh -c` and bash; for `cmd.exe /S /C` in the one pair of quotes `/S`
+    /// strips, passed raw (the usual argument quoting would add
+    /// backslashes that cmd.exe keeps); encoded for PowerShell.
     pub fn push_shell_text(cmd: &mut Command, text: &str) {
         super::os::push_shell_text(cmd, text);
     }
@@ -347,6 +378,24 @@ pub mod fs {
     /// file system itself reads names.
     pub fn is_beneath(path: &Path, root: &Path) -> bool {
         super::os::is_beneath(path, root)
+    }
+
+    /// `path` resolved (links followed, `..` gone), spelled as programs
+    /// accept it: on Windows without the `\\?\` prefix that
+    /// `std::fs::canonicalize` adds, whenever the plain path names the same
+    /// file (`dunce`, as Codex does); only paths that need the prefix (too
+    /// long, reserved names) keep it. Every root, working directory and
+    /// path shown to the model or the user is resolved through here.
+    pub fn canonicalize(path: &Path) -> io::Result<PathBuf> {
+        dunce::canonicalize(path)
+    }
+
+    /// `path` without a `\\?\` prefix where the plain spelling names the
+    /// same file (Windows); as it is elsewhere. For working directories and
+    /// command lines: cmd.exe refuses a UNC-style working directory and
+    /// runs in `C:\Windows` instead.
+    pub fn simplified(path: &Path) -> &Path {
+        dunce::simplified(path)
     }
 
     /// The part of `path` beneath `root` (both resolved), `None` when it

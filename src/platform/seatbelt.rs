@@ -43,6 +43,10 @@ pub struct Spec {
     pub read_only: Vec<PathBuf>,
     /// Whether IP networking is allowed.
     pub network: bool,
+    /// The user's `DARWIN_USER_CACHE_DIR` (`confstr`), writable with the
+    /// network on: the system's network and certificate code keeps its
+    /// caches there (as in Codex's network policy).
+    pub user_cache: Option<PathBuf>,
 }
 
 /// A generated profile and the parameters its text refers to.
@@ -176,6 +180,10 @@ pub fn profile(spec: &Spec) -> Profile {
     }
     if spec.network {
         t.push_str(NETWORK);
+        if let Some(cache) = &spec.user_cache {
+            let c = param("DARWIN_USER_CACHE_DIR", cache);
+            let _ = writeln!(t, "(allow file-write* (subpath (param \"{c}\")))");
+        }
     }
     Profile { text: t, params }
 }
@@ -264,7 +272,10 @@ fn any_case(re: &str) -> String {
 }
 
 /// Closed by default; what every command needs to run at all (after
-/// Chromium's and Codex's base policies).
+/// Chromium's and Codex's base policies): among them `mach-host*` (Node's
+/// `os.cpus()` asks the host port), the `kern.grade_cputype` sysctl that
+/// Java reads through a "write", and `RootDomainUserClient` (power
+/// management queries).
 const BASE: &str = r#"(version 1)
 (deny default)
 (allow process-exec process-fork)
@@ -278,11 +289,17 @@ const BASE: &str = r#"(version 1)
   (global-name "com.apple.system.opendirectoryd.libinfo")
   (global-name "com.apple.system.logger")
   (global-name "com.apple.PowerManagement.control"))
+(allow mach-host*)
+(allow sysctl-write (sysctl-name "kern.grade_cputype"))
+(allow iokit-open (iokit-registry-entry-class "RootDomainUserClient"))
 "#;
 
 /// The network on: IP sockets (any address), name resolution through
-/// mDNSResponder, certificate checks. UNIX-domain sockets stay as above.
+/// mDNSResponder, certificate checks, the routing table (`net.routetable`,
+/// explicit although `BASE` reads every sysctl, so that narrowing `BASE`
+/// cannot break it). UNIX-domain sockets stay as above.
 const NETWORK: &str = r#"(allow system-socket)
+(allow sysctl-read (sysctl-name-prefix "net.routetable."))
 (allow network-outbound (remote ip "*:*"))
 (allow network-inbound (local ip "*:*"))
 (allow network-bind (local ip "*:*"))
@@ -309,6 +326,7 @@ mod tests {
             deny_read: vec!["/Users/me/.ssh".into()],
             read_only: vec!["/Users/me/proj/.husky".into()],
             network,
+            user_cache: Some("/private/var/folders/x/C".into()),
         }
     }
 
@@ -337,13 +355,25 @@ mod tests {
                     "READ_ONLY_3".to_string(),
                     PathBuf::from("/Users/me/proj/.husky")
                 ),
+                (
+                    "DARWIN_USER_CACHE_DIR_4".to_string(),
+                    PathBuf::from("/private/var/folders/x/C")
+                ),
             ]
         );
         assert!(p.text.contains("(subpath (param \"ROOT_1\"))"));
         assert!(p.text.contains("(subpath (param \"WRITABLE_2\"))"));
         assert!(p.text.contains("(literal \"/dev/null\")"));
-        // No write rule other than those.
-        assert_eq!(p.text.matches("(allow file-write*").count(), 2);
+        // No write rule other than those (and, with the network on, the
+        // user's cache directory).
+        assert_eq!(p.text.matches("(allow file-write*").count(), 3);
+        assert_eq!(
+            profile(&spec(false))
+                .text
+                .matches("(allow file-write*")
+                .count(),
+            2
+        );
         assert!(!p.text.contains("(allow default)"));
     }
 
@@ -432,6 +462,61 @@ mod tests {
         }
         // The temp directory is not a root: its entry is the command's.
         assert!(!rule.contains("(literal (param \"WRITABLE_2\"))"), "{rule}");
+    }
+
+    /// Issue 43.6: what common tools need, as in Codex's base policy:
+    /// Node's `os.cpus()` (`mach-host*`), Java (`kern.grade_cputype`),
+    /// power management (`RootDomainUserClient`).
+    #[test]
+    fn base_policy_lets_common_tools_start() {
+        for network in [false, true] {
+            let t = profile(&spec(network)).text;
+            assert!(t.contains("\n(allow mach-host*)\n"), "{t}");
+            assert!(
+                t.contains("(allow sysctl-write (sysctl-name \"kern.grade_cputype\"))"),
+                "{t}"
+            );
+            assert!(
+                t.contains(
+                    "(allow iokit-open (iokit-registry-entry-class \"RootDomainUserClient\"))"
+                ),
+                "{t}"
+            );
+            // Nothing broader than those.
+            assert!(!t.contains("(allow sysctl-write)"), "{t}");
+            assert!(!t.contains("(allow iokit-open)"), "{t}");
+        }
+    }
+
+    /// Issue 43.6: with the network on, the user's cache directory is
+    /// writable and the routing table readable; with it off, neither rule.
+    #[test]
+    fn network_on_adds_the_user_cache_and_the_routing_table() {
+        let on = profile(&spec(true));
+        let name = on
+            .params
+            .iter()
+            .find(|(_, p)| p == Path::new("/private/var/folders/x/C"))
+            .map(|(n, _)| n.clone())
+            .expect("the cache directory is a parameter");
+        assert!(name.starts_with("DARWIN_USER_CACHE_DIR_"));
+        assert!(
+            on.text
+                .contains(&format!("(allow file-write* (subpath (param \"{name}\")))")),
+            "{}",
+            on.text
+        );
+        assert!(
+            on.text
+                .contains("(allow sysctl-read (sysctl-name-prefix \"net.routetable.\"))")
+        );
+        let off = profile(&spec(false));
+        assert!(
+            !off.params
+                .iter()
+                .any(|(n, _)| n.starts_with("DARWIN_USER_CACHE_DIR"))
+        );
+        assert!(!off.text.contains("net.routetable"));
     }
 
     #[test]

@@ -25,6 +25,27 @@ pub fn push_shell_text(cmd: &mut Command, text: &str) {
     cmd.arg(text);
 }
 
+/// `sh -c` runs any text whole.
+pub fn shell() -> (&'static str, &'static [&'static str]) {
+    ("sh", &["-c"])
+}
+
+pub fn check_shell_text(_text: &str) -> Result<(), String> {
+    Ok(())
+}
+
+pub fn shell_text(text: &str) -> String {
+    text.to_owned()
+}
+
+pub fn terminal_request(_text: &str) -> Option<super::win::TerminalRequest> {
+    None
+}
+
+pub fn shell_description() -> &'static str {
+    "The shell is sh -c (POSIX)"
+}
+
 /// A new session (`setsid`), which is also a new process group whose id is
 /// the child's pid: the tree is named by its leader on every Unix, and the
 /// command has no controlling terminal, so it cannot push keystrokes into

@@ -9,10 +9,7 @@ use crate::tools::sandbox::{Level, Policy};
 
 pub const SUBCOMMAND: &str = "sandbox-exec";
 pub const MESSAGE_PREFIX: &str = "acp-coder sandbox:";
-/// `/D`: no AutoRun commands from the registry; `/S /C`: the rest of the
-/// line is the command, quotes kept as given.
 pub const SANDBOX_AVAILABLE: bool = false;
-pub const SHELL: (&str, &[&str]) = ("cmd.exe", &["/D", "/S", "/C"]);
 pub const WATCH_BACKEND: &str = "ReadDirectoryChangesW";
 
 pub fn dispatch_launcher() -> Option<u8> {
@@ -116,8 +113,59 @@ fn with_trees<T>(f: impl FnOnce(&mut HashMap<i32, Tree>) -> T) -> T {
     f(trees.get_or_insert_with(HashMap::new))
 }
 
+/// The shell of this machine, chosen once ([`super::win::choose_shell`]).
+fn the_shell() -> &'static super::win::Shell {
+    static SHELL: std::sync::OnceLock<super::win::Shell> = std::sync::OnceLock::new();
+    SHELL.get_or_init(|| {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let pathext = std::env::var("PATHEXT").ok();
+        let env = |v: &str| std::env::var(v).ok();
+        let find =
+            |name: &str| super::win::resolve(name, &path, pathext.as_deref(), |p| p.is_file());
+        let exists = |p: &Path| p.is_file();
+        let shell = super::win::choose_shell(&super::win::Probe {
+            env: &env,
+            find: &find,
+            exists: &exists,
+        });
+        tracing::info!(shell = %shell.program.display(), kind = ?shell.kind, "command shell");
+        shell
+    })
+}
+
+pub fn shell() -> (&'static str, &'static [&'static str]) {
+    let shell = the_shell();
+    (
+        shell.program.to_str().unwrap_or("cmd.exe"),
+        super::win::shell_args(shell.kind),
+    )
+}
+
+pub fn check_shell_text(text: &str) -> Result<(), String> {
+    super::win::check_text(the_shell().kind, text)
+}
+
+pub fn shell_text(text: &str) -> String {
+    super::win::shell_text(the_shell().kind, text)
+}
+
+pub fn terminal_request(text: &str) -> Option<super::win::TerminalRequest> {
+    Some(super::win::terminal_request(the_shell(), text))
+}
+
+pub fn shell_description() -> &'static str {
+    super::win::shell_description(the_shell().kind)
+}
+
 pub fn push_shell_text(cmd: &mut Command, text: &str) {
-    cmd.raw_arg(super::win::cmd_argument(text));
+    match the_shell().kind {
+        super::win::ShellKind::Cmd => {
+            cmd.raw_arg(super::win::cmd_argument(text));
+        }
+        kind => {
+            cmd.arg(super::win::shell_text(kind, text));
+        }
+    }
 }
 
 pub fn new_tree(cmd: &mut Command) {

@@ -49,7 +49,7 @@ fn canonicalize_following(path: &Path, hops: u32) -> PathBuf {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     loop {
-        if let Ok(canon) = existing.canonicalize() {
+        if let Ok(canon) = crate::platform::fs::canonicalize(&existing) {
             let mut out = canon;
             for part in rest.iter().rev() {
                 out.push(part);
@@ -469,6 +469,29 @@ mod tests {
         assert_eq!(
             expand_windows_vars("%USERPROFILE%x%UNSET%$env:PROJ;", &env),
             format!("{}x%UNSET%{project};", profile.display())
+        );
+    }
+
+    /// Issue 43.3: a resolved path is one Windows programs accept: no
+    /// `\\?\` prefix (cmd.exe runs in `C:\Windows` when its working
+    /// directory has one, and editors show it raw). Runs everywhere; it
+    /// can only fail where `canonicalize` adds the prefix (Windows).
+    #[test]
+    fn resolved_paths_have_no_verbatim_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub dir")).unwrap();
+        for path in [
+            resolve("sub dir", dir.path()),
+            resolve("sub dir/new.txt", dir.path()),
+            canonicalize_lenient(dir.path()),
+        ] {
+            let text = path.to_string_lossy();
+            assert!(!text.starts_with("\\\\?\\"), "{text}");
+            assert!(path.is_absolute(), "{text}");
+        }
+        assert_eq!(
+            crate::platform::fs::simplified(Path::new("/a/b")),
+            Path::new("/a/b")
         );
     }
 
