@@ -76,11 +76,17 @@ pub fn wrap(
     program: &str,
     args: &[&str],
     policy: Option<&Policy>,
-    _parent: Option<u32>,
+    parent: Option<u32>,
 ) -> Option<(PathBuf, Vec<OsString>)> {
     let p = policy.filter(|_| level.confines())?;
     let real = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
     let tmpdir = own_temp();
+    // A command the agent starts itself is adopted on this thread, and its
+    // directory goes when its tree is released; an editor terminal's stays
+    // until the next agent's sweep.
+    if let (Some(dir), Some(_)) = (&tmpdir, parent) {
+        seatbelt::temps::wrapped(dir.clone());
+    }
     let spec = seatbelt::Spec {
         roots: p.roots.iter().map(real).collect(),
         writable: tmpdir.iter().cloned().collect(),
@@ -206,6 +212,16 @@ pub fn protect_memory() -> std::io::Result<&'static str> {
 /// when it is reaped instead.
 pub fn decode_siginfo(_info: &libc::siginfo_t) -> Option<super::process::Exit> {
     None
+}
+
+/// A tree was adopted: its command's temp directory is filed under it.
+pub fn adopted(id: i32) {
+    seatbelt::temps::adopted(id);
+}
+
+/// A tree was released: its command's temp directory goes.
+pub fn released(id: i32) {
+    seatbelt::temps::released(id);
 }
 
 /// No `/proc` here: the launcher is run by its path.

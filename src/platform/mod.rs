@@ -205,8 +205,8 @@ pub mod process {
 
     /// Makes `cmd` start a tree of its own: a new session, and so a new
     /// process group without a controlling terminal (Unix `setsid`: no
-    /// `TIOCSTI` into the user's shell); a new process group without a
-    /// console window (Windows; the Job Object is made by [`adopt`]).
+    /// `TIOCSTI` into the user's shell); on Windows a new process group
+    /// without a console window, started suspended: [`adopt`] must follow.
     pub fn new_tree(cmd: &mut Command) {
         super::os::new_tree(cmd);
     }
@@ -218,10 +218,10 @@ pub mod process {
         super::os::without_terminal(cmd);
     }
 
-    /// The tree id of a child just started with [`new_tree`]; on Windows
-    /// the child is put into a new Job Object here (what it starts from
-    /// then on is in the job too). `None`: the child has no pid (already
-    /// reaped).
+    /// The tree id of a child just started with [`new_tree`], called on
+    /// the thread that started it; on Windows the suspended child is put
+    /// into a new Job Object here, then resumed (everything it starts is
+    /// in the job). `None`: the child has no pid (already reaped).
     pub fn adopt(child: &Child) -> Option<i32> {
         super::os::adopt(child)
     }

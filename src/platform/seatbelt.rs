@@ -188,6 +188,57 @@ pub fn profile(spec: &Spec) -> Profile {
     Profile { text: t, params }
 }
 
+/// The per-command temp directories of the commands that are running,
+/// by tree id, so that each is removed when its command's tree is
+/// released (`platform::process::release_tree`, after the last signal).
+/// `wrap` makes the directory; the same thread then starts the command
+/// and adopts its tree, which files the directory under the tree's id.
+pub mod temps {
+    use std::cell::RefCell;
+    use std::path::PathBuf;
+    use std::sync::{Mutex, PoisonError};
+
+    thread_local! {
+        static WRAPPED: RefCell<Option<PathBuf>> = const { RefCell::new(None) };
+    }
+    static BY_TREE: Mutex<Vec<(i32, PathBuf)>> = Mutex::new(Vec::new());
+
+    /// `dir` was made for the command this thread is about to start.
+    pub fn wrapped(dir: PathBuf) {
+        WRAPPED.with(|w| *w.borrow_mut() = Some(dir));
+    }
+
+    /// The command this thread just started is tree `id`.
+    pub fn adopted(id: i32) {
+        if let Some(dir) = WRAPPED.with(|w| w.borrow_mut().take()) {
+            BY_TREE
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((id, dir));
+        }
+    }
+
+    /// Tree `id` is over: its temp directory goes, with what the command
+    /// left in it.
+    pub fn released(id: i32) {
+        let dirs: Vec<PathBuf> = {
+            let mut all = BY_TREE.lock().unwrap_or_else(PoisonError::into_inner);
+            let (gone, kept) = std::mem::take(&mut *all)
+                .into_iter()
+                .partition(|(tree, _)| *tree == id);
+            *all = kept;
+            gone.into_iter().map(|(_, d)| d).collect()
+        };
+        for dir in dirs {
+            if let Err(e) = std::fs::remove_dir_all(&dir)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::debug!(dir = %dir.display(), error = %e, "cannot remove a command's temp directory");
+            }
+        }
+    }
+}
+
 /// `sandbox-exec`'s arguments that run `program args` under `profile`,
 /// with `TMPDIR` set to `tmpdir` (the command's own temp directory, the one
 /// temp directory the profile lets it write) when given.
@@ -517,6 +568,32 @@ mod tests {
                 .any(|(n, _)| n.starts_with("DARWIN_USER_CACHE_DIR"))
         );
         assert!(!off.text.contains("net.routetable"));
+    }
+
+    /// Issue 43.6: a command's own temp directory is removed when its
+    /// tree is released, with what the command left in it; another
+    /// command's stays.
+    #[test]
+    fn a_commands_temp_directory_goes_with_its_tree() {
+        let base = tempfile::tempdir().unwrap();
+        let (mine, other) = (base.path().join("1"), base.path().join("2"));
+        for d in [&mine, &other] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("left-behind"), "x").unwrap();
+        }
+        temps::wrapped(mine.clone());
+        temps::adopted(-4242);
+        temps::wrapped(other.clone());
+        temps::adopted(-4243);
+        temps::released(-4242);
+        assert!(!mine.exists());
+        assert!(other.exists());
+        temps::released(-4243);
+        assert!(!other.exists());
+        // A tree without a directory, or released twice: nothing happens.
+        temps::adopted(-4244);
+        temps::released(-4244);
+        temps::released(-4242);
     }
 
     #[test]

@@ -66,7 +66,9 @@ pub fn without_terminal(cmd: &mut Command) {
 }
 
 pub fn adopt(child: &Child) -> Option<i32> {
-    child.id().and_then(|p| i32::try_from(p).ok())
+    let id = child.id().and_then(|p| i32::try_from(p).ok())?;
+    super::os::adopted(id);
+    Some(id)
 }
 
 pub fn is_foreign_tree(id: i32) -> bool {
@@ -91,7 +93,9 @@ pub fn signal_tree(id: i32, signal: Signal) {
     }
 }
 
-pub fn release_tree(_id: i32) {}
+pub fn release_tree(id: i32) {
+    super::os::released(id);
+}
 
 pub fn peek_exit(pid: i32) -> Option<Option<Exit>> {
     loop {

@@ -75,7 +75,7 @@ use windows_sys::Win32::System::JobObjects::{
     SetInformationJobObject, TerminateJobObject,
 };
 use windows_sys::Win32::System::Threading::{
-    CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW, GetExitCodeProcess, OpenProcess,
+    CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW, CREATE_SUSPENDED, GetExitCodeProcess, OpenProcess,
     PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SYNCHRONIZE, WaitForSingleObject,
 };
 
@@ -168,8 +168,48 @@ pub fn push_shell_text(cmd: &mut Command, text: &str) {
     }
 }
 
+/// Started suspended: [`adopt`] puts it into its Job Object, then lets it
+/// run, so that nothing it starts can be outside the job.
 pub fn new_tree(cmd: &mut Command) {
-    cmd.creation_flags(CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW);
+    cmd.creation_flags(CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW | CREATE_SUSPENDED);
+}
+
+/// Resumes every thread of process `pid` (a child started suspended has
+/// one), found through a toolhelp snapshot; how many were resumed.
+fn resume_threads(pid: u32) -> io::Result<usize> {
+    use windows_sys::Win32::Foundation::INVALID_HANDLE_VALUE;
+    use windows_sys::Win32::System::Diagnostics::ToolHelp::{
+        CreateToolhelp32Snapshot, TH32CS_SNAPTHREAD, THREADENTRY32, Thread32First, Thread32Next,
+    };
+    use windows_sys::Win32::System::Threading::{OpenThread, ResumeThread, THREAD_SUSPEND_RESUME};
+    // SAFETY: plain call; the handle is closed by OwnedHandle.
+    let snapshot = unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0) };
+    if snapshot == INVALID_HANDLE_VALUE {
+        return Err(io::Error::last_os_error());
+    }
+    let snapshot = OwnedHandle(snapshot);
+    // SAFETY: an all-zero THREADENTRY32 is valid; dwSize is set below.
+    let mut entry: THREADENTRY32 = unsafe { std::mem::zeroed() };
+    entry.dwSize = std::mem::size_of::<THREADENTRY32>() as u32;
+    let mut resumed = 0;
+    // SAFETY: a valid snapshot handle and entry with its size set.
+    let mut more = unsafe { Thread32First(snapshot.0, &mut entry) } != 0;
+    while more {
+        if entry.th32OwnerProcessID == pid {
+            // SAFETY: plain call on a thread id from the snapshot.
+            let thread = unsafe { OpenThread(THREAD_SUSPEND_RESUME, 0, entry.th32ThreadID) };
+            if !thread.is_null() {
+                let thread = OwnedHandle(thread);
+                // SAFETY: a thread handle with THREAD_SUSPEND_RESUME.
+                if unsafe { ResumeThread(thread.0) } != u32::MAX {
+                    resumed += 1;
+                }
+            }
+        }
+        // SAFETY: as for Thread32First.
+        more = unsafe { Thread32Next(snapshot.0, &mut entry) } != 0;
+    }
+    Ok(resumed)
 }
 
 pub fn without_terminal(cmd: &mut Command) {
@@ -202,11 +242,21 @@ fn kill_on_close_job() -> io::Result<OwnedHandle> {
     Ok(job)
 }
 
-/// Puts the child into a Job Object of its own. The child starts before it
-/// is assigned: what it starts in that first instant is outside the job
-/// (std has no way to start it suspended); everything later is inside.
+/// Puts the child, started suspended by [`new_tree`], into a Job Object of
+/// its own, then resumes it: everything it starts is inside the job from
+/// its first instruction. The child is resumed whatever else fails.
 pub fn adopt(child: &Child) -> Option<i32> {
     let pid = child.id()?;
+    let id = adopt_suspended(child, pid);
+    match resume_threads(pid) {
+        Ok(0) => tracing::warn!(pid, "no thread of the child to resume"),
+        Ok(_) => {}
+        Err(err) => tracing::warn!(pid, %err, "cannot resume the child"),
+    }
+    id
+}
+
+fn adopt_suspended(child: &Child, pid: u32) -> Option<i32> {
     let id = i32::try_from(pid).ok()?;
     // SAFETY: plain call; the child is ours and not yet reaped, so the pid
     // names it.
@@ -563,4 +613,25 @@ pub unsafe fn take_env(names: &[String]) -> Vec<(String, String)> {
         }
     }
     taken
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 43.5: a tree starts suspended, is put into its job, then runs:
+    /// it finishes with its own exit code, inside the job.
+    #[tokio::test]
+    async fn a_tree_runs_whole_inside_its_job() {
+        let mut cmd = Command::new("cmd.exe");
+        cmd.args(["/D", "/C", "exit 7"]);
+        new_tree(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let id = adopt(&child).unwrap();
+        let in_job = with_trees(|t| t.get(&id).is_some_and(|tree| tree.job.is_some()));
+        assert!(in_job);
+        let status = child.wait().await.unwrap();
+        assert_eq!(status.code(), Some(7));
+        release_tree(id);
+    }
 }
