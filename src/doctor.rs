@@ -222,7 +222,7 @@ fn sandbox_check(s: &Settings) -> Check {
     let check = match level {
         Sandbox::Full { .. } | Sandbox::Seatbelt => {
             // What this user's sandboxed commands cannot read (those that exist).
-            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            let home = crate::platform::fs::home();
             let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(std::path::PathBuf::from);
             let hidden = crate::agent::policy::unreadable::unreadable(
                 home.as_deref(),

@@ -379,7 +379,7 @@ fn inside(root: &Path, sub: &Value) -> Result<PathBuf, A2aError> {
         ));
     };
     let joined = root.join(rel);
-    let resolved = joined.canonicalize().map_err(|e| {
+    let resolved = crate::platform::fs::canonicalize(&joined).map_err(|e| {
         A2aError::params(format!(
             "metadata.cwd {rel:?}: {e}; name a directory inside the served one"
         ))

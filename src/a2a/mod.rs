@@ -224,8 +224,7 @@ fn served_root(cwd: Option<&std::path::Path>) -> Result<PathBuf, ServeError> {
             source,
         })?,
     };
-    let c = dir
-        .canonicalize()
+    let c = crate::platform::fs::canonicalize(&dir)
         .map_err(|source| ServeError::Cwd { path: dir, source })?;
     if !c.is_dir() {
         return Err(ServeError::Cwd {

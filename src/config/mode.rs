@@ -46,10 +46,10 @@ impl Mode {
             Mode::ReadOnly => "Reads and searches only; edits and commands are refused",
             Mode::Ask => "Asks before every edit and command",
             Mode::AcceptEdits => "Edits files in the project without asking; asks before commands",
-            Mode::FullAuto if crate::platform::sandbox::AVAILABLE => {
+            Mode::FullAuto if crate::tools::sandbox::confines_now() => {
                 "Edits and runs commands without asking; still asks outside the project"
             }
-            Mode::FullAuto if crate::platform::sandbox::full_auto_runs_commands() => {
+            Mode::FullAuto if crate::platform::sandbox::full_auto_runs_commands(false) => {
                 "Edits and runs commands without asking, unconfined: this system has no command sandbox and the config says full_auto_without_sandbox = true"
             }
             Mode::FullAuto => {

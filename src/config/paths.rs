@@ -21,13 +21,10 @@ pub fn is_local_endpoint(base_url: &str) -> bool {
     }
 }
 
-/// The user's home: `HOME`, else (Windows) `USERPROFILE`.
+/// The user's home ([`crate::platform::fs::home_with`]: `HOME`; on
+/// Windows `USERPROFILE`, then `HOME`).
 fn home_with(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    crate::platform::fs::HOME_VARS
-        .iter()
-        .find_map(|v| env(v))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
+    crate::platform::fs::home_with(|v| env(v).map(Into::into)).unwrap_or_else(|| PathBuf::from("/"))
 }
 
 fn xdg(env: &dyn Fn(&str) -> Option<String>, var: &str, fallback: &str) -> PathBuf {

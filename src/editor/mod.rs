@@ -368,7 +368,7 @@ impl Editor {
         cwd: &Path,
         output_byte_limit: u64,
     ) -> Result<String, RpcError> {
-        let cwd = cwd.to_string_lossy();
+        let cwd = crate::platform::fs::simplified(cwd).to_string_lossy();
         let req = CreateTerminalRequest {
             session_id: &self.session_id,
             command,

@@ -321,7 +321,7 @@ fn resolve_cwd(dir: Option<&std::path::Path>) -> Result<PathBuf, ExecError> {
             source,
         })?,
     };
-    let canonical = dir.canonicalize().map_err(|source| ExecError::Cwd {
+    let canonical = crate::platform::fs::canonicalize(&dir).map_err(|source| ExecError::Cwd {
         path: dir.clone(),
         source,
     })?;

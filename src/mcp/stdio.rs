@@ -102,7 +102,7 @@ fn server_command(
         }
     };
     crate::platform::process::new_tree(&mut cmd);
-    cmd.current_dir(cwd)
+    cmd.current_dir(crate::platform::fs::simplified(cwd))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -20,7 +20,6 @@ use crate::tools::sandbox::{Level, Policy};
 pub use super::unix::*;
 
 pub const SANDBOX_AVAILABLE: bool = true;
-pub const SHELL: (&str, &[&str]) = ("sh", &["-c"]);
 pub const WATCH_BACKEND: &str = "inotify";
 
 pub fn dispatch_launcher() -> Option<u8> {
@@ -154,6 +153,13 @@ pub fn open_file_path(file: &std::fs::File) -> Option<PathBuf> {
         .is_dir()
         .then(|| PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())))
 }
+
+/// Nothing to file: a sandboxed command's `/tmp` is its own mount, gone
+/// with it.
+pub fn adopted(_id: i32) {}
+
+/// See [`adopted`].
+pub fn released(_id: i32) {}
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,6 @@ pub const MESSAGE_PREFIX: &str = "acp-coder sandbox:";
 pub use super::unix::*;
 
 pub const SANDBOX_AVAILABLE: bool = true;
-pub const SHELL: (&str, &[&str]) = ("sh", &["-c"]);
 pub const WATCH_BACKEND: &str = "FSEvents";
 
 pub fn dispatch_launcher() -> Option<u8> {
@@ -77,23 +76,51 @@ pub fn wrap(
     program: &str,
     args: &[&str],
     policy: Option<&Policy>,
-    _parent: Option<u32>,
+    parent: Option<u32>,
 ) -> Option<(PathBuf, Vec<OsString>)> {
     let p = policy.filter(|_| level.confines())?;
     let real = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
     let tmpdir = own_temp();
+    // A command the agent starts itself is adopted on this thread, and its
+    // directory goes when its tree is released; an editor terminal's stays
+    // until the next agent's sweep.
+    if let (Some(dir), Some(_)) = (&tmpdir, parent) {
+        seatbelt::temps::wrapped(dir.clone());
+    }
     let spec = seatbelt::Spec {
         roots: p.roots.iter().map(real).collect(),
         writable: tmpdir.iter().cloned().collect(),
         deny_read: p.unreadable.iter().map(real).collect(),
         read_only: p.read_only.iter().map(real).collect(),
         network: p.network,
+        user_cache: p.network.then(user_cache_dir).flatten(),
     };
     let profile = seatbelt::profile(&spec);
     Some((
         SANDBOX_EXEC.into(),
         seatbelt::argv(&profile, tmpdir.as_deref(), program, args),
     ))
+}
+
+/// The user's `DARWIN_USER_CACHE_DIR` (`/private/var/folders/…/C/`),
+/// resolved; `None` when the system does not say.
+fn user_cache_dir() -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut buf = vec![0u8; 1024];
+    // SAFETY: the buffer and its length match; confstr writes at most that.
+    let n = unsafe {
+        libc::confstr(
+            libc::_CS_DARWIN_USER_CACHE_DIR,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n == 0 || n > buf.len() {
+        return None;
+    }
+    buf.truncate(n - 1);
+    let path = Path::new(std::ffi::OsStr::from_bytes(&buf));
+    std::fs::canonicalize(path).ok()
 }
 
 /// A fresh, empty temp directory for one command:
@@ -185,6 +212,16 @@ pub fn protect_memory() -> std::io::Result<&'static str> {
 /// when it is reaped instead.
 pub fn decode_siginfo(_info: &libc::siginfo_t) -> Option<super::process::Exit> {
     None
+}
+
+/// A tree was adopted: its command's temp directory is filed under it.
+pub fn adopted(id: i32) {
+    seatbelt::temps::adopted(id);
+}
+
+/// A tree was released: its command's temp directory goes.
+pub fn released(id: i32) {
+    seatbelt::temps::released(id);
 }
 
 /// No `/proc` here: the launcher is run by its path.

@@ -73,10 +73,21 @@ pub mod sandbox {
         UNCONFINED_FULL_AUTO.store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Whether full-auto runs commands without asking: where a sandbox
-    /// confines them, or where the user turned the missing one off.
-    pub fn full_auto_runs_commands() -> bool {
-        AVAILABLE || UNCONFINED_FULL_AUTO.load(std::sync::atomic::Ordering::Relaxed)
+    /// Whether full-auto runs commands without asking, given whether the
+    /// probed sandbox confines them (`confined`, never the compile-time
+    /// [`AVAILABLE`]: a `sandbox-exec` that refuses the profile, a kernel
+    /// without Landlock confine nothing), or where the user turned the
+    /// missing sandbox off.
+    pub fn full_auto_runs_commands(confined: bool) -> bool {
+        runs_unasked(
+            confined,
+            UNCONFINED_FULL_AUTO.load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    /// The rule of [`full_auto_runs_commands`] with the user's choice given.
+    pub(super) fn runs_unasked(confined: bool, unconfined_allowed: bool) -> bool {
+        confined || unconfined_allowed
     }
 
     /// Runs the launcher when this process was started as one (first thing
@@ -127,17 +138,48 @@ pub mod process {
     use tokio::process::{Child, Command};
 
     /// The shell that runs a command line, and its arguments before the
-    /// command text: `sh -c` on Unix; `cmd.exe /D /S /C` on Windows (no
-    /// AutoRun, no profile: nothing the user's shell start-up prints can
-    /// reach the agent's stdout).
+    /// command text: `sh -c` on Unix; on Windows (chosen once,
+    /// [`super::win::choose_shell`]) Git for Windows' `bash.exe -c`, else
+    /// PowerShell `-NoProfile -NonInteractive -EncodedCommand`, else
+    /// `cmd.exe /D /S /C` (no AutoRun, no profile: nothing the user's
+    /// shell start-up prints can reach the agent's stdout).
     pub fn shell() -> (&'static str, &'static [&'static str]) {
-        super::os::SHELL
+        super::os::shell()
+    }
+
+    /// Why this shell cannot run `text` whole (cmd.exe and a text of
+    /// several lines: it would run only the first), or `Ok`. Checked
+    /// before a command runs, locally or in the editor's terminal.
+    pub fn check_shell_text(text: &str) -> Result<(), String> {
+        super::os::check_shell_text(text)
+    }
+
+    /// The command text as the shell's last argument, for an argv that
+    /// another program starts (the editor's terminal): as is, but base64
+    /// for PowerShell's `-EncodedCommand`.
+    pub fn shell_text(text: &str) -> String {
+        super::os::shell_text(text)
+    }
+
+    /// The `terminal/create` request `(command, args, env)` that runs
+    /// `text` in this system's shell, where it differs from the shell's
+    /// own argv (Windows: [`super::win::terminal_request`], which survives
+    /// Zed's joining and JetBrains' argv alike); `None` on Unix, where the
+    /// launcher's argv is sent.
+    pub fn terminal_request(text: &str) -> Option<super::win::TerminalRequest> {
+        super::os::terminal_request(text)
+    }
+
+    /// One sentence for the model: which shell runs its commands, and the
+    /// syntax to write.
+    pub fn shell_description() -> &'static str {
+        super::os::shell_description()
     }
 
     /// Appends the command text as the shell's last argument: as is for
-    /// `sh -c`; for `cmd.exe /S /C` in the one pair of quotes `/S` strips,
-    /// passed raw (the usual argument quoting would add backslashes that
-    /// cmd.exe keeps).
+    /// `sh -c` and bash; for `cmd.exe /S /C` in the one pair of quotes `/S`
+    /// strips, passed raw (the usual argument quoting would add
+    /// backslashes that cmd.exe keeps); encoded for PowerShell.
     pub fn push_shell_text(cmd: &mut Command, text: &str) {
         super::os::push_shell_text(cmd, text);
     }
@@ -162,9 +204,10 @@ pub mod process {
         Signal(i32),
     }
 
-    /// Makes `cmd` start a tree of its own: a new process group (Unix), a
-    /// new process group without a console window (Windows; the Job
-    /// Object is made by [`adopt`]).
+    /// Makes `cmd` start a tree of its own: a new session, and so a new
+    /// process group without a controlling terminal (Unix `setsid`: no
+    /// `TIOCSTI` into the user's shell); on Windows a new process group
+    /// without a console window, started suspended: [`adopt`] must follow.
     pub fn new_tree(cmd: &mut Command) {
         super::os::new_tree(cmd);
     }
@@ -176,10 +219,10 @@ pub mod process {
         super::os::without_terminal(cmd);
     }
 
-    /// The tree id of a child just started with [`new_tree`]; on Windows
-    /// the child is put into a new Job Object here (what it starts from
-    /// then on is in the job too). `None`: the child has no pid (already
-    /// reaped).
+    /// The tree id of a child just started with [`new_tree`], called on
+    /// the thread that started it; on Windows the suspended child is put
+    /// into a new Job Object here, then resumed (everything it starts is
+    /// in the job). `None`: the child has no pid (already reaped).
     pub fn adopt(child: &Child) -> Option<i32> {
         super::os::adopt(child)
     }
@@ -263,7 +306,7 @@ pub mod process {
 pub mod fs {
     use std::fs::{DirBuilder, File, Metadata, OpenOptions};
     use std::io;
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     /// Folders made by `builder` are the owner's only (Unix: mode 0700;
     /// Windows: the ACL inherited from the user's profile, which is
@@ -278,9 +321,26 @@ pub mod fs {
         super::os::owner_only_file(options)
     }
 
-    /// The variables that name the user's home, in order: `HOME`; on
-    /// Windows then `USERPROFILE` (whose ACL is the user's own).
+    /// The variables that name the user's home, in order: `HOME` on Unix;
+    /// on Windows `USERPROFILE` (whose ACL is the user's own), then `HOME`
+    /// (which Git for Windows and MSYS set, sometimes to a POSIX spelling).
     pub const HOME_VARS: &[&str] = super::os::HOME_VARS;
+
+    /// The user's home (`~`): the first of [`HOME_VARS`] that is set and
+    /// not empty in `env`.
+    pub fn home_with(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+        HOME_VARS
+            .iter()
+            .filter_map(|v| env(v))
+            .find(|h| !h.is_empty())
+            .map(PathBuf::from)
+    }
+
+    /// The user's home (`~`) from this process's environment
+    /// ([`home_with`]); every reader of `~` goes through here.
+    pub fn home() -> Option<PathBuf> {
+        home_with(|v| std::env::var_os(v))
+    }
 
     /// `.owner_only()` on a [`DirBuilder`] or [`OpenOptions`]: what it
     /// creates is the owner's only ([`owner_only_dir`], [`owner_only_file`]).
@@ -313,11 +373,41 @@ pub mod fs {
     }
 
     /// Whether `path` is `root` or lies beneath it, both resolved: by
-    /// components on Unix; on Windows in any case, with either slash and
-    /// with or without a `\\?\` prefix ([`super::win::starts_with`]), as
-    /// the file system itself compares names.
+    /// components on Unix; on Windows in any case, with either slash, with
+    /// or without a `\\?\` prefix, 8.3 names expanded, stream suffixes and
+    /// trailing dots and spaces dropped ([`relative_beneath`]), as the
+    /// file system itself reads names.
     pub fn is_beneath(path: &Path, root: &Path) -> bool {
         super::os::is_beneath(path, root)
+    }
+
+    /// `path` resolved (links followed, `..` gone), spelled as programs
+    /// accept it: on Windows without the `\\?\` prefix that
+    /// `std::fs::canonicalize` adds, whenever the plain path names the same
+    /// file (`dunce`, as Codex does); only paths that need the prefix (too
+    /// long, reserved names) keep it. Every root, working directory and
+    /// path shown to the model or the user is resolved through here.
+    pub fn canonicalize(path: &Path) -> io::Result<PathBuf> {
+        dunce::canonicalize(path)
+    }
+
+    /// `path` without a `\\?\` prefix where the plain spelling names the
+    /// same file (Windows); as it is elsewhere. For working directories and
+    /// command lines: cmd.exe refuses a UNC-style working directory and
+    /// runs in `C:\Windows` instead.
+    pub fn simplified(path: &Path) -> &Path {
+        dunce::simplified(path)
+    }
+
+    /// The part of `path` beneath `root` (both resolved), `None` when it
+    /// is not beneath, spelled so that one file has one spelling: on Unix
+    /// the components as they are; on Windows with 8.3 short names of
+    /// existing folders and files expanded (`PROGRA~1`), and each name as
+    /// the file system reads it (no `::$DATA` or other stream suffix, no
+    /// trailing dots or spaces: [`super::win::file_name`]), compared in any
+    /// case. Protected paths are matched on this ([`is_beneath`] agrees).
+    pub fn relative_beneath(path: &Path, root: &Path) -> Option<PathBuf> {
+        super::os::relative_beneath(path, root)
     }
 
     /// The Unix permission bits, `None` on Windows.
@@ -470,16 +560,18 @@ pub mod watch {
 
 #[cfg(test)]
 mod full_auto_tests {
-    use super::sandbox::{AVAILABLE, allow_unconfined_full_auto, full_auto_runs_commands};
+    use super::sandbox::runs_unasked;
 
-    /// Full-auto runs commands unasked where a sandbox confines them; where
-    /// none exists, only when the user's config turned the missing one off.
+    /// Full-auto runs commands unasked where the PROBED sandbox confines
+    /// them (issue 42.11: a `sandbox-exec` that refused the profile
+    /// confines nothing, whatever the build could do); where it confines
+    /// nothing, only when the user's config turned the missing one off.
+    /// `tools::sandbox::full_auto_runs_commands` passes the probed
+    /// `Level::confines()`.
     #[test]
     fn full_auto_runs_commands_only_confined_or_by_the_users_choice() {
-        allow_unconfined_full_auto(false);
-        assert_eq!(full_auto_runs_commands(), AVAILABLE);
-        allow_unconfined_full_auto(true);
-        assert!(full_auto_runs_commands());
-        allow_unconfined_full_auto(false);
+        assert!(runs_unasked(true, false));
+        assert!(!runs_unasked(false, false));
+        assert!(runs_unasked(false, true));
     }
 }

@@ -43,6 +43,10 @@ pub struct Spec {
     pub read_only: Vec<PathBuf>,
     /// Whether IP networking is allowed.
     pub network: bool,
+    /// The user's `DARWIN_USER_CACHE_DIR` (`confstr`), writable with the
+    /// network on: the system's network and certificate code keeps its
+    /// caches there (as in Codex's network policy).
+    pub user_cache: Option<PathBuf>,
 }
 
 /// A generated profile and the parameters its text refers to.
@@ -120,7 +124,8 @@ pub fn profile(spec: &Spec) -> Profile {
         }
         t.push_str("))\n");
     }
-    let mut writable: Vec<String> = spec.roots.iter().map(|p| param("ROOT", p)).collect();
+    let roots: Vec<String> = spec.roots.iter().map(|p| param("ROOT", p)).collect();
+    let mut writable = roots.clone();
     writable.extend(spec.writable.iter().map(|p| param("WRITABLE", p)));
     let read_only: Vec<String> = spec.roots.iter().map(|r| read_only_regex(r)).collect();
     let kept: Vec<String> = spec
@@ -134,6 +139,14 @@ pub fn profile(spec: &Spec) -> Profile {
             let _ = write!(t, "\n      (subpath (param \"{w}\"))");
         }
         t.push(')');
+        // The root's own entry: `(subpath ROOT)` covers it, and a command
+        // could rename the project into its temp directory, write
+        // `.git/config` there (no read-only rule names that place) and
+        // rename it back (issue 42.11). Renaming or removing the root is a
+        // write to its literal path.
+        for r in &roots {
+            let _ = write!(t, "\n    (require-not (literal (param \"{r}\")))");
+        }
         for re in &read_only {
             let _ = write!(t, "\n    (require-not (regex #\"{re}\"))");
         }
@@ -167,8 +180,63 @@ pub fn profile(spec: &Spec) -> Profile {
     }
     if spec.network {
         t.push_str(NETWORK);
+        if let Some(cache) = &spec.user_cache {
+            let c = param("DARWIN_USER_CACHE_DIR", cache);
+            let _ = writeln!(t, "(allow file-write* (subpath (param \"{c}\")))");
+        }
     }
     Profile { text: t, params }
+}
+
+/// The per-command temp directories of the commands that are running,
+/// by tree id, so that each is removed when its command's tree is
+/// released (`platform::process::release_tree`, after the last signal).
+/// `wrap` makes the directory; the same thread then starts the command
+/// and adopts its tree, which files the directory under the tree's id.
+pub mod temps {
+    use std::cell::RefCell;
+    use std::path::PathBuf;
+    use std::sync::{Mutex, PoisonError};
+
+    thread_local! {
+        static WRAPPED: RefCell<Option<PathBuf>> = const { RefCell::new(None) };
+    }
+    static BY_TREE: Mutex<Vec<(i32, PathBuf)>> = Mutex::new(Vec::new());
+
+    /// `dir` was made for the command this thread is about to start.
+    pub fn wrapped(dir: PathBuf) {
+        WRAPPED.with(|w| *w.borrow_mut() = Some(dir));
+    }
+
+    /// The command this thread just started is tree `id`.
+    pub fn adopted(id: i32) {
+        if let Some(dir) = WRAPPED.with(|w| w.borrow_mut().take()) {
+            BY_TREE
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((id, dir));
+        }
+    }
+
+    /// Tree `id` is over: its temp directory goes, with what the command
+    /// left in it.
+    pub fn released(id: i32) {
+        let dirs: Vec<PathBuf> = {
+            let mut all = BY_TREE.lock().unwrap_or_else(PoisonError::into_inner);
+            let (gone, kept) = std::mem::take(&mut *all)
+                .into_iter()
+                .partition(|(tree, _)| *tree == id);
+            *all = kept;
+            gone.into_iter().map(|(_, d)| d).collect()
+        };
+        for dir in dirs {
+            if let Err(e) = std::fs::remove_dir_all(&dir)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::debug!(dir = %dir.display(), error = %e, "cannot remove a command's temp directory");
+            }
+        }
+    }
 }
 
 /// `sandbox-exec`'s arguments that run `program args` under `profile`,
@@ -255,7 +323,10 @@ fn any_case(re: &str) -> String {
 }
 
 /// Closed by default; what every command needs to run at all (after
-/// Chromium's and Codex's base policies).
+/// Chromium's and Codex's base policies): among them `mach-host*` (Node's
+/// `os.cpus()` asks the host port), the `kern.grade_cputype` sysctl that
+/// Java reads through a "write", and `RootDomainUserClient` (power
+/// management queries).
 const BASE: &str = r#"(version 1)
 (deny default)
 (allow process-exec process-fork)
@@ -269,11 +340,17 @@ const BASE: &str = r#"(version 1)
   (global-name "com.apple.system.opendirectoryd.libinfo")
   (global-name "com.apple.system.logger")
   (global-name "com.apple.PowerManagement.control"))
+(allow mach-host*)
+(allow sysctl-write (sysctl-name "kern.grade_cputype"))
+(allow iokit-open (iokit-registry-entry-class "RootDomainUserClient"))
 "#;
 
 /// The network on: IP sockets (any address), name resolution through
-/// mDNSResponder, certificate checks. UNIX-domain sockets stay as above.
+/// mDNSResponder, certificate checks, the routing table (`net.routetable`,
+/// explicit although `BASE` reads every sysctl, so that narrowing `BASE`
+/// cannot break it). UNIX-domain sockets stay as above.
 const NETWORK: &str = r#"(allow system-socket)
+(allow sysctl-read (sysctl-name-prefix "net.routetable."))
 (allow network-outbound (remote ip "*:*"))
 (allow network-inbound (local ip "*:*"))
 (allow network-bind (local ip "*:*"))
@@ -300,6 +377,7 @@ mod tests {
             deny_read: vec!["/Users/me/.ssh".into()],
             read_only: vec!["/Users/me/proj/.husky".into()],
             network,
+            user_cache: Some("/private/var/folders/x/C".into()),
         }
     }
 
@@ -328,13 +406,25 @@ mod tests {
                     "READ_ONLY_3".to_string(),
                     PathBuf::from("/Users/me/proj/.husky")
                 ),
+                (
+                    "DARWIN_USER_CACHE_DIR_4".to_string(),
+                    PathBuf::from("/private/var/folders/x/C")
+                ),
             ]
         );
         assert!(p.text.contains("(subpath (param \"ROOT_1\"))"));
         assert!(p.text.contains("(subpath (param \"WRITABLE_2\"))"));
         assert!(p.text.contains("(literal \"/dev/null\")"));
-        // No write rule other than those.
-        assert_eq!(p.text.matches("(allow file-write*").count(), 2);
+        // No write rule other than those (and, with the network on, the
+        // user's cache directory).
+        assert_eq!(p.text.matches("(allow file-write*").count(), 3);
+        assert_eq!(
+            profile(&spec(false))
+                .text
+                .matches("(allow file-write*")
+                .count(),
+            2
+        );
         assert!(!p.text.contains("(allow default)"));
     }
 
@@ -394,6 +484,116 @@ mod tests {
         assert!(read_only(root, &format!("{root}/.git/config")));
         assert!(!read_only(root, "/Users/me/weXird/.git/config"));
         assert!(!read_only(root, &format!("{root}/src/a.rs")));
+    }
+
+    /// Issue 42.11: the write rule excludes each root's own entry, so
+    /// `mv ROOT $TMPDIR/x` (then `.git/config` written there, then moved
+    /// back) is refused; what is beneath the root stays writable.
+    #[test]
+    fn the_roots_own_entry_cannot_be_moved_away() {
+        let p = profile(&Spec {
+            roots: vec!["/Users/me/proj".into(), "/Users/me/lib".into()],
+            writable: vec!["/private/var/t/1".into()],
+            ..Spec::default()
+        });
+        let rule = p
+            .text
+            .split("(allow file-write*\n")
+            .nth(1)
+            .unwrap()
+            .split("\n(allow")
+            .next()
+            .unwrap();
+        for root in ["ROOT_0", "ROOT_1"] {
+            assert!(
+                rule.contains(&format!("(require-not (literal (param \"{root}\")))")),
+                "{rule}"
+            );
+            assert!(rule.contains(&format!("(subpath (param \"{root}\"))")));
+        }
+        // The temp directory is not a root: its entry is the command's.
+        assert!(!rule.contains("(literal (param \"WRITABLE_2\"))"), "{rule}");
+    }
+
+    /// Issue 43.6: what common tools need, as in Codex's base policy:
+    /// Node's `os.cpus()` (`mach-host*`), Java (`kern.grade_cputype`),
+    /// power management (`RootDomainUserClient`).
+    #[test]
+    fn base_policy_lets_common_tools_start() {
+        for network in [false, true] {
+            let t = profile(&spec(network)).text;
+            assert!(t.contains("\n(allow mach-host*)\n"), "{t}");
+            assert!(
+                t.contains("(allow sysctl-write (sysctl-name \"kern.grade_cputype\"))"),
+                "{t}"
+            );
+            assert!(
+                t.contains(
+                    "(allow iokit-open (iokit-registry-entry-class \"RootDomainUserClient\"))"
+                ),
+                "{t}"
+            );
+            // Nothing broader than those.
+            assert!(!t.contains("(allow sysctl-write)"), "{t}");
+            assert!(!t.contains("(allow iokit-open)"), "{t}");
+        }
+    }
+
+    /// Issue 43.6: with the network on, the user's cache directory is
+    /// writable and the routing table readable; with it off, neither rule.
+    #[test]
+    fn network_on_adds_the_user_cache_and_the_routing_table() {
+        let on = profile(&spec(true));
+        let name = on
+            .params
+            .iter()
+            .find(|(_, p)| p == Path::new("/private/var/folders/x/C"))
+            .map(|(n, _)| n.clone())
+            .expect("the cache directory is a parameter");
+        assert!(name.starts_with("DARWIN_USER_CACHE_DIR_"));
+        assert!(
+            on.text
+                .contains(&format!("(allow file-write* (subpath (param \"{name}\")))")),
+            "{}",
+            on.text
+        );
+        assert!(
+            on.text
+                .contains("(allow sysctl-read (sysctl-name-prefix \"net.routetable.\"))")
+        );
+        let off = profile(&spec(false));
+        assert!(
+            !off.params
+                .iter()
+                .any(|(n, _)| n.starts_with("DARWIN_USER_CACHE_DIR"))
+        );
+        assert!(!off.text.contains("net.routetable"));
+    }
+
+    /// Issue 43.6: a command's own temp directory is removed when its
+    /// tree is released, with what the command left in it; another
+    /// command's stays.
+    #[test]
+    fn a_commands_temp_directory_goes_with_its_tree() {
+        let base = tempfile::tempdir().unwrap();
+        let (mine, other) = (base.path().join("1"), base.path().join("2"));
+        for d in [&mine, &other] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("left-behind"), "x").unwrap();
+        }
+        temps::wrapped(mine.clone());
+        temps::adopted(-4242);
+        temps::wrapped(other.clone());
+        temps::adopted(-4243);
+        temps::released(-4242);
+        assert!(!mine.exists());
+        assert!(other.exists());
+        temps::released(-4243);
+        assert!(!other.exists());
+        // A tree without a directory, or released twice: nothing happens.
+        temps::adopted(-4244);
+        temps::released(-4244);
+        temps::released(-4242);
     }
 
     #[test]

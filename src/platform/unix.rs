@@ -25,8 +25,34 @@ pub fn push_shell_text(cmd: &mut Command, text: &str) {
     cmd.arg(text);
 }
 
+/// `sh -c` runs any text whole.
+pub fn shell() -> (&'static str, &'static [&'static str]) {
+    ("sh", &["-c"])
+}
+
+pub fn check_shell_text(_text: &str) -> Result<(), String> {
+    Ok(())
+}
+
+pub fn shell_text(text: &str) -> String {
+    text.to_owned()
+}
+
+pub fn terminal_request(_text: &str) -> Option<super::win::TerminalRequest> {
+    None
+}
+
+pub fn shell_description() -> &'static str {
+    "The shell is sh -c (POSIX)"
+}
+
+/// A new session (`setsid`), which is also a new process group whose id is
+/// the child's pid: the tree is named by its leader on every Unix, and the
+/// command has no controlling terminal, so it cannot push keystrokes into
+/// the user's shell (`TIOCSTI` on `/dev/tty`; issue 42.11) or be stopped by
+/// the terminal's job control.
 pub fn new_tree(cmd: &mut Command) {
-    cmd.process_group(0);
+    without_terminal(cmd);
 }
 
 pub fn without_terminal(cmd: &mut Command) {
@@ -40,7 +66,9 @@ pub fn without_terminal(cmd: &mut Command) {
 }
 
 pub fn adopt(child: &Child) -> Option<i32> {
-    child.id().and_then(|p| i32::try_from(p).ok())
+    let id = child.id().and_then(|p| i32::try_from(p).ok())?;
+    super::os::adopted(id);
+    Some(id)
 }
 
 pub fn is_foreign_tree(id: i32) -> bool {
@@ -65,7 +93,9 @@ pub fn signal_tree(id: i32, signal: Signal) {
     }
 }
 
-pub fn release_tree(_id: i32) {}
+pub fn release_tree(id: i32) {
+    super::os::released(id);
+}
 
 pub fn peek_exit(pid: i32) -> Option<Option<Exit>> {
     loop {
@@ -196,6 +226,10 @@ pub fn is_beneath(path: &Path, root: &Path) -> bool {
     path.starts_with(root)
 }
 
+pub fn relative_beneath(path: &Path, root: &Path) -> Option<PathBuf> {
+    path.strip_prefix(root).ok().map(Path::to_path_buf)
+}
+
 pub fn mode(meta: &Metadata) -> Option<u32> {
     Some(meta.permissions().mode())
 }
@@ -297,6 +331,26 @@ pub async fn terminated() {
 mod tests {
     use super::*;
     use crate::platform::fs::OwnerOnly as _;
+
+    /// Issue 42.11: a command's tree is a session of its own (no
+    /// controlling terminal: no `TIOCSTI` into the user's shell), and its
+    /// process group is still named by the leader's pid.
+    #[tokio::test]
+    async fn a_tree_is_a_session_of_its_own() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("5").kill_on_drop(true);
+        new_tree(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let pid = adopt(&child).unwrap();
+        // SAFETY: plain queries about our own child.
+        let (sid, pgid) = unsafe { (libc::getsid(pid), libc::getpgid(pid)) };
+        // SAFETY: no preconditions.
+        let own_sid = unsafe { libc::getsid(0) };
+        child.kill().await.unwrap();
+        assert_eq!(pgid, pid);
+        assert_eq!(sid, pid, "the command must lead a new session");
+        assert_ne!(sid, own_sid);
+    }
 
     #[test]
     fn owner_only_files_and_folders_get_0600_and_0700() {

@@ -9,10 +9,7 @@ use crate::tools::sandbox::{Level, Policy};
 
 pub const SUBCOMMAND: &str = "sandbox-exec";
 pub const MESSAGE_PREFIX: &str = "acp-coder sandbox:";
-/// `/D`: no AutoRun commands from the registry; `/S /C`: the rest of the
-/// line is the command, quotes kept as given.
 pub const SANDBOX_AVAILABLE: bool = false;
-pub const SHELL: (&str, &[&str]) = ("cmd.exe", &["/D", "/S", "/C"]);
 pub const WATCH_BACKEND: &str = "ReadDirectoryChangesW";
 
 pub fn dispatch_launcher() -> Option<u8> {
@@ -78,7 +75,7 @@ use windows_sys::Win32::System::JobObjects::{
     SetInformationJobObject, TerminateJobObject,
 };
 use windows_sys::Win32::System::Threading::{
-    CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW, GetExitCodeProcess, OpenProcess,
+    CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW, CREATE_SUSPENDED, GetExitCodeProcess, OpenProcess,
     PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SYNCHRONIZE, WaitForSingleObject,
 };
 
@@ -116,12 +113,103 @@ fn with_trees<T>(f: impl FnOnce(&mut HashMap<i32, Tree>) -> T) -> T {
     f(trees.get_or_insert_with(HashMap::new))
 }
 
-pub fn push_shell_text(cmd: &mut Command, text: &str) {
-    cmd.raw_arg(super::win::cmd_argument(text));
+/// The shell of this machine, chosen once ([`super::win::choose_shell`]).
+fn the_shell() -> &'static super::win::Shell {
+    static SHELL: std::sync::OnceLock<super::win::Shell> = std::sync::OnceLock::new();
+    SHELL.get_or_init(|| {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let pathext = std::env::var("PATHEXT").ok();
+        let env = |v: &str| std::env::var(v).ok();
+        let find =
+            |name: &str| super::win::resolve(name, &path, pathext.as_deref(), |p| p.is_file());
+        let exists = |p: &Path| p.is_file();
+        let shell = super::win::choose_shell(&super::win::Probe {
+            env: &env,
+            find: &find,
+            exists: &exists,
+        });
+        tracing::info!(shell = %shell.program.display(), kind = ?shell.kind, "command shell");
+        shell
+    })
 }
 
+pub fn shell() -> (&'static str, &'static [&'static str]) {
+    let shell = the_shell();
+    (
+        shell.program.to_str().unwrap_or("cmd.exe"),
+        super::win::shell_args(shell.kind),
+    )
+}
+
+pub fn check_shell_text(text: &str) -> Result<(), String> {
+    super::win::check_text(the_shell().kind, text)
+}
+
+pub fn shell_text(text: &str) -> String {
+    super::win::shell_text(the_shell().kind, text)
+}
+
+pub fn terminal_request(text: &str) -> Option<super::win::TerminalRequest> {
+    Some(super::win::terminal_request(the_shell(), text))
+}
+
+pub fn shell_description() -> &'static str {
+    super::win::shell_description(the_shell().kind)
+}
+
+pub fn push_shell_text(cmd: &mut Command, text: &str) {
+    match the_shell().kind {
+        super::win::ShellKind::Cmd => {
+            cmd.raw_arg(super::win::cmd_argument(text));
+        }
+        kind => {
+            cmd.arg(super::win::shell_text(kind, text));
+        }
+    }
+}
+
+/// Started suspended: [`adopt`] puts it into its Job Object, then lets it
+/// run, so that nothing it starts can be outside the job.
 pub fn new_tree(cmd: &mut Command) {
-    cmd.creation_flags(CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW);
+    cmd.creation_flags(CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW | CREATE_SUSPENDED);
+}
+
+/// Resumes every thread of process `pid` (a child started suspended has
+/// one), found through a toolhelp snapshot; how many were resumed.
+fn resume_threads(pid: u32) -> io::Result<usize> {
+    use windows_sys::Win32::Foundation::INVALID_HANDLE_VALUE;
+    use windows_sys::Win32::System::Diagnostics::ToolHelp::{
+        CreateToolhelp32Snapshot, TH32CS_SNAPTHREAD, THREADENTRY32, Thread32First, Thread32Next,
+    };
+    use windows_sys::Win32::System::Threading::{OpenThread, ResumeThread, THREAD_SUSPEND_RESUME};
+    // SAFETY: plain call; the handle is closed by OwnedHandle.
+    let snapshot = unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0) };
+    if snapshot == INVALID_HANDLE_VALUE {
+        return Err(io::Error::last_os_error());
+    }
+    let snapshot = OwnedHandle(snapshot);
+    // SAFETY: an all-zero THREADENTRY32 is valid; dwSize is set below.
+    let mut entry: THREADENTRY32 = unsafe { std::mem::zeroed() };
+    entry.dwSize = std::mem::size_of::<THREADENTRY32>() as u32;
+    let mut resumed = 0;
+    // SAFETY: a valid snapshot handle and entry with its size set.
+    let mut more = unsafe { Thread32First(snapshot.0, &mut entry) } != 0;
+    while more {
+        if entry.th32OwnerProcessID == pid {
+            // SAFETY: plain call on a thread id from the snapshot.
+            let thread = unsafe { OpenThread(THREAD_SUSPEND_RESUME, 0, entry.th32ThreadID) };
+            if !thread.is_null() {
+                let thread = OwnedHandle(thread);
+                // SAFETY: a thread handle with THREAD_SUSPEND_RESUME.
+                if unsafe { ResumeThread(thread.0) } != u32::MAX {
+                    resumed += 1;
+                }
+            }
+        }
+        // SAFETY: as for Thread32First.
+        more = unsafe { Thread32Next(snapshot.0, &mut entry) } != 0;
+    }
+    Ok(resumed)
 }
 
 pub fn without_terminal(cmd: &mut Command) {
@@ -154,11 +242,21 @@ fn kill_on_close_job() -> io::Result<OwnedHandle> {
     Ok(job)
 }
 
-/// Puts the child into a Job Object of its own. The child starts before it
-/// is assigned: what it starts in that first instant is outside the job
-/// (std has no way to start it suspended); everything later is inside.
+/// Puts the child, started suspended by [`new_tree`], into a Job Object of
+/// its own, then resumes it: everything it starts is inside the job from
+/// its first instruction. The child is resumed whatever else fails.
 pub fn adopt(child: &Child) -> Option<i32> {
     let pid = child.id()?;
+    let id = adopt_suspended(child, pid);
+    match resume_threads(pid) {
+        Ok(0) => tracing::warn!(pid, "no thread of the child to resume"),
+        Ok(_) => {}
+        Err(err) => tracing::warn!(pid, %err, "cannot resume the child"),
+    }
+    id
+}
+
+fn adopt_suspended(child: &Child, pid: u32) -> Option<i32> {
     let id = i32::try_from(pid).ok()?;
     // SAFETY: plain call; the child is ours and not yet reaped, so the pid
     // names it.
@@ -284,7 +382,7 @@ pub fn find_program(command: &str, path: &OsStr, cwd: &Path, _executable: bool) 
 // Files.
 // ---------------------------------------------------------------------------
 
-pub const HOME_VARS: &[&str] = &["HOME", "USERPROFILE"];
+pub const HOME_VARS: &[&str] = &["USERPROFILE", "HOME"];
 
 pub fn owner_only_dir(builder: &mut DirBuilder) -> &mut DirBuilder {
     builder
@@ -303,7 +401,46 @@ pub fn restrict_file(_file: &File) -> io::Result<()> {
 }
 
 pub fn is_beneath(path: &Path, root: &Path) -> bool {
-    super::win::starts_with(&path.to_string_lossy(), &root.to_string_lossy())
+    relative_beneath(path, root).is_some()
+}
+
+pub fn relative_beneath(path: &Path, root: &Path) -> Option<PathBuf> {
+    let (path, root) = (long_names(path), long_names(root));
+    super::win::relative(&path.to_string_lossy(), &root.to_string_lossy()).map(PathBuf::from)
+}
+
+/// `path` with the 8.3 short names of its longest existing ancestor
+/// expanded (`GetLongPathNameW`), the rest as given; unchanged when no
+/// name has a `~` or nothing can be expanded.
+fn long_names(path: &Path) -> std::borrow::Cow<'_, Path> {
+    use std::os::windows::ffi::{OsStrExt as _, OsStringExt as _};
+    use windows_sys::Win32::Storage::FileSystem::GetLongPathNameW;
+    if !path.as_os_str().to_string_lossy().contains('~') {
+        return path.into();
+    }
+    let mut rest = Vec::new();
+    let mut existing = path;
+    loop {
+        let wide: Vec<u16> = existing.as_os_str().encode_wide().chain([0]).collect();
+        let mut buf = vec![0u16; 1024];
+        // SAFETY: a NUL-terminated input and an output buffer of the size given.
+        let n = unsafe { GetLongPathNameW(wide.as_ptr(), buf.as_mut_ptr(), buf.len() as u32) };
+        if n > 0 && (n as usize) < buf.len() {
+            buf.truncate(n as usize);
+            let mut out = PathBuf::from(std::ffi::OsString::from_wide(&buf));
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out.into();
+        }
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return path.into(),
+        }
+    }
 }
 
 pub fn mode(_meta: &Metadata) -> Option<u32> {
@@ -482,4 +619,25 @@ pub unsafe fn take_env(names: &[String]) -> Vec<(String, String)> {
 /// local model server found is named where every client sees it instead.
 pub fn listener_owner(_port: u16) -> super::net::Owner {
     super::net::Owner::Unknown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 43.5: a tree starts suspended, is put into its job, then runs:
+    /// it finishes with its own exit code, inside the job.
+    #[tokio::test]
+    async fn a_tree_runs_whole_inside_its_job() {
+        let mut cmd = Command::new("cmd.exe");
+        cmd.args(["/D", "/C", "exit 7"]);
+        new_tree(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let id = adopt(&child).unwrap();
+        let in_job = with_trees(|t| t.get(&id).is_some_and(|tree| tree.job.is_some()));
+        assert!(in_job);
+        let status = child.wait().await.unwrap();
+        assert_eq!(status.code(), Some(7));
+        release_tree(id);
+    }
 }

@@ -288,9 +288,7 @@ pub fn places(cwd: &Path, additional: &[PathBuf], config_home: &Path, home: &Pat
 
 /// [`places`] with the user-wide folders of this process's environment.
 pub fn places_for_session(cwd: &Path, additional: &[PathBuf]) -> Vec<Place> {
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map_or_else(|| PathBuf::from("/"), PathBuf::from);
+    let home = crate::platform::fs::home().unwrap_or_else(|| PathBuf::from("/"));
     places(cwd, additional, &crate::config::config_home(), &home)
 }
 

@@ -6,10 +6,8 @@ use std::path::{Component, Path, PathBuf};
 /// a path, relative paths against `cwd`.
 pub fn resolve(path: &str, cwd: &Path) -> PathBuf {
     let expanded = if path == "~" || path.starts_with("~/") {
-        match std::env::var_os("HOME") {
-            Some(home) => {
-                PathBuf::from(home).join(path.trim_start_matches('~').trim_start_matches('/'))
-            }
+        match crate::platform::fs::home() {
+            Some(home) => home.join(path.trim_start_matches('~').trim_start_matches('/')),
             None => PathBuf::from(path),
         }
     } else {
@@ -51,7 +49,7 @@ fn canonicalize_following(path: &Path, hops: u32) -> PathBuf {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     loop {
-        if let Ok(canon) = existing.canonicalize() {
+        if let Ok(canon) = crate::platform::fs::canonicalize(&existing) {
             let mut out = canon;
             for part in rest.iter().rev() {
                 out.push(part);
@@ -103,6 +101,22 @@ pub fn is_inside(path: &Path, roots: &[PathBuf]) -> bool {
 /// (`/dev/null`, …) and a program run by absolute path in command position
 /// (`/usr/bin/env python3 x.py`); its arguments are still checked.
 pub fn outside_paths_in_command(command: &str, cwd: &Path, roots: &[PathBuf]) -> Vec<PathBuf> {
+    outside_paths_with(command, cwd, roots, crate::platform::fs::home(), &|name| {
+        std::env::var(name).ok()
+    })
+}
+
+/// [`outside_paths_in_command`] with the home and the environment given.
+/// Variables in cmd.exe's (`%NAME%`) and PowerShell's (`$env:NAME`)
+/// spelling are expanded first, as those shells would: `%USERPROFILE%\.ssh`
+/// is the home's `.ssh` (issue 42.12).
+fn outside_paths_with(
+    command: &str,
+    cwd: &Path,
+    roots: &[PathBuf],
+    home: Option<PathBuf>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<PathBuf> {
     const DEVICES: [&str; 8] = [
         "/dev/null",
         "/dev/zero",
@@ -113,9 +127,9 @@ pub fn outside_paths_in_command(command: &str, cwd: &Path, roots: &[PathBuf]) ->
         "/dev/stderr",
         "/dev/tty",
     ];
-    let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut out: Vec<PathBuf> = Vec::new();
     for (word, command_position) in shell_words(command) {
+        let word = expand_windows_vars(&word, env);
         let mut candidates = vec![word.as_str()];
         if let Some((_, value)) = word.split_once('=') {
             candidates.push(value);
@@ -176,6 +190,60 @@ pub fn outside_paths_in_command(command: &str, cwd: &Path, roots: &[PathBuf]) ->
                 out.push(p);
             }
         }
+    }
+    out
+}
+
+/// `word` with cmd.exe's `%NAME%` and PowerShell's `$env:NAME` /
+/// `${env:NAME}` replaced by the variables' values; a variable that is not
+/// set stays as written (as cmd.exe leaves it).
+fn expand_windows_vars(word: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
+    fn is_name(n: &str) -> bool {
+        n.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '(' | ')'))
+    }
+    let mut out = String::with_capacity(word.len());
+    let mut rest = word;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('%')
+            && let Some((name, tail)) = after.split_once('%')
+            && is_name(name)
+            && let Some(value) = env(name)
+        {
+            out.push_str(&value);
+            rest = tail;
+            continue;
+        }
+        let ps = ["${env:", "$env:", "$ENV:", "${ENV:"]
+            .iter()
+            .find_map(|p| rest.strip_prefix(p).map(|r| (p.starts_with("${"), r)));
+        if let Some((braced, after)) = ps {
+            let end = if braced {
+                after.find('}')
+            } else {
+                Some(
+                    after
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(after.len()),
+                )
+            };
+            if let Some(end) = end
+                && is_name(&after[..end])
+                && let Some(value) = env(&after[..end])
+            {
+                out.push_str(&value);
+                rest = &after[end + usize::from(braced)..];
+                continue;
+            }
+        }
+        let mut chars = rest.chars();
+        if let Some(c) = chars.next() {
+            out.push(c);
+        }
+        rest = chars.as_str();
     }
     out
 }
@@ -316,7 +384,7 @@ mod tests {
         crate::platform::fs::symlink("loop2", root.join("loop1")).unwrap();
         crate::platform::fs::symlink("loop1", root.join("loop2")).unwrap();
         let _ = resolve("loop1", &root); // terminates
-        let home = PathBuf::from(std::env::var("HOME").unwrap());
+        let home = crate::platform::fs::home().unwrap();
         assert!(resolve("~/x", &root).starts_with(home.canonicalize().unwrap_or(home)));
     }
 
@@ -357,11 +425,74 @@ mod tests {
         ] {
             assert!(outside(cmd).contains(&path), "{cmd}: {:?}", outside(cmd));
         }
-        let home = PathBuf::from(std::env::var("HOME").unwrap());
+        let home = crate::platform::fs::home().unwrap();
         let home = home.canonicalize().unwrap_or(home);
         assert!(outside("rm -rf ~/.ssh").contains(&home.join(".ssh")));
         assert!(outside("ls $HOME").contains(&home));
         assert!(!outside("/bin/rm -rf /usr/lib/x").is_empty());
+    }
+
+    /// Issue 42.12: `%USERPROFILE%` and `$env:USERPROFILE` are the home to
+    /// cmd.exe and PowerShell; other variables expand as set, and unset
+    /// ones stay literal.
+    #[test]
+    fn windows_variables_in_commands_are_expanded() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let roots = std::slice::from_ref(&root);
+        let profile = root.parent().unwrap().to_path_buf();
+        let project = root.to_string_lossy().into_owned();
+        let env = |name: &str| match name {
+            "USERPROFILE" => Some(profile.to_string_lossy().into_owned()),
+            "PROJ" => Some(project.clone()),
+            _ => None,
+        };
+        let outside = |cmd: &str| outside_paths_with(cmd, &root, roots, None, &env);
+        for cmd in [
+            "type %USERPROFILE%/secret.txt",
+            "del %USERPROFILE%",
+            "Get-Content $env:USERPROFILE/secret.txt",
+            "Get-Content ${env:USERPROFILE}/secret.txt",
+            "copy x \"%USERPROFILE%/secret.txt\"",
+        ] {
+            let found = outside(cmd);
+            assert!(
+                found
+                    .iter()
+                    .any(|p| p.starts_with(&profile) && !p.starts_with(&root)),
+                "{cmd}: {found:?}"
+            );
+        }
+        for cmd in ["type %PROJ%/a.txt", "echo %UNSET%", "date +%Y-%m-%d"] {
+            assert_eq!(outside(cmd), Vec::<PathBuf>::new(), "{cmd}");
+        }
+        assert_eq!(
+            expand_windows_vars("%USERPROFILE%x%UNSET%$env:PROJ;", &env),
+            format!("{}x%UNSET%{project};", profile.display())
+        );
+    }
+
+    /// Issue 43.3: a resolved path is one Windows programs accept: no
+    /// `\\?\` prefix (cmd.exe runs in `C:\Windows` when its working
+    /// directory has one, and editors show it raw). Runs everywhere; it
+    /// can only fail where `canonicalize` adds the prefix (Windows).
+    #[test]
+    fn resolved_paths_have_no_verbatim_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub dir")).unwrap();
+        for path in [
+            resolve("sub dir", dir.path()),
+            resolve("sub dir/new.txt", dir.path()),
+            canonicalize_lenient(dir.path()),
+        ] {
+            let text = path.to_string_lossy();
+            assert!(!text.starts_with("\\\\?\\"), "{text}");
+            assert!(path.is_absolute(), "{text}");
+        }
+        assert_eq!(
+            crate::platform::fs::simplified(Path::new("/a/b")),
+            Path::new("/a/b")
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ use super::{
     Access, Action, Invocation, Tool, ToolContext, ToolError, ToolOutput, args_schema, code_span,
     parse_args, resolve_arg, sanitize_title,
 };
+use crate::acp::session::NameValue;
 use crate::acp::{
     PermissionOption, PermissionOptionKind, PermissionOutcome, SessionUpdate, ToolCallContent,
     ToolCallUpdate, ToolKind,
@@ -44,20 +45,29 @@ struct Args {
     background: bool,
 }
 
+/// The tool's description, naming the shell of this system and its syntax
+/// (issue 43.2: `sh -c` made models write POSIX for cmd.exe).
+fn description(shell: &str) -> String {
+    format!(
+        "Run a shell command and return its exit code and output (stdout and stderr \
+         together; the last 32 KB if longer). {shell}. No TTY and no input: use non-interactive \
+         flags. Default timeout 120000 ms, at most 600000. The result lists the files under the \
+         project that the command created, changed or deleted. For servers, watchers and long \
+         builds set background: true: the command keeps running while the conversation goes on, \
+         and you get a handle (e.g. \"bg1\") at once with its first output; read it later with \
+         command_output and stop it with command_kill. Handles stay valid across turns until \
+         killed or the session closes; at most a few run at once per session."
+    )
+}
+
 #[async_trait::async_trait]
 impl Tool for RunCommand {
     fn name(&self) -> &str {
         "run_command"
     }
     fn description(&self) -> &str {
-        "Run a shell command (sh -c) and return its exit code and output (stdout and stderr \
-         together; the last 32 KB if longer). No TTY and no input: use non-interactive flags. \
-         Default timeout 120000 ms, at most 600000. The result lists the files under the project \
-         that the command created, changed or deleted. For servers, watchers and long builds set \
-         background: true: the command keeps running while the conversation goes on, and you get a \
-         handle (e.g. \"bg1\") at once with its first output; read it later with command_output and \
-         stop it with command_kill. Handles stay valid across turns until killed or the session \
-         closes; at most a few run at once per session."
+        static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        TEXT.get_or_init(|| description(crate::platform::process::shell_description()))
     }
     fn parameters(&self) -> Value {
         args_schema(
@@ -84,6 +94,9 @@ impl Tool for RunCommand {
         if a.command.trim().is_empty() {
             return Err(ToolError::InvalidArgs("command: must not be empty".into()));
         }
+        // Whole or not at all (cmd.exe would run the first line only).
+        crate::platform::process::check_shell_text(&a.command)
+            .map_err(|why| ToolError::InvalidArgs(format!("command: {why}")))?;
         let cwd = match a.cwd.as_deref().filter(|c| !c.trim().is_empty()) {
             Some(c) => resolve_arg(ctx, c)?,
             None => super::paths::canonicalize_lenient(&ctx.cwd),
@@ -243,13 +256,11 @@ impl Run {
     ) -> Result<ToolOutput, ToolError> {
         use super::process::background;
         let started = if ctx.editor.has_terminal() {
-            let (program, args) = self.terminal_argv(policy)?;
             background::start_terminal(
                 &ctx.session_id,
                 &ctx.editor,
                 &self.command,
-                &program,
-                args,
+                self.terminal_argv(policy)?,
                 self.cwd.clone(),
                 TERMINAL_OUTPUT_LIMIT,
             )
@@ -275,24 +286,39 @@ impl Run {
     /// 14) and the editor still shows the output live.
     /// The editor is given the launcher's path: refused when the binary
     /// there is no longer the agent's own (a command may have replaced it).
+    /// Where the system shapes the request itself (Windows, no launcher:
+    /// `platform::process::terminal_request`), that request, whose `env`
+    /// may carry the command text.
     fn terminal_argv(
         &self,
         policy: Option<&sandbox::Policy>,
-    ) -> Result<(String, Vec<String>), ToolError> {
+    ) -> Result<(String, Vec<String>, Vec<NameValue>), ToolError> {
+        if let Some((command, args, env)) =
+            crate::platform::process::terminal_request(&self.command)
+        {
+            let env = env
+                .into_iter()
+                .map(|(name, value)| NameValue { name, value })
+                .collect();
+            return Ok((command, args, env));
+        }
         sandbox::launcher_unchanged().map_err(ToolError::Failed)?;
         let (shell, shell_args) = crate::platform::process::shell();
         let mut argv = shell_args.to_vec();
-        argv.push(&self.command);
+        let text = crate::platform::process::shell_text(&self.command);
+        argv.push(&text);
         Ok(match sandbox::wrap(shell, &argv, policy, None) {
             Some((exe, args)) => (
                 exe.to_string_lossy().into_owned(),
                 args.iter()
                     .map(|a| a.to_string_lossy().into_owned())
                     .collect(),
+                Vec::new(),
             ),
             None => (
                 shell.to_owned(),
                 argv.iter().map(|a| (*a).to_owned()).collect(),
+                Vec::new(),
             ),
         })
     }
@@ -388,9 +414,9 @@ impl Run {
         policy: Option<&sandbox::Policy>,
     ) -> Result<ToolOutput, ToolError> {
         let editor = &ctx.editor;
-        let (program, args) = self.terminal_argv(policy)?;
+        let (program, args, env) = self.terminal_argv(policy)?;
         let id = editor
-            .terminal_create(&program, args, Vec::new(), &self.cwd, TERMINAL_OUTPUT_LIMIT)
+            .terminal_create(&program, args, env, &self.cwd, TERMINAL_OUTPUT_LIMIT)
             .await
             .map_err(|e| {
                 ToolError::Failed(format!(
@@ -559,6 +585,21 @@ mod tests {
         );
         // Backticks are shown as they are (a quote would mean the opposite).
         assert_eq!(quote("ls `pwd`"), "`` ls `pwd` ``");
+    }
+
+    /// Issue 43.2: the model is told the shell of this system (cmd.exe,
+    /// PowerShell or bash on Windows), never a fixed `sh -c`.
+    #[test]
+    fn the_description_names_this_systems_shell() {
+        let d = RunCommand.description();
+        assert!(
+            d.contains(crate::platform::process::shell_description()),
+            "{d}"
+        );
+        let cmd = description(crate::platform::win::shell_description(
+            crate::platform::win::ShellKind::Cmd,
+        ));
+        assert!(cmd.contains("cmd.exe") && !cmd.contains("sh -c"), "{cmd}");
     }
 
     #[test]

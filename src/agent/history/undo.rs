@@ -228,7 +228,7 @@ fn unsafe_target(path: &Path) -> Option<&'static str> {
     while !dir.exists() {
         dir = dir.parent()?;
     }
-    match dir.canonicalize() {
+    match crate::platform::fs::canonicalize(dir) {
         Ok(real) if real == dir => None,
         _ => Some("a directory on its path is a symbolic link now, so it was not written through"),
     }

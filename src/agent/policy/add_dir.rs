@@ -52,7 +52,7 @@ fn resolve(cwd: &Path, input: &str) -> Result<PathBuf, String> {
                 .to_owned(),
         );
     }
-    let home = || std::env::var_os("HOME").map(PathBuf::from);
+    let home = crate::platform::fs::home;
     let path = match text.strip_prefix('~') {
         Some("") => home(),
         Some(rest) if rest.starts_with('/') => home().map(|h| h.join(&rest[1..])),
@@ -61,7 +61,7 @@ fn resolve(cwd: &Path, input: &str) -> Result<PathBuf, String> {
     .ok_or_else(|| {
         format!("Cannot add `{text}`: HOME is not set, so `~` means nothing; give the full path.")
     })?;
-    let dir = path.canonicalize().map_err(|e| {
+    let dir = crate::platform::fs::canonicalize(&path).map_err(|e| {
         format!(
             "Cannot add `{text}`: `{}` cannot be resolved ({e}). Give an existing directory.",
             path.display()

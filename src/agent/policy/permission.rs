@@ -329,7 +329,7 @@ fn decide_execute(
     // there is no full sandbox. A cwd outside the roots always asks.
     // Where the system has no sandbox at all (Windows), full-auto asks
     // before each command: nothing would confine it.
-    let unasked = (mode == Mode::FullAuto && crate::platform::sandbox::full_auto_runs_commands())
+    let unasked = (mode == Mode::FullAuto && crate::tools::sandbox::full_auto_runs_commands())
         || prefix.as_ref().is_some_and(|p| {
             grants.check(
                 &Scope::Command {
@@ -351,7 +351,7 @@ fn decide_execute(
             bounds,
             Scope::Once,
             mode == Mode::FullAuto
-                && crate::platform::sandbox::full_auto_runs_commands()
+                && crate::tools::sandbox::full_auto_runs_commands()
                 && out.is_empty(),
         ),
         Some(prefix) => {
@@ -361,7 +361,7 @@ fn decide_execute(
                 bounds,
                 Scope::Command { prefix, paths: out },
                 mode == Mode::FullAuto
-                    && crate::platform::sandbox::full_auto_runs_commands()
+                    && crate::tools::sandbox::full_auto_runs_commands()
                     && inside,
             )
         }

@@ -17,8 +17,12 @@ const OPERATORS: [&str; 12] = [
     ";", "&", "|", "`", "$(", ">", "<", "\n", "\r", "\\", "(", ")",
 ];
 
-/// Characters that make a prefix word mean something else than its text.
-const EXPANSIONS: [char; 10] = ['$', '\'', '"', '*', '?', '[', '{', '~', '#', '='];
+/// Characters that make a prefix word mean something else than its text:
+/// POSIX shells' quoting, globs and expansions, and cmd.exe's (`%VAR%`,
+/// `!VAR!` delayed expansion, the `^` escape).
+const EXPANSIONS: [char; 13] = [
+    '$', '\'', '"', '*', '?', '[', '{', '~', '#', '=', '%', '!', '^',
+];
 
 /// Shell keywords and launchers whose arguments are code, a different user,
 /// or another command line built at run time: never an "always".
@@ -72,6 +76,17 @@ const NEVER: &[&str] = &[
     "bwrap",
     "systemd-run",
     "trap",
+    // Windows: shells and launchers that run their arguments as a command
+    // line (`cmd /c`, `start`, `call`, `wsl`), as another user (`runas`),
+    // or as script text (`powershell`, `pwsh`: `-Command` is the default
+    // for a bare argument).
+    "cmd",
+    "start",
+    "call",
+    "wsl",
+    "runas",
+    "powershell",
+    "pwsh",
 ];
 
 /// Launchers that run the command after them unchanged: the prefix is the
@@ -93,8 +108,6 @@ const INTERPRETERS: &[&str] = &[
     "fish",
     "csh",
     "tcsh",
-    "pwsh",
-    "powershell",
     "python",
     "ipython",
     "pypy",
@@ -259,10 +272,35 @@ fn plain_word<'a>(word: &&'a str) -> Option<&'a str> {
     (!word.starts_with('-') && !word.contains(EXPANSIONS)).then_some(*word)
 }
 
-/// The program's name without its directory and version (`/usr/bin/python3.12`
-/// → `python`, `perl5.36` → `perl`, `Rscript` → `rscript`).
+/// Extensions that make a file a program on Windows (`PATHEXT`'s default
+/// and PowerShell's scripts): `python.exe` is `python`, `npx.cmd` is `npx`.
+/// Dropped on every system: a name is only compared with the lists above.
+const PROGRAM_EXTENSIONS: &[&str] = &[".exe", ".com", ".bat", ".cmd", ".ps1"];
+
+/// The program's name without its directory (either slash), program
+/// extension and version (`/usr/bin/python3.12` → `python`, `perl5.36` →
+/// `perl`, `Rscript` → `rscript`, `C:\Python312\python.EXE` → `python`).
 fn program_name(word: &str) -> String {
-    let base = word.rsplit('/').next().unwrap_or(word).to_ascii_lowercase();
+    let mut base = word
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or(word)
+        .to_ascii_lowercase();
+    // `python.exe.`, `cmd.exe ` name the same file to Windows (`.` stays).
+    let trim_dots = |b: &mut String| {
+        let len = b.trim_end_matches(['.', ' ']).len();
+        if len > 0 {
+            b.truncate(len);
+        }
+    };
+    trim_dots(&mut base);
+    while let Some(ext) = PROGRAM_EXTENSIONS
+        .iter()
+        .find(|e| base.len() > e.len() && base.ends_with(*e))
+    {
+        base.truncate(base.len() - ext.len());
+        trim_dots(&mut base);
+    }
     let trimmed = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
     if trimmed.is_empty() {
         base
@@ -408,5 +446,62 @@ mod tests {
         assert_eq!(program_name("Rscript"), "rscript");
         assert_eq!(program_name("7z"), "7z");
         assert_eq!(program_name("x11"), "x");
+    }
+
+    /// Issue 42.12: on Windows `python.exe`, `PowerShell.EXE` and
+    /// `C:\Python312\python.exe` are the interpreters themselves; "Always
+    /// allow" must not become a grant of the bare program.
+    #[test]
+    fn windows_program_extensions_are_dropped() {
+        assert_eq!(program_name("python.exe"), "python");
+        assert_eq!(program_name("PYTHON3.12.EXE"), "python");
+        assert_eq!(program_name("C:\\Python312\\python.exe"), "python");
+        assert_eq!(program_name("npx.cmd"), "npx");
+        assert_eq!(program_name("Sudo.Bat"), "sudo");
+        assert_eq!(program_name("cmd.exe."), "cmd");
+        assert_eq!(program_name("bash.exe"), "bash");
+        // An interpreter named with its extension still needs its script.
+        assert_eq!(
+            p("python.exe build.py --fast").as_deref(),
+            Some("python.exe build.py")
+        );
+        assert!(!matches_prefix("python.exe -c x", "python.exe"));
+        assert!(!matches_prefix("python.exe evil.py", "python.exe build.py"));
+        assert_eq!(p("python.exe"), None);
+        assert_eq!(p("python.EXE -c print(1)"), None);
+        assert_eq!(p("node.exe -e x"), None);
+        assert_eq!(
+            p("npx.cmd prettier --check .").as_deref(),
+            Some("npx.cmd prettier")
+        );
+    }
+
+    /// Issue 42.12: Windows' shells and launchers never get an "always",
+    /// and cmd.exe's expansions are expansions.
+    #[test]
+    fn windows_launchers_and_expansions_get_no_prefix() {
+        for line in [
+            "cmd /c del x",
+            "cmd.exe /d /s /c del x",
+            "CMD /K x",
+            "start evil.exe",
+            "start.exe x",
+            "call build.bat",
+            "wsl rm -rf x",
+            "wsl.exe -e sh",
+            "runas /user:Administrator x",
+            "powershell Remove-Item x",
+            "powershell.exe -Command x",
+            "PowerShell.EXE script.ps1",
+            "pwsh -c x",
+            "pwsh.exe x.ps1",
+            "%COMSPEC% /c x",
+            "git %CMD%",
+            "cargo !SUB!",
+            "del^ x",
+            "%USERPROFILE%",
+        ] {
+            assert_eq!(p(line), None, "{line:?}");
+        }
     }
 }

@@ -94,10 +94,11 @@ impl Protected {
     /// Whether `path` (absolute, resolved) is protected under one of `roots`:
     /// by a glob, or inside the directory the root's `core.hooksPath` names.
     pub fn covers(&self, path: &Path, roots: &[PathBuf]) -> bool {
+        use crate::platform::fs::{is_beneath, relative_beneath};
         roots.iter().any(|root| {
-            path.strip_prefix(root)
-                .is_ok_and(|rel| !rel.as_os_str().is_empty() && self.set.is_match(rel))
-                || hooks_path(root).is_some_and(|h| path.starts_with(h))
+            relative_beneath(path, root)
+                .is_some_and(|rel| !rel.as_os_str().is_empty() && self.set.is_match(rel))
+                || hooks_path(root).is_some_and(|h| is_beneath(path, &h))
         })
     }
 }
@@ -153,7 +154,9 @@ pub fn sandbox_read_only(root: &Path) -> Vec<PathBuf> {
                 .filter(|p| p.extension().is_some_and(|e| e == "code-workspace")),
         );
     }
-    if let Some(hooks) = hooks_path(root).filter(|h| h.starts_with(root) && h != root) {
+    if let Some(hooks) = hooks_path(root).filter(|h| {
+        crate::platform::fs::relative_beneath(h, root).is_some_and(|r| !r.as_os_str().is_empty())
+    }) {
         out.push(hooks);
     }
     out
@@ -180,7 +183,7 @@ pub fn hooks_path(root: &Path) -> Option<PathBuf> {
     let config = std::fs::read_to_string(dir.join("config")).ok()?;
     let value = config_value(&config, "core", "hookspath")?;
     let path = match value.strip_prefix("~/") {
-        Some(rest) => PathBuf::from(std::env::var_os("HOME")?).join(rest),
+        Some(rest) => crate::platform::fs::home()?.join(rest),
         None => root.join(value),
     };
     Some(normalize(&path))
@@ -253,7 +256,11 @@ pub fn linked_elsewhere(path: &Path) -> bool {
 /// A git directory is recognised by git's own test: a `HEAD` file next to
 /// `objects/` (or, for a worktree's, a `commondir` file).
 pub fn in_git_dir(path: &Path, roots: &[PathBuf]) -> bool {
-    let Some(root) = roots.iter().find(|r| path.starts_with(r)) else {
+    use crate::platform::fs::relative_beneath;
+    let Some(root) = roots
+        .iter()
+        .find(|r| crate::platform::fs::is_beneath(path, r))
+    else {
         return false;
     };
     let is_git_dir = |dir: &Path| {
@@ -261,7 +268,7 @@ pub fn in_git_dir(path: &Path, roots: &[PathBuf]) -> bool {
             && (dir.join("objects").is_dir() || dir.join("commondir").is_file())
     };
     path.ancestors()
-        .take_while(|a| a.starts_with(root) && a != root)
+        .take_while(|a| relative_beneath(a, root).is_some_and(|r| !r.as_os_str().is_empty()))
         .any(is_git_dir)
 }
 
@@ -278,6 +285,31 @@ pub fn compile(glob: &str) -> Result<globset::Glob, globset::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 42.12: to Windows, `.envrc::$DATA`, `.vscode/tasks.json.`,
+    /// `.GIT\config ` are the protected files themselves. The relative
+    /// part is computed by the Windows rule (`platform::win::relative`,
+    /// what `platform::fs::relative_beneath` uses there), then matched.
+    #[test]
+    fn windows_spellings_of_protected_files_are_protected() {
+        let p = Protected::default();
+        for path in [
+            "C:\\proj\\.envrc::$DATA",
+            "C:\\proj\\.envrc:stream",
+            "c:\\PROJ\\.vscode\\tasks.json.",
+            "\\\\?\\C:\\proj\\.vscode \\tasks.json . .",
+            "C:/proj/.GIT/config ",
+            "C:\\proj\\sub\\.git.\\hooks\\pre-commit",
+        ] {
+            let rel = crate::platform::win::relative(path, "C:\\proj").unwrap();
+            assert!(
+                p.set.is_match(rel.replace('\\', "/")),
+                "{path} -> {rel} should be protected"
+            );
+        }
+        let rel = crate::platform::win::relative("C:\\proj\\src\\envrc.rs", "C:\\proj").unwrap();
+        assert!(!p.set.is_match(rel.replace('\\', "/")));
+    }
 
     #[test]
     fn defaults_cover_command_planting_files_at_any_depth() {

@@ -280,20 +280,24 @@ pub async fn start_local(
     Ok((job, chunk))
 }
 
-/// Starts `program args` in an editor terminal (the caller embeds the
-/// terminal in its tool call); returns like [`start_local`].
+/// What `terminal/create` starts: the program, its arguments, and
+/// variables set for it (on Windows they may carry the command text).
+pub type TerminalArgv = (String, Vec<String>, Vec<crate::acp::session::NameValue>);
+
+/// Starts `argv` in an editor terminal (the caller embeds the terminal in
+/// its tool call); returns like [`start_local`].
 pub async fn start_terminal(
     session: &str,
     editor: &Editor,
     command: &str,
-    program: &str,
-    args: Vec<String>,
+    argv: TerminalArgv,
     cwd: PathBuf,
     output_limit: u64,
 ) -> Result<(Arc<Job>, Chunk), JobError> {
     let handle = reserve(session)?;
+    let (program, args, env) = argv;
     let id = editor
-        .terminal_create(program, args, Vec::new(), &cwd, output_limit)
+        .terminal_create(&program, args, env, &cwd, output_limit)
         .await
         .map_err(|e| {
             JobError::Failed(format!(

@@ -223,7 +223,7 @@ fn command_for(spec: &CommandSpec) -> Command {
     };
     crate::platform::process::push_shell_text(&mut cmd, &spec.command);
     crate::platform::process::new_tree(&mut cmd);
-    cmd.current_dir(&spec.cwd)
+    cmd.current_dir(crate::platform::fs::simplified(&spec.cwd))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

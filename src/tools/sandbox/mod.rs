@@ -170,6 +170,23 @@ pub fn level() -> &'static Level {
     LEVEL.get_or_init(probe)
 }
 
+/// Whether full-auto runs commands without asking here: only where the
+/// probed sandbox confines them (issue 42.11: not the compile-time
+/// availability, so a `sandbox-exec` that refuses the profile makes
+/// commands ask), or where the config says `full_auto_without_sandbox`.
+pub fn full_auto_runs_commands() -> bool {
+    crate::platform::sandbox::full_auto_runs_commands(level().confines())
+}
+
+/// Whether commands are confined, without waiting for the probe: the
+/// compile-time availability until the probe has answered (for texts such
+/// as the mode's description, never for a decision).
+pub fn confines_now() -> bool {
+    LEVEL
+        .get()
+        .map_or(crate::platform::sandbox::AVAILABLE, Level::confines)
+}
+
 fn probe() -> Level {
     let Some(exe) = LAUNCHER.get().map(Launcher::own) else {
         return Level::Unavailable {
@@ -269,7 +286,7 @@ pub fn policy_for(
         .iter()
         .flat_map(|r| protected::sandbox_read_only(r))
         .collect();
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let home = crate::platform::fs::home();
     let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
     let unreadable = unreadable::unreadable(
         home.as_deref(),
