@@ -38,6 +38,7 @@ impl Agent {
         self.title_from_prompt(&session, &req.prompt).await;
         tracing::info!(session = %session.id, prompt = %crate::agent::engine::model_text::summary(&req.prompt, 80), "turn start");
         session.registry.turn_started();
+        session.registry.refresh().await;
         let before = tokens_used(&session).await;
         let result = self
             .run_prompt(&session, &settings, req.prompt, &turn)
