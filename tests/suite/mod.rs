@@ -9,6 +9,7 @@ mod cli_common;
 mod cli_doctor;
 mod cli_exec;
 mod cli_login;
+mod cli_mcp;
 mod common;
 mod config;
 mod conformance;
