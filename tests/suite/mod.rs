@@ -58,6 +58,7 @@ mod session_logs;
 mod session_setup;
 mod sessions;
 mod skills;
+mod slash_help;
 mod soak;
 mod steering;
 mod subagents;

@@ -145,6 +145,7 @@ impl Agent {
             }
             Action::Status => self.status_text(session, settings).await,
             Action::Mcp => self.mcp_command(session, args),
+            Action::Help => commands::help(&available),
             Action::AddDir => crate::agent::policy::add_dir::run(session, args),
             Action::Undo => crate::agent::history::undo::undo(session).await,
             Action::Rewind => crate::agent::history::undo::rewind(session, args).await,
