@@ -35,7 +35,8 @@ enum State {
         peer: Peer<RoleClient>,
         tools: Vec<McpToolDef>,
     },
-    Failed,
+    /// Why, in words (shown by `/mcp`).
+    Failed(String),
     Gone,
     Stopped,
 }
@@ -309,7 +310,7 @@ impl ToolSource for McpManager {
             let state = match &*lock(&slot.state) {
                 State::Starting => "starting".to_owned(),
                 State::Ready { tools: defs, .. } => format!("ready, {} tools", defs.len()),
-                State::Failed => "failed to start (see the message above or the log)".to_owned(),
+                State::Failed(why) => format!("failed to start: {why}"),
                 State::Gone => "stopped unexpectedly; its tools were removed".to_owned(),
                 State::Stopped => "stopped".to_owned(),
             };

@@ -181,7 +181,7 @@ async fn start_server(
         Ok(x) => Some(x),
         Err(e) => {
             tracing::warn!(server = %name, error = %e, "MCP server failed to start");
-            inner.set(idx, State::Failed);
+            inner.set(idx, State::Failed(e.to_string()));
             if !inner.stop.is_cancelled() {
                 let rest = "Its tools are not available; other servers are not affected.";
                 inner.notify(Told::failed(
@@ -208,7 +208,7 @@ async fn list_tools(
         Ok(t) => t,
         Err(e) => {
             tracing::warn!(server = %name, error = %e, "tools/list failed");
-            inner.set(idx, State::Failed);
+            inner.set(idx, State::Failed(format!("listing its tools failed: {e}")));
             inner.notify(Told::failed(
                 format!(
                     "MCP server `{name}` started but listing its tools failed: {e}. Its tools are not available."
