@@ -501,7 +501,7 @@ pub fn apply_changes(old: &str, changes: &[Change]) -> Result<String, String> {
     Ok(text)
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use crate::platform::fs::OwnerOnly as _;
     let dir = path
         .parent()

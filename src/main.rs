@@ -85,6 +85,7 @@ fn main() -> ExitCode {
         Some(Command::Doctor) => run_doctor(&cli.global),
         Some(Command::Login(args)) => run_login(&cli.global, args, login_flags),
         Some(Command::A2a(args)) => run_a2a(&cli.global, args),
+        Some(Command::Mcp(cmd)) => run_mcp(&cli.global, cmd),
     };
     ExitCode::from(code)
 }
@@ -338,6 +339,79 @@ fn run_doctor(g: &GlobalArgs) -> u8 {
     let ok = runtime.block_on(doctor::run(&opts));
     runtime.shutdown_timeout(Duration::from_millis(100));
     if ok { 0 } else { 1 }
+}
+
+/// `acp-coder mcp ...` (issue 45 item 7): edits the config file's MCP servers.
+fn run_mcp(g: &GlobalArgs, cmd: args::McpCommand) -> u8 {
+    use acp_coder::config::mcp_edit::{self, NewServer};
+    use args::McpCommand;
+    let path = g
+        .config
+        .clone()
+        .unwrap_or_else(|| config::config_home().join("acp-coder").join("config.toml"));
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    let result = match cmd {
+        McpCommand::List => mcp_edit::list(&path).map(|servers| {
+            if servers.is_empty() {
+                format!(
+                    "No MCP servers in {}; add one with `acp-coder mcp add`.",
+                    path.display()
+                )
+            } else {
+                servers
+                    .iter()
+                    .map(|(name, s)| mcp_edit::describe(name, s, &path))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+        }),
+        McpCommand::Get { name } => {
+            mcp_edit::get(&path, &name).map(|s| mcp_edit::details(&name, &s, &path))
+        }
+        McpCommand::Remove { name } => mcp_edit::remove(&path, &name)
+            .map(|()| format!("Removed MCP server {name:?} from {}.", path.display())),
+        McpCommand::Add(a) => {
+            let server = if a.transport == "stdio" {
+                if !a.headers.is_empty() {
+                    eprintln!("acp-coder mcp add: --header is for http/sse servers");
+                    return 2;
+                }
+                let mut target = a.target.into_iter();
+                NewServer::Stdio {
+                    command: target.next().unwrap_or_default(),
+                    args: target.collect(),
+                    env: a.env,
+                }
+            } else {
+                if !a.env.is_empty() || a.target.len() != 1 {
+                    eprintln!(
+                        "acp-coder mcp add: an {} server takes one URL (and --header, not --env)",
+                        a.transport
+                    );
+                    return 2;
+                }
+                NewServer::Remote {
+                    kind: a.transport,
+                    url: a.target.into_iter().next().unwrap_or_default(),
+                    headers: a.headers,
+                }
+            };
+            mcp_edit::add(&path, &a.name, &server)
+                .map(|()| format!("Added MCP server {:?} to {}.", a.name, path.display()))
+        }
+    };
+    match result {
+        Ok(text) => {
+            use std::io::Write as _;
+            let _ = writeln!(out, "{text}");
+            0
+        }
+        Err(e) => {
+            eprintln!("acp-coder mcp: {e}");
+            1
+        }
+    }
 }
 
 fn run_login(g: &GlobalArgs, args: LoginArgs, (base_url, model): (bool, bool)) -> u8 {

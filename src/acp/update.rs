@@ -180,6 +180,10 @@ pub struct UsageUpdate {
     pub cost: Option<Cost>,
 }
 
+/// `usage_update.cost`. Schema 1.14: `currency` is an ISO 4217 code for
+/// money or another unit such as `credits`, so it is any string. The agent
+/// only sends costs (its own, from the configured prices, in USD); it never
+/// reads one from a peer, hence no `Deserialize`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cost {
     pub amount: f64,
@@ -198,5 +202,31 @@ impl SessionUpdate {
             content: ContentBlock::text(text),
             message_id,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Schema 1.14: a cost in a unit that is not an ISO 4217 code goes out
+    /// as given, beside one in money.
+    #[test]
+    fn a_cost_may_be_in_credits() {
+        for currency in ["credits", "USD"] {
+            let update = SessionUpdate::UsageUpdate(UsageUpdate {
+                used: 10,
+                size: 100,
+                cost: Some(Cost {
+                    amount: 2.5,
+                    currency: currency.into(),
+                }),
+            });
+            assert_eq!(
+                serde_json::to_value(&update).unwrap(),
+                serde_json::json!({"sessionUpdate": "usage_update", "used": 10, "size": 100,
+                    "cost": {"amount": 2.5, "currency": currency}})
+            );
+        }
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 mod mcp;
+pub mod mcp_edit;
 mod mode;
 mod paths;
 

@@ -92,6 +92,59 @@ pub(crate) enum Command {
     /// Serve the A2A protocol over HTTP so other agents can delegate coding tasks.
     #[command(after_help = A2A_HELP)]
     A2a(A2aArgs),
+    /// Add, list, show or remove the MCP servers of the config file (other lines are kept).
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// Add a server: `mcp add NAME -- CMD ARGS...` (stdio) or `mcp add --transport http NAME URL`.
+    Add(McpAddArgs),
+    /// List the servers of the config file.
+    List,
+    /// Show one server (env and header values are hidden).
+    Get {
+        /// The server's name.
+        name: String,
+    },
+    /// Remove a server.
+    Remove {
+        /// The server's name.
+        name: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpAddArgs {
+    /// stdio (a command), http (streamable HTTP) or sse (the legacy HTTP transport).
+    #[arg(short, long, value_name = "TRANSPORT", default_value = "stdio", value_parser = ["stdio", "http", "sse"])]
+    pub(crate) transport: String,
+    /// An environment variable of a stdio server (repeatable).
+    #[arg(short, long = "env", value_name = "KEY=VALUE", value_parser = key_value)]
+    pub(crate) env: Vec<(String, String)>,
+    /// An HTTP header of an http/sse server (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE", value_parser = header)]
+    pub(crate) headers: Vec<(String, String)>,
+    /// The server's name (its tools are `mcp__NAME__TOOL`).
+    pub(crate) name: String,
+    /// The URL (http/sse), or the command and its arguments after `--` (stdio).
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+    pub(crate) target: Vec<String>,
+}
+
+fn key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+        _ => Err(format!("{s:?} is not KEY=VALUE")),
+    }
+}
+
+fn header(s: &str) -> Result<(String, String), String> {
+    match s.split_once(':') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+        _ => Err(format!("{s:?} is not \"Name: value\"")),
+    }
 }
 
 pub(crate) const A2A_HELP: &str = "\

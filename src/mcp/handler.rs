@@ -17,6 +17,9 @@ use super::client;
 #[derive(Clone)]
 pub struct Handler {
     pub(super) changed: mpsc::UnboundedSender<()>,
+    /// Set on a tool-list change, cleared when the list is read again: the
+    /// next turn re-reads a list its change left stale (issue 45 item 10).
+    pub(super) stale: Arc<std::sync::atomic::AtomicBool>,
     pub(super) prompts_changed: mpsc::UnboundedSender<()>,
     pub(super) server: String,
     pub(super) roots: client::Roots,
@@ -31,6 +34,7 @@ impl ClientHandler for Handler {
     /// `notifications/tools/list_changed` outside a subscription (protocol
     /// versions before 2026-07-28).
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.stale.store(true, std::sync::atomic::Ordering::SeqCst);
         let _ = self.changed.send(());
     }
 

@@ -21,6 +21,10 @@ use super::{client, input, names, oauth, prompts, resources};
 
 mod server_task;
 
+/// How long a turn waits for a server's tool list to be read again before
+/// it goes on with the list it has ([`ToolSource::refresh`]).
+const REFRESH_LIMIT: Duration = Duration::from_secs(3);
+
 /// A server still starting when `session/new` returned gets this long in all
 /// (`npx`/`uvx` may download first) before it counts as failed.
 const BACKGROUND_START_LIMIT: Duration = Duration::from_secs(300);
@@ -31,7 +35,8 @@ enum State {
         peer: Peer<RoleClient>,
         tools: Vec<McpToolDef>,
     },
-    Failed,
+    /// Why, in words (shown by `/mcp`).
+    Failed(String),
     Gone,
     Stopped,
 }
@@ -47,6 +52,8 @@ struct Slot {
     asker: Arc<input::Asker>,
     /// Its prompts (`prompts/list` entries as JSON) while ready.
     prompts: Mutex<Vec<serde_json::Value>>,
+    /// Its tool list changed and was not read again yet.
+    stale: Arc<AtomicBool>,
 }
 
 /// What the user is told about the servers: as session notices (schema
@@ -150,6 +157,7 @@ impl McpManager {
                         progress,
                         asker,
                         prompts: Mutex::default(),
+                        stale: Arc::default(),
                     }
                 })
                 .collect(),
@@ -241,6 +249,50 @@ impl ToolSource for McpManager {
         self.inner.send_notices(notices);
     }
 
+    /// Re-reads, before the turn calls the model, the tool list of each
+    /// ready server that may have changed it unannounced or whose change is
+    /// still being read: a server of protocol 2026-07-28, where change
+    /// notifications travel only on a `subscriptions/listen` stream and
+    /// only if the server publishes them there (the Python SDK drops a
+    /// `send_tool_list_changed()` on such a connection), and whose list
+    /// results carry their own freshness (SEP-2549: rmcp's cache answers
+    /// while `ttlMs` lasts, and a list without it is stale at once); and a
+    /// server of an older version whose `tools/list_changed` came in.
+    fn refresh(&self) -> Option<crate::tools::RefreshFuture> {
+        let due: Vec<(usize, Peer<RoleClient>)> = self
+            .inner
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(idx, slot)| match &*lock(&slot.state) {
+                State::Ready { peer, .. } => {
+                    let modern = peer
+                        .peer_info()
+                        .is_some_and(|i| !i.protocol_version.has_initialize());
+                    (modern || slot.stale.load(Ordering::SeqCst)).then(|| (idx, peer.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        if due.is_empty() {
+            return None;
+        }
+        let inner = self.inner.clone();
+        Some(Box::pin(async move {
+            let reads = due.iter().map(|(idx, peer)| {
+                let inner = &inner;
+                async move {
+                    let read = server_task::refresh(inner, *idx, peer);
+                    if tokio::time::timeout(REFRESH_LIMIT, read).await.is_err() {
+                        let name = &inner.slots[*idx].spec.name;
+                        tracing::warn!(server = %name, limit_s = REFRESH_LIMIT.as_secs(), "tools/list before the turn took too long: its last list is offered");
+                    }
+                }
+            });
+            futures::future::join_all(reads).await;
+        }))
+    }
+
     fn turn_ended(&self) {
         let mut n = lock(&self.inner.notices);
         n.turns = n.turns.saturating_sub(1);
@@ -258,7 +310,7 @@ impl ToolSource for McpManager {
             let state = match &*lock(&slot.state) {
                 State::Starting => "starting".to_owned(),
                 State::Ready { tools: defs, .. } => format!("ready, {} tools", defs.len()),
-                State::Failed => "failed to start (see the message above or the log)".to_owned(),
+                State::Failed(why) => format!("failed to start: {why}"),
                 State::Gone => "stopped unexpectedly; its tools were removed".to_owned(),
                 State::Stopped => "stopped".to_owned(),
             };

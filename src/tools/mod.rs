@@ -317,6 +317,12 @@ pub trait ToolSource: Send + Sync {
     fn turn_started(&self) {}
     /// The prompt turn ended.
     fn turn_ended(&self) {}
+    /// A prompt turn is about to call the model: brings [`Self::tools`] up
+    /// to date where it may be stale (MCP servers of protocol 2026-07-28,
+    /// whose list changes a server may never announce, issue 45 item 10).
+    fn refresh(&self) -> Option<RefreshFuture> {
+        None
+    }
     /// The session closes or the agent exits: stop whatever backs the tools.
     fn shutdown(&self) {}
     /// A Markdown description of the source's state for the user (`/mcp`).
@@ -378,6 +384,9 @@ pub struct SourceCommand {
 pub type CommandFuture = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<Vec<crate::acp::ContentBlock>, String>> + Send>,
 >;
+
+/// What [`ToolSource::refresh`] returns.
+pub type RefreshFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// A prompt link read by a [`ToolSource`]: `None` when it does not claim the
 /// URI; else its contents (text for the model, images as image content) or
@@ -493,6 +502,11 @@ impl Registry {
     /// See [`ToolSource::turn_started`].
     pub fn turn_started(&self) {
         self.sources.iter().for_each(|s| s.turn_started());
+    }
+
+    /// See [`ToolSource::refresh`]: every source's, together.
+    pub async fn refresh(&self) {
+        futures::future::join_all(self.sources.iter().filter_map(|s| s.refresh())).await;
     }
 
     /// See [`ToolSource::turn_ended`].

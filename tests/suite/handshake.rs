@@ -152,3 +152,60 @@ async fn new_session_returns_modes_and_the_mode_option() {
         .collect();
     assert_eq!(values, ids);
 }
+
+/// Schema 1.14: `initialize` may be repeated before any other request;
+/// each is answered, with the same result, and the connection goes on.
+#[tokio::test]
+async fn initialize_may_be_repeated_before_any_other_request() {
+    let model = FakeModel::start().await;
+    let editor = spawn(&model, &[]);
+    let mut results = Vec::new();
+    for _ in 0..3 {
+        let result = editor
+            .request("initialize", init_params(1))
+            .await
+            .unwrap_or_else(|e| editor.fail(&format!("a repeated initialize failed: {e}")));
+        results.push(result);
+    }
+    assert_eq!(results[0], results[1]);
+    assert_eq!(results[1], results[2]);
+    let ws = Workspace::new();
+    let sid = editor.new_session(ws.path()).await;
+    model.push(crate::support::Reply::text("ok"));
+    assert_eq!(editor.prompt(&sid, "hi").await["stopReason"], "end_turn");
+}
+
+/// Schema 1.14: clients ignore config options of a type they do not know,
+/// so the agent sends only the two types the schema has (`select`,
+/// `boolean`). An initial config option of a type the agent does not know
+/// is read as the schema's crate reads it (a string payload is a value id)
+/// and ignored when it does not apply, never refused.
+#[tokio::test]
+async fn config_options_of_an_unknown_type_are_ignored_and_never_sent() {
+    let model = FakeModel::start().await;
+    let r = ready(&model).await;
+    let result = r
+        .editor
+        .request(
+            "session/new",
+            json!({"cwd": r.ws.path(), "mcpServers": [], "configOptions": [
+                {"configId": "reasoning_effort", "type": "color", "value": "red"},
+                {"configId": "model", "type": "_future", "value": "no-such-model"},
+                {"configId": "mode", "type": "_future", "value": "read-only"}
+            ]}),
+        )
+        .await
+        .unwrap_or_else(|e| r.editor.fail(&format!("unknown types were refused: {e}")));
+    let options = result["configOptions"].as_array().expect("configOptions");
+    let current =
+        |id: &str| options.iter().find(|o| o["id"] == id).unwrap()["currentValue"].clone();
+    assert_eq!(current("mode"), "read-only", "{result}");
+    assert_eq!(current("model"), "fake-model", "{result}");
+    assert!(options.iter().all(|o| o["id"] != "reasoning_effort"));
+    for option in options {
+        assert!(
+            option["type"] == "select" || option["type"] == "boolean",
+            "{option}"
+        );
+    }
+}

@@ -350,3 +350,26 @@ async fn an_over_long_answer_fails_its_call_at_once() {
         "{said}"
     );
 }
+
+/// `/mcp` shows each server's state, a failed one with its reason
+/// (issue 45 item 7).
+#[tokio::test]
+async fn mcp_command_shows_why_a_server_failed() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let (editor, _cfg) = spawn(&model, None).await;
+    let missing = json!({"name": "gone", "command": "/nonexistent/acp-coder-no-such-server", "args": [], "env": []});
+    let (sid, _) = new_session(&editor, ws.path(), json!([stdio("ok", &[]), missing])).await;
+    wait_for_mcp_text(&editor, &sid, "**gone**: failed to start: ").await;
+    let text = editor.agent_text(&sid);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("**gone**: failed to start: "))
+        .unwrap();
+    assert!(
+        line.len() > "- **gone**: failed to start: ".len() + 10,
+        "{line}"
+    );
+    assert!(text.contains("**ok**: ready, "), "{text}");
+}

@@ -73,3 +73,51 @@ async fn python_sdk_server_over_stdio() {
         editor.agent_text(&sid)
     );
 }
+
+/// Issue 45 item 10: a Python SDK server (2.3.0, protocol 2026-07-28) adds
+/// a tool while it runs and announces it with `send_tool_list_changed()`,
+/// which that SDK drops on a 2026-07-28 connection (there, change
+/// notifications go only to a `subscriptions/listen` stream, and only what
+/// the server publishes with `ctx.notify_tools_changed()`). The agent
+/// re-reads the tool list of such a server before each turn, as its
+/// caching hints allow: the next model request offers the new tool.
+#[tokio::test]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
+async fn python_sdk_tool_added_at_run_time_reaches_the_model() {
+    grown_tool_reaches_the_model(&[]).await;
+}
+
+/// The same server playing protocol 2025-11-25 (`initialize`): its plain
+/// `notifications/tools/list_changed` gets through as before.
+#[tokio::test]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
+async fn python_sdk_handshake_era_tool_added_at_run_time_reaches_the_model() {
+    grown_tool_reaches_the_model(&["--legacy"]).await;
+}
+
+async fn grown_tool_reaches_the_model(flags: &[&str]) {
+    let model = FakeModel::start().await;
+    let mut server = python_server("py", "mcp_py_grow.py");
+    for flag in flags {
+        server["args"].as_array_mut().unwrap().push(json!(flag));
+    }
+    let McpSession { editor, sid, .. } = full_auto_session(&model, json!([server])).await;
+    let text = call_tool(&editor, &model, &sid, ("g1", "mcp__py__grow", json!({}))).await;
+    assert!(text.contains("grown"), "{text}");
+    assert!(!offers(&model, 0, "mcp__py__fresh"));
+    // The very next prompt: no waiting for the change to show.
+    run_turn(
+        &editor,
+        &model,
+        &sid,
+        [Reply::tool_call("f1", "mcp__py__fresh", json!({}))],
+    )
+    .await;
+    assert!(
+        offers(&model, 2, "mcp__py__fresh"),
+        "{:?}\n{}",
+        model.chat_requests()[2].tool_names(),
+        editor.agent_text(&sid)
+    );
+    assert!(tool_result(&model, 3, "f1").contains("fresh ran"));
+}

@@ -38,6 +38,7 @@ impl Agent {
         self.title_from_prompt(&session, &req.prompt).await;
         tracing::info!(session = %session.id, prompt = %crate::agent::engine::model_text::summary(&req.prompt, 80), "turn start");
         session.registry.turn_started();
+        session.registry.refresh().await;
         let before = tokens_used(&session).await;
         let result = self
             .run_prompt(&session, &settings, req.prompt, &turn)
@@ -151,6 +152,7 @@ impl Agent {
             }
             Action::Status => self.status_text(session, settings).await,
             Action::Mcp => self.mcp_command(session, args),
+            Action::Help => commands::help(&available),
             Action::AddDir => crate::agent::policy::add_dir::run(session, args),
             Action::Undo => crate::agent::history::undo::undo(session).await,
             Action::Rewind => crate::agent::history::undo::rewind(session, args).await,

@@ -37,6 +37,8 @@ pub enum Action {
     AddDir,
     /// List or revoke the permissions kept for the project (`kept`).
     Permissions,
+    /// List the commands, one line each (issue 45 item 8, [`help`]).
+    Help,
 }
 
 #[derive(Debug, Clone)]
@@ -71,6 +73,7 @@ enum BuiltinKind {
     Rewind,
     AddDir,
     Permissions,
+    Help,
 }
 
 fn builtin(
@@ -190,7 +193,26 @@ fn builtins() -> Vec<Command> {
             Some("revoke N | revoke all"),
             || BuiltinKind::Permissions,
         ),
+        builtin("help", "List the commands, one line each", None, || {
+            BuiltinKind::Help
+        }),
     ]
+}
+
+/// `/help`: each command of the session (built-ins, prompt files, skills,
+/// MCP prompts) with the first line of its description.
+pub fn help(commands: &[Command]) -> String {
+    let mut lines = vec!["Commands:".to_owned()];
+    for c in commands {
+        let first = c.description.lines().next().unwrap_or_default().trim();
+        let hint = c
+            .hint
+            .as_deref()
+            .map(|h| format!(" <{h}>"))
+            .unwrap_or_default();
+        lines.push(format!("- `/{}`{hint}: {first}", c.name));
+    }
+    lines.join("\n")
 }
 
 /// The most a prompt file may hold; a bigger one is skipped (an outside
@@ -433,6 +455,7 @@ pub fn resolve(commands: &[Command], name: &str, args: &str) -> Option<Action> {
             BuiltinKind::Rewind => Action::Rewind,
             BuiltinKind::AddDir => Action::AddDir,
             BuiltinKind::Permissions => Action::Permissions,
+            BuiltinKind::Help => Action::Help,
             BuiltinKind::Init => Action::Prompt(with_args(INIT, args)),
             BuiltinKind::Review => Action::Prompt(with_args(REVIEW, args)),
         },

@@ -93,6 +93,7 @@ fn client_handler(inner: &Inner, idx: usize) -> (Handler, Changes) {
     let handler = Handler {
         prompts_changed: prompts_tx,
         changed: tools_tx.clone(),
+        stale: inner.slots[idx].stale.clone(),
         server: name.clone(),
         roots: inner.roots.clone(),
         progress: inner.slots[idx].progress.clone(),
@@ -180,7 +181,7 @@ async fn start_server(
         Ok(x) => Some(x),
         Err(e) => {
             tracing::warn!(server = %name, error = %e, "MCP server failed to start");
-            inner.set(idx, State::Failed);
+            inner.set(idx, State::Failed(e.to_string()));
             if !inner.stop.is_cancelled() {
                 let rest = "Its tools are not available; other servers are not affected.";
                 inner.notify(Told::failed(
@@ -207,7 +208,7 @@ async fn list_tools(
         Ok(t) => t,
         Err(e) => {
             tracing::warn!(server = %name, error = %e, "tools/list failed");
-            inner.set(idx, State::Failed);
+            inner.set(idx, State::Failed(format!("listing its tools failed: {e}")));
             inner.notify(Told::failed(
                 format!(
                     "MCP server `{name}` started but listing its tools failed: {e}. Its tools are not available."
@@ -283,16 +284,25 @@ async fn gone(inner: &Inner, idx: usize, child: Option<&StdioChild>, quit: &str)
     }
 }
 
-/// Re-reads the tool list after `tools/list_changed`.
-async fn refresh(inner: &Inner, idx: usize, peer: &Peer<RoleClient>) {
+/// Re-reads the tool list (after `tools/list_changed`, or before a turn:
+/// `McpManager::refresh`); the model-facing list is rebuilt if it changed.
+pub(super) async fn refresh(inner: &Inner, idx: usize, peer: &Peer<RoleClient>) {
     let name = &inner.slots[idx].spec.name;
+    inner.slots[idx].stale.store(false, Ordering::SeqCst);
     match peer.list_all_tools().await {
         Ok(tools) => {
-            tracing::info!(server = %name, tools = tools.len(), "MCP tool list changed");
-            if let State::Ready { tools: old, .. } = &mut *lock(&inner.slots[idx].state) {
-                *old = tools;
+            let count = tools.len();
+            let changed = match &mut *lock(&inner.slots[idx].state) {
+                State::Ready { tools: old, .. } if *old != tools => {
+                    *old = tools;
+                    true
+                }
+                _ => false,
+            };
+            if changed {
+                tracing::info!(server = %name, tools = count, "MCP tool list changed");
+                inner.rebuild();
             }
-            inner.rebuild();
         }
         Err(e) => {
             tracing::warn!(server = %name, error = %e, "tools/list after list_changed failed")
