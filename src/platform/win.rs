@@ -40,7 +40,13 @@ pub struct Probe<'a> {
 /// folders; never `System32\bash.exe`, which is WSL's launcher), then
 /// PowerShell (`pwsh.exe` on `PATH`, then Windows PowerShell), then
 /// `cmd.exe` (`%ComSpec%`).
+///
+/// `ACP_CODER_SHELL` overrides the choice: a program on `PATH` or a path
+/// whose name says which shell it is (`bash`, `pwsh`, `powershell`, `cmd`).
 pub fn choose_shell(probe: &Probe<'_>) -> Shell {
+    if let Some(chosen) = (probe.env)("ACP_CODER_SHELL").and_then(|s| chosen_shell(probe, &s)) {
+        return chosen;
+    }
     let system_root = (probe.env)("SystemRoot").map(|r| normalize(&r));
     let not_system = |p: &Path| {
         system_root
@@ -100,6 +106,31 @@ pub fn choose_shell(probe: &Probe<'_>) -> Shell {
         kind: ShellKind::Cmd,
         program: cmd,
     }
+}
+
+/// The shell `ACP_CODER_SHELL` names, when its name says which it is and
+/// it is there (a path, or a program on `PATH`).
+fn chosen_shell(probe: &Probe<'_>, value: &str) -> Option<Shell> {
+    let value = value.trim();
+    let name = normalize(value);
+    let stem = name
+        .rsplit('\\')
+        .next()
+        .unwrap_or(&name)
+        .to_ascii_lowercase();
+    let stem = stem.strip_suffix(".exe").unwrap_or(&stem);
+    let kind = match stem {
+        "bash" => ShellKind::GitBash,
+        "pwsh" | "powershell" => ShellKind::PowerShell,
+        "cmd" => ShellKind::Cmd,
+        _ => return None,
+    };
+    let program = if name.contains('\\') {
+        Some(PathBuf::from(value)).filter(|p| (probe.exists)(p))
+    } else {
+        (probe.find)(stem)
+    }?;
+    Some(Shell { kind, program })
 }
 
 /// The shell's arguments before the command text: `bash -c`; PowerShell
@@ -481,6 +512,36 @@ mod tests {
             shell_args(ShellKind::PowerShell),
             ["-NoProfile", "-NonInteractive", "-EncodedCommand"]
         );
+    }
+
+    /// `ACP_CODER_SHELL` picks the shell when its name says which one it is
+    /// and it is there; otherwise the usual order holds.
+    #[test]
+    fn acp_coder_shell_overrides_the_choice() {
+        let ps = "C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe";
+        let cmd = "C:\\Windows\\system32\\cmd.exe";
+        let pick = |value: &str| {
+            let files = [normalize(ps), normalize(cmd)];
+            let env = |v: &str| match v {
+                "ACP_CODER_SHELL" => Some(value.to_owned()),
+                "SystemRoot" => Some("C:\\Windows".to_owned()),
+                "ComSpec" => Some(cmd.to_owned()),
+                _ => None,
+            };
+            let find = |n: &str| (n == "cmd").then(|| PathBuf::from(cmd));
+            let exists = |p: &Path| files.iter().any(|f| same(f, &p.to_string_lossy()));
+            choose_shell(&Probe {
+                env: &env,
+                find: &find,
+                exists: &exists,
+            })
+        };
+        assert_eq!(pick("cmd").kind, ShellKind::Cmd);
+        assert_eq!(pick("CMD.EXE").program, PathBuf::from(cmd));
+        assert_eq!(pick(cmd).kind, ShellKind::Cmd);
+        // Not there, or a name that says no shell: the usual order.
+        assert_eq!(pick("D:\\nowhere\\cmd.exe").kind, ShellKind::PowerShell);
+        assert_eq!(pick("fish").kind, ShellKind::PowerShell);
     }
 
     /// Issue 43.2: cmd.exe runs only the first line of `/C`'s text; such

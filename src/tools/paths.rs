@@ -438,7 +438,7 @@ mod tests {
     #[test]
     fn windows_variables_in_commands_are_expanded() {
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
+        let root = crate::platform::fs::canonicalize(dir.path()).unwrap();
         let roots = std::slice::from_ref(&root);
         let profile = root.parent().unwrap().to_path_buf();
         let project = root.to_string_lossy().into_owned();

@@ -61,7 +61,10 @@ fn always_covers(h: &Harness, id: &str) -> String {
 }
 
 fn canonical(h: &Harness, rel: &str) -> String {
-    h.ws.join(rel).canonicalize().unwrap().display().to_string()
+    dunce::canonicalize(h.ws.join(rel))
+        .unwrap()
+        .display()
+        .to_string()
 }
 
 /// Finding 1a: in `ask` mode "Always allow" on reading a file outside the

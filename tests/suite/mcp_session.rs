@@ -30,7 +30,7 @@ async fn add_dir_changes_the_roots(servers: Value) {
     )
     .unwrap();
     let extra = tempfile::tempdir().unwrap();
-    let extra_dir = extra.path().canonicalize().unwrap();
+    let extra_dir = dunce::canonicalize(extra.path()).unwrap();
     let home = tempfile::tempdir().unwrap();
     let (editor, log) = agent(&model, home.path(), "default_mode = \"accept-edits\"\n").await;
     let sid = session(&editor, ws.path(), &[], servers.clone()).await;

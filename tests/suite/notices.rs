@@ -207,9 +207,17 @@ async fn a_found_local_model_is_a_notice_after_the_response_only_with_the_opt_in
                 .iter()
                 .all(|m| m["params"]["sessionId"] != sid.as_str())
         );
-        // Only the first session says it.
+        // Only the first session says it as a notice; every session's
+        // answer names the server it uses (issue 42 item 8).
         let again = editor.new_session_full(ws.path()).await;
-        assert!(again.get("_meta").is_none(), "{again}");
+        assert!(
+            again["_meta"]["acp-coder"].get("notice").is_none(),
+            "{again}"
+        );
+        assert!(
+            again["_meta"]["acp-coder"]["localServer"]["url"].is_string(),
+            "{again}"
+        );
         assert!(
             editor
                 .updates_of_kind(again["sessionId"].as_str().unwrap(), "notice")

@@ -105,7 +105,7 @@ async fn full_auto_asks_outside(via: Via) {
             format!("reading {}", h.ws.path().display())
         } else if id == "w4" {
             // `~` is the agent's HOME.
-            let home = h.editor.home().unwrap().canonicalize().unwrap();
+            let home = dunce::canonicalize(h.editor.home().unwrap()).unwrap();
             home.join("planted.txt").display().to_string()
         } else {
             outside.clone()
@@ -293,7 +293,7 @@ async fn failed_edits_outside_show_nothing(via: Via) {
             }
         }
         let outside = h.ws.join("outside");
-        let outside = outside.canonicalize().unwrap();
+        let outside = dunce::canonicalize(outside).unwrap();
         assert!(
             h.editor
                 .reads()

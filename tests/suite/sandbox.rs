@@ -610,7 +610,8 @@ async fn exec_without_a_terminal_refuses_the_unsandboxed_rerun() {
         .cwd(ws.path())
         .run(&["exec", "--json", "--mode", "full-auto", "write outside"])
         .await;
-    run.assert_code(0);
+    // 7: the turn ended, but a question it asked (the rerun) was refused.
+    run.assert_code(7);
     assert!(!target.exists());
     let events: Vec<serde_json::Value> = run
         .stdout

@@ -59,7 +59,7 @@ fn outside_of(ws: &Workspace) -> Outside {
         .prefix("acp-coder-outside-")
         .tempdir_in(crate::support::outside_temp_base())
         .unwrap();
-    let victim = dir.path().canonicalize().unwrap().join("victim.txt");
+    let victim = dunce::canonicalize(dir.path()).unwrap().join("victim.txt");
     std::fs::write(&victim, "precious\n").unwrap();
     acp_coder::platform::fs::symlink(dir.path(), ws.join("link")).unwrap();
     let ws_depth = ws.path().components().count() - 1;

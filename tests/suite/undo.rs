@@ -429,7 +429,7 @@ both!(
 #[tokio::test]
 async fn undo_does_not_write_through_links() {
     let outside = tempfile::tempdir().unwrap();
-    let out = outside.path().canonicalize().unwrap();
+    let out = dunce::canonicalize(outside.path()).unwrap();
     std::fs::create_dir(out.join("dir")).unwrap();
     std::fs::write(out.join("target.txt"), "secret\n").unwrap();
     std::fs::write(out.join("dir/f.txt"), "secret\n").unwrap();
@@ -493,7 +493,7 @@ async fn a_file_name_with_a_newline_stays_on_one_line() {
 async fn a_recreated_root_is_tracked() {
     let ws = Workspace::builder().file("a.txt", "a\n").build();
     let h = auto(Via::Local, ws).await;
-    let root = h.ws.path().canonicalize().unwrap();
+    let root = dunce::canonicalize(h.ws.path()).unwrap();
     let cmd = format!(
         "cd /; rm -rf {r}; mkdir -p {r}; echo b > {r}/b.txt",
         r = root.display()

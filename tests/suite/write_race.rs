@@ -67,14 +67,14 @@ fn entries(dir: &Path) -> Vec<String> {
 
 async fn swapped_folder(via: Via) {
     let outside = tempfile::tempdir().unwrap();
-    let out = outside.path().canonicalize().unwrap();
+    let out = dunce::canonicalize(outside.path()).unwrap();
     let ws = Workspace::builder().file("sub/keep.txt", "k\n").build();
     let h = Harness::start(via, ws).await;
     h.set_mode("full-auto").await;
     // Every ask (a path that resolved outside the project) is rejected.
     h.editor
         .set_default_permission(Some(PermissionDecision::RejectOnce));
-    let root = h.ws.path().canonicalize().unwrap();
+    let root = dunce::canonicalize(h.ws.path()).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let swaps = swapper(&root.join("sub"), &out, stop.clone());
     let mut stopped = 0;
@@ -147,13 +147,13 @@ both!(a_swapped_folder_never_lets_a_write_out, swapped_folder);
 #[tokio::test]
 async fn no_editor_write_while_a_command_runs() {
     let outside = tempfile::tempdir().unwrap();
-    let out = outside.path().canonicalize().unwrap();
+    let out = dunce::canonicalize(outside.path()).unwrap();
     let ws = Workspace::builder().file("sub/keep.txt", "k\n").build();
     let h = Harness::start(Via::Editor, ws).await;
     h.set_mode("full-auto").await;
     h.editor
         .set_default_permission(Some(PermissionDecision::RejectOnce));
-    let root = h.ws.path().canonicalize().unwrap();
+    let root = dunce::canonicalize(h.ws.path()).unwrap();
     let armed = Arc::new(AtomicBool::new(true));
     {
         let (armed, sub, out) = (armed.clone(), root.join("sub"), out.clone());

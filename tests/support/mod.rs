@@ -183,7 +183,7 @@ impl WorkspaceBuilder {
             builder.tempdir()
         }
         .expect("temp workspace");
-        let root = dir.path().canonicalize().expect("canonical workspace path");
+        let root = dunce::canonicalize(dir.path()).expect("canonical workspace path");
         for d in &self.dirs {
             std::fs::create_dir_all(root.join(d)).expect("create dir");
         }
@@ -227,7 +227,7 @@ impl WorkspaceBuilder {
 pub fn outside_temp_base() -> PathBuf {
     let temps: Vec<PathBuf> = [std::env::temp_dir(), PathBuf::from("/tmp")]
         .iter()
-        .filter_map(|t| t.canonicalize().ok())
+        .filter_map(|t| dunce::canonicalize(t).ok())
         .collect();
     let candidates = [
         Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
@@ -238,7 +238,7 @@ pub fn outside_temp_base() -> PathBuf {
         if std::fs::create_dir_all(&dir).is_err() {
             continue;
         }
-        let Ok(canon) = dir.canonicalize() else {
+        let Ok(canon) = dunce::canonicalize(dir) else {
             continue;
         };
         if !temps.iter().any(|t| canon.starts_with(t)) {
@@ -273,9 +273,12 @@ impl Workspace {
         &self.root
     }
 
-    /// `root/rel`.
+    /// `root/rel`, with the system's separator (`src/lib.rs` is
+    /// `src\lib.rs` on Windows, as the agent shows it).
     pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
-        self.root.join(rel)
+        let mut path = self.root.clone();
+        path.extend(rel.as_ref().components());
+        path
     }
 
     pub fn write(&self, rel: impl AsRef<Path>, content: impl AsRef<[u8]>) {

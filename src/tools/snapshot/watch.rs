@@ -102,7 +102,7 @@ impl Watch {
         Watch {
             roots: roots
                 .iter()
-                .map(|r| r.canonicalize().unwrap_or_else(|_| r.clone()))
+                .map(|r| crate::platform::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
                 .collect(),
             force_walk,
             state: Mutex::new(State::Idle),
@@ -229,7 +229,7 @@ impl SyncDir {
             let dir =
                 std::env::temp_dir().join(format!("acp-coder-watch-{}-{n}", std::process::id()));
             match std::fs::DirBuilder::new().owner_only().create(&dir) {
-                Ok(()) => return Ok(SyncDir(dir.canonicalize()?)),
+                Ok(()) => return Ok(SyncDir(crate::platform::fs::canonicalize(&dir)?)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
@@ -589,7 +589,7 @@ impl Watching {
 /// unless a link was put in its way).
 fn real_dir(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir())
-        && dir.canonicalize().is_ok_and(|c| c == dir)
+        && crate::platform::fs::canonicalize(dir).is_ok_and(|c| c == dir)
 }
 
 /// The entries of `dir` the walker keeps (ignore rules, hidden entries,

@@ -2,7 +2,7 @@ use super::*;
 
 fn project() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let root = crate::platform::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir_all(root.join("src/deep")).unwrap();
     std::fs::write(root.join("src/a.rs"), "a").unwrap();
     std::fs::write(root.join("src/deep/b.rs"), "b").unwrap();

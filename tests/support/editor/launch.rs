@@ -38,7 +38,8 @@ pub fn agent_command(opts: &SpawnOptions, home: &Path) -> Command {
         .env("RUST_BACKTRACE", "1")
         // No probing of the machine's own local model servers.
         .env("ACP_CODER_LOCAL_SERVERS", "");
-    for var in ["RUST_LOG", "TMPDIR"] {
+    // ACP_CODER_SHELL: the shell the Windows run under Wine picks (cmd.exe).
+    for var in ["RUST_LOG", "TMPDIR", "ACP_CODER_SHELL"] {
         if let Some(v) = std::env::var_os(var) {
             cmd.env(var, v);
         }
