@@ -183,17 +183,37 @@ async fn the_key_is_found_on_no_route() {
 /// and its `/undo`, write the key back exactly as it was.
 #[tokio::test]
 async fn a_secret_in_an_edited_file_is_written_back_as_it_was() {
-    secret_file_round_trip(true).await;
+    secret_file_round_trip(Writer::Editor).await;
+}
+
+/// The same while a command of the session runs: the agent then writes
+/// beneath the project itself, through a handle on the root, not through
+/// the editor (the write-race rule); the bytes are kept there too.
+#[tokio::test]
+async fn a_secret_in_a_file_edited_while_a_command_runs_is_written_back_as_it_was() {
+    secret_file_round_trip(Writer::AgentWhileACommandRuns).await;
 }
 
 /// The same when the editor offers no `fs`: the agent's own writes (and
 /// its `/undo`) keep the file's bytes.
 #[tokio::test]
 async fn a_secret_in_a_locally_edited_file_is_written_back_as_it_was() {
-    secret_file_round_trip(false).await;
+    secret_file_round_trip(Writer::Local).await;
 }
 
-async fn secret_file_round_trip(through_editor: bool) {
+/// Who writes the file back.
+#[derive(PartialEq)]
+enum Writer {
+    /// The editor, through `fs/write_text_file`.
+    Editor,
+    /// The agent: the editor offers no `fs`.
+    Local,
+    /// The agent, although the editor offers `fs`: a background command runs.
+    AgentWhileACommandRuns,
+}
+
+async fn secret_file_round_trip(writer: Writer) {
+    let through_editor = writer != Writer::Local;
     let model = FakeModel::start().await;
     let home = tempfile::tempdir().unwrap();
     let log = home.path().join("agent.log");
@@ -216,6 +236,14 @@ async fn secret_file_round_trip(through_editor: bool) {
         .await;
     let sid = editor.new_session(ws.path()).await;
 
+    if writer == Writer::AgentWhileACommandRuns {
+        editor.set_default_permission(Some(PermissionDecision::AllowOnce));
+        model.push(Reply::tool_call(
+            "call_bg",
+            "run_command",
+            json!({"command": "sleep 60", "background": true}),
+        ));
+    }
     model.push(Reply::tool_call(
         "call_edit",
         "edit_file",
@@ -252,8 +280,8 @@ async fn secret_file_round_trip(through_editor: bool) {
     assert_clean("the trace", &traced);
     assert_eq!(
         traced.contains("fs/write_text_file"),
-        through_editor,
-        "the writes went through the editor only when it offered fs"
+        writer == Writer::Editor,
+        "the writes went through the editor only when it offered fs and no command ran"
     );
 }
 
