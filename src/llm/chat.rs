@@ -249,17 +249,9 @@ impl Serialize for Messages<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    impl ChatRequest<'_> {
-        fn to_json(&self) -> Value {
-            serde_json::to_value(self).unwrap()
-        }
-    }
-
-    /// A request of `messages` with every option off.
-    fn plain(messages: &[ChatMessage]) -> ChatRequest<'_> {
+impl<'a> ChatRequest<'a> {
+    /// A request of `messages` to model `m` with every option off (tests).
+    pub(crate) fn plain(messages: &'a [ChatMessage]) -> Self {
         ChatRequest {
             model: "m".into(),
             system: None,
@@ -272,6 +264,21 @@ mod tests {
             temperature: None,
             stop: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    impl ChatRequest<'_> {
+        fn to_json(&self) -> Value {
+            serde_json::to_value(self).unwrap()
+        }
+    }
+
+    fn plain(messages: &[ChatMessage]) -> ChatRequest<'_> {
+        ChatRequest::plain(messages)
     }
 
     #[test]

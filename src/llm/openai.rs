@@ -336,18 +336,7 @@ mod kept_alive_tests {
         )
         .unwrap();
         let messages = [ChatMessage::User(vec![UserPart::Text("hi".into())])];
-        let request = ChatRequest {
-            model: "m".into(),
-            system: None,
-            messages: &messages,
-            tools: Vec::new(),
-            stream_usage: false,
-            send_reasoning: false,
-            reasoning_effort: None,
-            max_tokens: None,
-            temperature: None,
-            stop: Vec::new(),
-        };
+        let request = ChatRequest::plain(&messages);
         for _ in 0..2 {
             let stream = model.stream(&request).await;
             assert!(stream.is_ok(), "{:?}", stream.err());
