@@ -246,7 +246,10 @@ fn default_mode_is_read_as_a_mode_and_a_bad_one_lists_the_choices() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("default_mode \"yolo\""), "{e}");
-    assert!(e.contains("read-only, ask, accept-edits, full-auto"), "{e}");
+    assert!(
+        e.contains("read-only, plan, ask, accept-edits, full-auto"),
+        "{e}"
+    );
     assert!(e.contains("c.toml"), "{e}");
 }
 

@@ -47,6 +47,7 @@ mod official_client;
 mod official_unstable;
 mod permission_escapes;
 mod permissions;
+mod plan_mode;
 mod prompt_content;
 mod providers;
 // The command sandbox exists on Linux and macOS only.

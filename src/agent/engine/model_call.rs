@@ -87,7 +87,10 @@ pub fn turn_request<'a>(env: &TurnEnv, session: &Session, history: &'a History) 
         tools.push(task);
     }
     let mut request = request(env, &history.messages, tools, env.settings.send_reasoning);
-    let system = session.system_prompt();
+    let mut system = session.system_prompt();
+    if session.mode() == crate::config::Mode::Plan {
+        system.push_str(model_text::PLAN_MODE);
+    }
     request.system = Some(match compact {
         true => model_text::compact_system_prompt(&system),
         false => system,

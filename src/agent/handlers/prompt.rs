@@ -95,7 +95,8 @@ impl Agent {
             _ = token.cancelled() => return Ok(StopReason::Cancelled),
             g = session.tracker.gate.lock() => g,
         };
-        let run = turn::run(&env, session, &prompt, token);
+        let ending = crate::agent::handlers::plan::PromptEnding { agent: self };
+        let run = turn::run(&env, session, &prompt, token, &ending);
         crate::agent::history::changes::checkpointed(session, gate, &title, max, token, run).await
     }
 
@@ -296,7 +297,7 @@ impl Agent {
             }
             None => say(
                 session,
-                &format!("Unknown mode `{args}`. Modes: read-only, ask, accept-edits, full-auto."),
+                &format!("Unknown mode `{args}`. Modes: {}.", Mode::ids()),
             ),
         }
         Ok(StopReason::EndTurn)
