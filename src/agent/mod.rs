@@ -8,6 +8,7 @@ pub mod decode;
 mod engine;
 mod handlers;
 mod history;
+mod hooks;
 mod notices;
 pub mod policy;
 mod session;

@@ -22,6 +22,9 @@ mod faults;
 mod fuzz_corpus;
 mod grants;
 mod handshake;
+// Hooks are shell lines; the tests' hooks are POSIX shell.
+#[cfg(unix)]
+mod hooks;
 mod in_process;
 mod kept_permissions;
 mod lifecycle;

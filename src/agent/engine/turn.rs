@@ -574,16 +574,7 @@ async fn run_calls(
             let result = if req.name == crate::agent::subagent::TOOL {
                 crate::agent::subagent::run(env, session, history, req, cancel).await
             } else {
-                tool_call::run(
-                    session,
-                    req,
-                    cancel,
-                    &env.settings.secret_env,
-                    env.settings.sandbox_network,
-                    &env.settings.sandbox_unreadable,
-                    limits,
-                )
-                .await
+                tool_call::run(session, req, cancel, &env.settings, limits).await
             };
             was_cancelled = result.cancelled || cancel.is_cancelled();
             let done = outcome(session, req, result.failed);

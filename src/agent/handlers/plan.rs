@@ -1,9 +1,12 @@
-//! The end of a prompt turn (issue 45): plan mode's hand-off. When the
+//! The end of a prompt turn (issue 45): the user's stop hooks, then plan
+//! mode's hand-off. A stop hook that blocks sends the model back to work
+//! with its reason, at most [`STOP_LIMIT`] times a turn. When the
 //! model ends a turn in plan mode with a plan (`update_plan`), the user is
 //! asked "Start editing?" with the modes to switch to; an approval switches
 //! the session's mode (`current_mode_update`, the store) and the same turn
 //! goes on with the plan.
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -15,7 +18,7 @@ use crate::acp::{
 use crate::agent::Agent;
 use crate::agent::engine::turn::{Ending, Next};
 use crate::agent::session::{Asker, Session};
-use crate::config::Mode;
+use crate::config::{HookEvent, Mode, Settings};
 
 /// What the model is told when the user approves the plan.
 pub const APPROVED: &str = "The user approved the plan; carry it out.";
@@ -29,9 +32,59 @@ const OFFERS: [(Mode, &str); 2] = [
 /// The option that keeps plan mode.
 const KEEP_PLANNING: &str = "keep_planning";
 
+/// How many times a turn's stop hooks may send the model back to work.
+pub const STOP_LIMIT: u32 = 3;
+
 /// The end of a turn of a session the editor (or an A2A client) opened.
 pub(in crate::agent) struct PromptEnding<'a> {
-    pub agent: &'a Agent,
+    agent: &'a Agent,
+    settings: &'a Settings,
+    /// How often the stop hooks sent the model back in this turn.
+    stops: AtomicU32,
+}
+
+impl<'a> PromptEnding<'a> {
+    pub fn new(agent: &'a Agent, settings: &'a Settings) -> Self {
+        PromptEnding {
+            agent,
+            settings,
+            stops: AtomicU32::new(0),
+        }
+    }
+
+    /// The user's stop hooks: `Some(note)` when one sends the model back.
+    async fn stop_hooks(
+        &self,
+        session: &Arc<Session>,
+        answer: &str,
+        cancel: &CancellationToken,
+    ) -> Option<String> {
+        let sent_back = self.stops.load(Ordering::Relaxed);
+        let said = crate::agent::hooks::run(
+            session,
+            self.settings,
+            HookEvent::Stop,
+            None,
+            json!({"stop_hook_active": sent_back > 0, "last_assistant_message": answer}),
+            cancel,
+        )
+        .await;
+        let reason = said.blocked?;
+        if sent_back >= STOP_LIMIT {
+            crate::agent::engine::model_call::status(
+                session,
+                &format!(
+                    "A stop hook sent the model back {STOP_LIMIT} times in this turn; the turn ends here ({reason})"
+                ),
+            );
+            return None;
+        }
+        self.stops.store(sent_back + 1, Ordering::Relaxed);
+        tracing::info!(session = %session.id, "a stop hook sends the model back to work");
+        Some(format!(
+            "The user's stop hook did not let the turn end yet: {reason}\nDeal with this, then finish."
+        ))
+    }
 }
 
 #[async_trait::async_trait]
@@ -40,9 +93,15 @@ impl Ending for PromptEnding<'_> {
         &self,
         session: &Arc<Session>,
         planned: bool,
-        _answer: &str,
+        answer: &str,
         cancel: &CancellationToken,
     ) -> Result<Next, StopReason> {
+        if let Some(note) = self.stop_hooks(session, answer, cancel).await {
+            return Ok(Next::GoOn(note));
+        }
+        if cancel.is_cancelled() {
+            return Err(StopReason::Cancelled);
+        }
         if planned && session.depth == 0 && session.mode() == Mode::Plan {
             return self.agent.start_editing(session, cancel).await;
         }

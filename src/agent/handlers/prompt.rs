@@ -82,6 +82,33 @@ impl Agent {
             return Ok(stop);
         }
         let env = self.turn_env(session, settings).await?;
+        // The user's prompt hooks: one that blocks refuses the prompt (the
+        // user sees why; the model never gets it); what they print is
+        // context beside it.
+        let said = crate::agent::hooks::run(
+            session,
+            settings,
+            crate::config::HookEvent::Prompt,
+            None,
+            serde_json::json!({"prompt": crate::secrets::redact_string(prompt_text(&prompt))}),
+            token,
+        )
+        .await;
+        if token.is_cancelled() {
+            return Ok(StopReason::Cancelled);
+        }
+        if let Some(reason) = said.blocked {
+            say(
+                session,
+                &format!("Your prompt was not sent: a prompt hook refused it: {reason}"),
+            );
+            return Ok(StopReason::EndTurn);
+        }
+        if let Some(context) = said.context_note() {
+            prompt.push(ContentBlock::text(format!(
+                "\n\nContext from the user's prompt hook:\n{context}"
+            )));
+        }
         crate::tools::process::background::set_limit(settings.max_background_commands);
         let title = crate::agent::engine::model_text::summary(&prompt, 80);
         let max = settings.checkpoint_max_bytes;
@@ -95,7 +122,7 @@ impl Agent {
             _ = token.cancelled() => return Ok(StopReason::Cancelled),
             g = session.tracker.gate.lock() => g,
         };
-        let ending = crate::agent::handlers::plan::PromptEnding { agent: self };
+        let ending = crate::agent::handlers::plan::PromptEnding::new(self, settings);
         let run = turn::run(&env, session, &prompt, token, &ending);
         crate::agent::history::changes::checkpointed(session, gate, &title, max, token, run).await
     }
@@ -512,6 +539,18 @@ fn replace_command_text(prompt: &mut [ContentBlock], text: String) {
 }
 
 /// A reply from the agent itself (slash commands), not from the model.
+/// The text blocks of a prompt, one after the other.
+fn prompt_text(prompt: &[ContentBlock]) -> String {
+    prompt
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn say(session: &Session, text: &str) {
     session.editor.update(&SessionUpdate::agent_text(
         text.to_owned(),
