@@ -11,6 +11,7 @@ mod history;
 mod hooks;
 mod notices;
 pub mod policy;
+pub(crate) mod project;
 mod session;
 pub mod store;
 mod subagent;

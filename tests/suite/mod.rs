@@ -51,6 +51,7 @@ mod official_unstable;
 mod permission_escapes;
 mod permissions;
 mod plan_mode;
+mod project_settings;
 mod prompt_content;
 mod providers;
 // The command sandbox exists on Linux and macOS only.

@@ -74,6 +74,7 @@ impl Agent {
             say(session, &text);
             return Ok(StopReason::EndTurn);
         }
+        self.settle_project(session).await;
         if let Some((name, args)) = commands::parse(&prompt)
             && let Some(stop) = self
                 .slash_command(session, settings, &mut prompt, (&name, &args), token)
@@ -417,6 +418,20 @@ impl Agent {
         lines.extend(session.skills.get().status_line());
         lines.extend(crate::agent::history::undo::background_status(session));
         lines.push(format!("- **Session**: `{}`", session.id));
+        let project = session
+            .project
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .applied
+            .report
+            .clone();
+        if !project.is_empty() {
+            lines.push(format!(
+                "- **Project settings** ({}):\n  - {}",
+                crate::agent::project::FILE,
+                project.join("\n  - ")
+            ));
+        }
         format!("**Status**\n{}", lines.join("\n"))
     }
 
@@ -539,6 +554,45 @@ fn replace_command_text(prompt: &mut [ContentBlock], text: String) {
 }
 
 /// A reply from the agent itself (slash commands), not from the model.
+impl Agent {
+    /// The project settings' questions, at the session's first prompt
+    /// (`agent::project`): what the user trusts applies from this turn on.
+    async fn settle_project(&self, session: &Arc<Session>) {
+        let mut state = {
+            let mut s = session.project.lock().unwrap_or_else(|e| e.into_inner());
+            if s.settled || session.depth > 0 || session.asker != Asker::User {
+                return;
+            }
+            std::mem::take(&mut *s)
+        };
+        let settings = self.settings();
+        let decided = crate::agent::project::settle(
+            &mut state,
+            &session.editor,
+            &session.id,
+            &settings.data_dir,
+        )
+        .await;
+        if let Some(m) = &decided.model {
+            self.apply_model(session, m).await;
+        }
+        if let Some(m) = decided.mode {
+            self.apply_mode(session, m).await;
+        }
+        if decided.instructions.is_some() {
+            state.applied.instructions = decided.instructions;
+        }
+        state.applied.report.extend(decided.report.iter().cloned());
+        *session.project.lock().unwrap_or_else(|e| e.into_inner()) = state;
+        if !decided.report.is_empty() {
+            say(
+                session,
+                &crate::agent::project::report_text(&decided.report),
+            );
+        }
+    }
+}
+
 /// The text blocks of a prompt, one after the other.
 fn prompt_text(prompt: &[ContentBlock]) -> String {
     prompt
