@@ -21,10 +21,14 @@ struct Hooked {
 }
 
 async fn hooked(hooks: &str) -> Hooked {
+    hooked_with(hooks, &[]).await
+}
+
+async fn hooked_with(hooks: &str, env: &[(&str, &str)]) -> Hooked {
     let model = FakeModel::start().await;
     let home = tempfile::tempdir().unwrap();
     write_config(home.path(), hooks);
-    let editor = spawn_in_home(&model, home.path().to_path_buf(), &[]);
+    let editor = spawn_in_home(&model, home.path().to_path_buf(), env);
     editor.initialize(crate::support::no_capabilities()).await;
     let ws = Workspace::builder().file("a.txt", "alpha\n").build();
     let sid = editor.new_session(ws.path()).await;
@@ -283,4 +287,32 @@ async fn a_hook_past_its_timeout_is_killed_with_its_tree() {
         !sleep_running(&arg)
     })
     .await;
+}
+
+/// A post_tool hook reads the result as the model does: a known secret the
+/// call read (here the API key, in a project file) is redacted in its
+/// input too. It used to get the raw text.
+#[tokio::test]
+async fn a_post_tool_hook_never_sees_a_secret_the_call_read() {
+    const KEY: &str = "sk-hookleak-0123456789abcdef0123456789";
+    let h = hooked_with(
+        &format!(
+            "[[hooks.post_tool]]\nmatcher = \"read_file\"\ncommand = {}\n",
+            lit("cat > .post-in.json")
+        ),
+        &[("OPENAI_API_KEY", KEY)],
+    )
+    .await;
+    h.ws.write("notes.txt", format!("key: {KEY}\n"));
+    h.model.push(Reply::tool_call(
+        "r1",
+        "read_file",
+        json!({"path": "notes.txt"}),
+    ));
+    h.model.push(Reply::text("ok"));
+    let r = h.editor.prompt(&h.sid, "go").await;
+    assert_eq!(r["stopReason"], "end_turn", "{r}");
+    let input = h.ws.read(".post-in.json");
+    assert!(input.contains("key: "), "{input}");
+    assert!(!input.contains(KEY), "the hook got the secret: {input}");
 }

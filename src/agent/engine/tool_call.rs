@@ -214,10 +214,9 @@ impl Call<'_> {
         // the model beside it.
         let mut fields = fields;
         if let Some(f) = fields.as_object_mut() {
-            f.insert(
-                "tool_response".into(),
-                Value::String(done.for_model.clone()),
-            );
+            // As the model will read it: a secret the call read is redacted.
+            let response = crate::secrets::redact_string(done.for_model.clone());
+            f.insert("tool_response".into(), Value::String(response));
             f.insert("tool_failed".into(), Value::Bool(done.failed));
         }
         let post = crate::agent::hooks::run(
