@@ -78,7 +78,7 @@ pub enum ServeError {
         "--mode full-auto needs the command sandbox, which is not available here ({0}); use --mode ask or accept-edits"
     )]
     FullAutoWithoutSandbox(String),
-    #[error("--mode {0:?} is not one of read-only, ask, accept-edits, full-auto")]
+    #[error("--mode {0:?} is not one of read-only, plan, ask, accept-edits, full-auto")]
     Mode(String),
     #[error("cannot listen on {addr}: {source}")]
     Bind {

@@ -269,6 +269,9 @@ pub struct Session {
     /// Subagents of this session's family running at once (`agent::subagent`),
     /// shared with its children; sized from the settings at first use.
     pub subagent_slots: std::sync::OnceLock<Arc<tokio::sync::Semaphore>>,
+    /// What the session took from its project's `.acp-coder/config.toml`
+    /// (`agent::project`), and the questions still to ask about it.
+    pub project: Mutex<crate::agent::project::State>,
     /// What its MCP servers' sampling requests use (issue 18 item 2).
     pub sampling: Arc<crate::mcp::sampling::Hub>,
 }
@@ -373,6 +376,7 @@ impl Session {
             tracker: Arc::new(super::history::tracker::Tracker::new(checkpoints)),
             depth: 0,
             subagent_slots: std::sync::OnceLock::new(),
+            project: Mutex::default(),
             sampling: init.sampling,
             store,
         }

@@ -198,11 +198,7 @@ impl std::fmt::Debug for McpServerSpec {
 impl McpServerConfig {
     /// Validates one entry of the file: its kind, then the fields of that
     /// kind. Errors name the entry and the file.
-    pub(super) fn to_spec(
-        &self,
-        name: &str,
-        path: &Path,
-    ) -> Result<Option<McpServerSpec>, ConfigError> {
+    pub fn to_spec(&self, name: &str, path: &Path) -> Result<Option<McpServerSpec>, ConfigError> {
         if self.enabled == Some(false) {
             return Ok(None);
         }

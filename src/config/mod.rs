@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub mod hooks;
 mod mcp;
 pub mod mcp_edit;
 mod mode;
 mod paths;
 
+pub use hooks::{HookEvent, Hooks};
 pub use mcp::{McpOAuthClient, McpServerConfig, McpServerSpec, McpTransportSpec};
 pub use mode::Mode;
 pub use paths::{config_home, data_home, is_local_endpoint, state_home};
@@ -197,6 +199,9 @@ pub struct FileConfig {
     pub subagent_max_depth: Option<u32>,
     /// Subagents of one session (with their own children) running at once. Default 3.
     pub subagent_max_running: Option<usize>,
+    /// The user's hooks (issue 45 item 6): `[[hooks.pre_tool]]`, …
+    #[serde(default)]
+    pub hooks: hooks::HooksConfig,
 }
 
 /// Settings of one model (`[models."gpt-4.1"]`).
@@ -322,6 +327,8 @@ pub struct Settings {
     pub subagent_max_depth: u32,
     /// `subagent_max_running`.
     pub subagent_max_running: usize,
+    /// The user's hooks (`[[hooks.EVENT]]`), from the user's config file only.
+    pub hooks: Hooks,
 }
 
 impl std::fmt::Debug for Settings {
@@ -422,6 +429,7 @@ impl Default for Settings {
             checkpoint_max_bytes: 64 * 1024 * 1024,
             subagent_max_depth: 1,
             subagent_max_running: 3,
+            hooks: Hooks::default(),
         }
     }
 }
@@ -553,6 +561,8 @@ impl Settings {
                 self.mcp_servers.push(spec);
             }
         }
+        self.hooks = Hooks::check(file.hooks)
+            .map_err(|e| ConfigError::Invalid(format!("{}: {e}", file_path.display())))?;
         check_globs(&file.protected_paths, file_path)?;
         self.protected_paths = file.protected_paths;
         for p in &file.sandbox_unreadable {

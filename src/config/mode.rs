@@ -6,17 +6,32 @@
 #[serde(try_from = "String")]
 pub enum Mode {
     ReadOnly,
+    /// Read-only, and the turn ends with a plan and the question "Start
+    /// editing?" (`agent::handlers::plan`).
+    Plan,
     Ask,
     AcceptEdits,
     FullAuto,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 4] = [Mode::ReadOnly, Mode::Ask, Mode::AcceptEdits, Mode::FullAuto];
+    pub const ALL: [Mode; 5] = [
+        Mode::ReadOnly,
+        Mode::Plan,
+        Mode::Ask,
+        Mode::AcceptEdits,
+        Mode::FullAuto,
+    ];
+
+    /// Whether the mode allows no edit and no command (read-only and plan).
+    pub fn is_read_only(self) -> bool {
+        matches!(self, Mode::ReadOnly | Mode::Plan)
+    }
 
     pub fn id(self) -> &'static str {
         match self {
             Mode::ReadOnly => "read-only",
+            Mode::Plan => "plan",
             Mode::Ask => "ask",
             Mode::AcceptEdits => "accept-edits",
             Mode::FullAuto => "full-auto",
@@ -35,6 +50,7 @@ impl Mode {
     pub fn name(self) -> &'static str {
         match self {
             Mode::ReadOnly => "Read only",
+            Mode::Plan => "Plan",
             Mode::Ask => "Ask",
             Mode::AcceptEdits => "Accept edits",
             Mode::FullAuto => "Full auto",
@@ -44,6 +60,9 @@ impl Mode {
     pub fn description(self) -> &'static str {
         match self {
             Mode::ReadOnly => "Reads and searches only; edits and commands are refused",
+            Mode::Plan => {
+                "Reads, searches and makes a plan, with no edits or commands; then asks to start editing"
+            }
             Mode::Ask => "Asks before every edit and command",
             Mode::AcceptEdits => "Edits files in the project without asking; asks before commands",
             Mode::FullAuto if crate::tools::sandbox::confines_now() => {

@@ -246,7 +246,10 @@ fn default_mode_is_read_as_a_mode_and_a_bad_one_lists_the_choices() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("default_mode \"yolo\""), "{e}");
-    assert!(e.contains("read-only, ask, accept-edits, full-auto"), "{e}");
+    assert!(
+        e.contains("read-only, plan, ask, accept-edits, full-auto"),
+        "{e}"
+    );
     assert!(e.contains("c.toml"), "{e}");
 }
 
@@ -415,7 +418,25 @@ fn the_configuration_reference_lists_every_key() {
                 .message(),
         )
     });
+    let hook_events = keys_of(&|t| {
+        did_you_mean(
+            toml::from_str::<hooks::HooksConfig>(t)
+                .unwrap_err()
+                .message(),
+        )
+    });
+    let hook = keys_of(&|t| {
+        did_you_mean(
+            toml::from_str::<hooks::HookConfig>(&format!("command = \"x\"\n{t}"))
+                .unwrap_err()
+                .message(),
+        )
+    });
     assert!(top.len() > 20 && model.len() > 5 && mcp.len() > 3 && !oauth.is_empty());
+    assert!(
+        hook_events.len() == 4 && hook.len() == 3,
+        "{hook_events:?} {hook:?}"
+    );
     // Each key as a table row `| `key` |` (top level), `| `models.*.key` |`
     // and `| `mcp_servers.*.key` |`.
     let keys_part = doc
@@ -435,6 +456,8 @@ fn the_configuration_reference_lists_every_key() {
     wanted.extend(model.iter().map(|k| format!("models.*.{k}")));
     wanted.extend(mcp.iter().map(|k| format!("mcp_servers.*.{k}")));
     wanted.extend(oauth.iter().map(|k| format!("mcp_servers.*.oauth.{k}")));
+    wanted.extend(hook_events.iter().map(|k| format!("hooks.{k}")));
+    wanted.extend(hook.iter().map(|k| format!("hooks.*.{k}")));
     for k in &wanted {
         assert!(documented.contains(k), "docs/configuration.md lacks `{k}`");
     }

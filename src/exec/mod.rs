@@ -79,7 +79,7 @@ pub enum ExecError {
         "the prompt is empty: give it as an argument, or `-` and pipe it on stdin (e.g. `echo \"explain main.rs\" | acp-coder exec -`)"
     )]
     EmptyPrompt,
-    #[error("--mode {0:?} is not one of read-only, ask, accept-edits, full-auto")]
+    #[error("--mode {0:?} is not one of read-only, plan, ask, accept-edits, full-auto")]
     Mode(String),
     #[error("working directory {path}: {source}")]
     Cwd {

@@ -163,7 +163,7 @@ pub(crate) struct A2aArgs {
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub(crate) cwd: Option<PathBuf>,
     /// Session mode of every task [default: ask]; full-auto only with the command sandbox.
-    #[arg(long, value_name = "MODE", value_parser = ["read-only", "ask", "accept-edits", "full-auto"])]
+    #[arg(long, value_name = "MODE", value_parser = ["read-only", "plan", "ask", "accept-edits", "full-auto"])]
     pub(crate) mode: Option<String>,
 }
 
@@ -179,7 +179,7 @@ pub(crate) struct ExecArgs {
     #[arg(short = 'y', long)]
     pub(crate) yes: bool,
     /// Session mode [default: default_mode of the config file, else ask].
-    #[arg(long, value_name = "MODE", value_parser = ["read-only", "ask", "accept-edits", "full-auto"])]
+    #[arg(long, value_name = "MODE", value_parser = ["read-only", "plan", "ask", "accept-edits", "full-auto"])]
     pub(crate) mode: Option<String>,
     /// Work in DIR instead of the current directory.
     #[arg(short = 'C', long = "cd", value_name = "DIR")]

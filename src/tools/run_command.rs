@@ -336,6 +336,7 @@ impl Run {
             timeout: self.timeout,
             output_limit: MODEL_OUTPUT_LIMIT,
             sandbox: policy.cloned(),
+            stdin: None,
         }
     }
 

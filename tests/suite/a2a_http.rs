@@ -540,7 +540,7 @@ async fn modes_are_checked_at_start() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("'yolo'") && err.contains("read-only, ask, accept-edits, full-auto"),
+        err.contains("'yolo'") && err.contains("read-only, plan, ask, accept-edits, full-auto"),
         "{err}"
     );
     // full-auto: served only where the command sandbox confines commands.

@@ -196,7 +196,7 @@ fn editor_configs_parse_and_use_only_what_exists() {
     );
     let known_flags = flags_in(&help);
     let known_env = env_vars_in(&help);
-    let modes = ["read-only", "ask", "accept-edits", "full-auto"];
+    let modes = ["read-only", "plan", "ask", "accept-edits", "full-auto"];
     let editors = repo().join("editors");
     let guide = read(&editors.join("README.md"));
     let files = files_under(&editors);

@@ -124,7 +124,7 @@ async fn new_session_returns_modes_and_the_mode_option() {
     let sid = result["sessionId"].as_str().expect("sessionId");
     assert!(!sid.is_empty());
     assert_ne!(sid, r.sid, "session ids are unique");
-    let ids = ["read-only", "ask", "accept-edits", "full-auto"];
+    let ids = ["read-only", "plan", "ask", "accept-edits", "full-auto"];
     assert_eq!(result["modes"]["currentModeId"], "ask");
     let modes: Vec<&str> = result["modes"]["availableModes"]
         .as_array()

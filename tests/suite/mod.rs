@@ -22,6 +22,9 @@ mod faults;
 mod fuzz_corpus;
 mod grants;
 mod handshake;
+// Hooks are shell lines; the tests' hooks are POSIX shell.
+#[cfg(unix)]
+mod hooks;
 mod in_process;
 mod kept_permissions;
 mod lifecycle;
@@ -47,6 +50,8 @@ mod official_client;
 mod official_unstable;
 mod permission_escapes;
 mod permissions;
+mod plan_mode;
+mod project_settings;
 mod prompt_content;
 mod providers;
 // The command sandbox exists on Linux and macOS only.

@@ -6,7 +6,7 @@ use super::tools_common::{Harness, Via, edit_call, write_call};
 use crate::support::{PermissionDecision, Workspace};
 use serde_json::{Value, json};
 
-const MODES: [&str; 4] = ["read-only", "ask", "accept-edits", "full-auto"];
+const MODES: [&str; 5] = ["read-only", "plan", "ask", "accept-edits", "full-auto"];
 
 #[tokio::test]
 async fn new_session_advertises_modes_and_the_mode_option() {
@@ -175,7 +175,7 @@ const CALLS: [&str; 7] = [
 
 fn table(mode: &str) -> [Expect; 7] {
     match mode {
-        "read-only" => [Run, Refuse, Refuse, Refuse, Ask, Refuse, Refuse],
+        "read-only" | "plan" => [Run, Refuse, Refuse, Refuse, Ask, Refuse, Refuse],
         "ask" => [Run, Ask, Ask, Ask, Ask, Ask, Ask],
         "accept-edits" => [Run, Run, Run, Ask, Ask, Ask, Ask],
         "full-auto" => [Run, Run, Run, Run, Ask, Ask, Ask],
@@ -303,6 +303,7 @@ macro_rules! mode_tests {
 
 mode_tests! {
     read_only: "read-only",
+    plan: "plan",
     ask: "ask",
     accept_edits: "accept-edits",
     full_auto: "full-auto",

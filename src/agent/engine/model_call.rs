@@ -87,7 +87,24 @@ pub fn turn_request<'a>(env: &TurnEnv, session: &Session, history: &'a History) 
         tools.push(task);
     }
     let mut request = request(env, &history.messages, tools, env.settings.send_reasoning);
-    let system = session.system_prompt();
+    let mut system = session.system_prompt();
+    let instructions = session
+        .project
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .applied
+        .instructions
+        .clone();
+    if let Some(instructions) = instructions {
+        system.push_str(
+            "\n\n# Instructions from the project's settings (.acp-coder/config.toml)\n\n",
+        );
+        system.push_str(&instructions);
+        system.push('\n');
+    }
+    if session.mode() == crate::config::Mode::Plan {
+        system.push_str(model_text::PLAN_MODE);
+    }
     request.system = Some(match compact {
         true => model_text::compact_system_prompt(&system),
         false => system,

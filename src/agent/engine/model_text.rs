@@ -10,6 +10,9 @@ const SYSTEM: &str = include_str!("../../../prompts/system.md");
 /// The short prompt for small models (small windows, or `compact_prompt`).
 const SYSTEM_COMPACT: &str = include_str!("../../../prompts/system-compact.md");
 /// Project instructions larger than this are cut (they are paid on every call).
+/// Added to the system prompt in plan mode (issue 45 item 3).
+pub const PLAN_MODE: &str = "\n\n# Plan mode\n\nThe session is in plan mode: investigate, do not change anything. Read and search the project (edits, writes and commands are refused in this mode). When you understand the task, record the complete plan with update_plan (every step pending) and end your turn with a short summary of the plan. The user is then asked whether to start editing; if they agree, you will be told to carry the plan out.\n";
+
 const AGENTS_MD_LIMIT: usize = 32 * 1024;
 
 /// The system prompt for a session rooted at `cwd`.

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::{Cost, SessionUpdate, UsageUpdate};
-use crate::config::Mode;
 use crate::llm::{Completion, Usage};
 use crate::mcp::sampling::{Sample, TurnModel};
 
@@ -95,7 +94,7 @@ impl TurnModel for Lender {
     }
 
     fn read_only(&self) -> bool {
-        self.session.mode() == Mode::ReadOnly
+        self.session.mode().is_read_only()
     }
 
     fn cancel(&self) -> CancellationToken {

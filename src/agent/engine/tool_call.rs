@@ -15,6 +15,7 @@ use crate::tools::{Invocation, ToolContext, ToolError, ToolOutput, sanitize_titl
 
 use crate::agent::policy::permission::{self, Decision, Scope};
 use crate::agent::session::Session;
+use crate::config::HookEvent;
 
 /// Tool results longer than this are cut for the model (head and tail kept);
 /// a small context window cuts them shorter ([`result_limit`]).
@@ -48,9 +49,7 @@ pub async fn run(
     session: &Arc<Session>,
     req: &ToolCallRequest,
     cancel: &CancellationToken,
-    secret_env: &[String],
-    sandbox_network: bool,
-    sandbox_unreadable: &[std::path::PathBuf],
+    settings: &crate::config::Settings,
     limits: Limits,
 ) -> CallResult {
     let call = Call {
@@ -59,10 +58,7 @@ pub async fn run(
         cancel,
         limits,
     };
-    let mut done = match call
-        .steps(req, secret_env, sandbox_network, sandbox_unreadable)
-        .await
-    {
+    let mut done = match call.steps(req, settings).await {
         Ok(done) | Err(done) => done,
     };
     if done.failed
@@ -162,12 +158,10 @@ impl Call<'_> {
     async fn steps(
         &self,
         req: &ToolCallRequest,
-        secret_env: &[String],
-        sandbox_network: bool,
-        sandbox_unreadable: &[std::path::PathBuf],
+        settings: &crate::config::Settings,
     ) -> Step<CallResult> {
         let (tool, args, first_title) = self.start(req)?;
-        let mut ctx = self.context(secret_env);
+        let mut ctx = self.context(&settings.secret_env);
         let invocation = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return Err(self.cancelled()),
@@ -176,6 +170,23 @@ impl Call<'_> {
         .map_err(|e| self.fail(e.to_string()))?;
         let details = self.details(&*tool, &first_title, &invocation);
         let Invocation { access, action, .. } = invocation;
+        // The user's pre_tool hooks: one that blocks stops the call before
+        // anything is asked or run, and the model reads why.
+        let fields = crate::agent::hooks::tool_fields(tool.name(), &args);
+        let pre = crate::agent::hooks::run(
+            self.session,
+            settings,
+            HookEvent::PreTool,
+            Some(tool.name()),
+            fields.clone(),
+            self.cancel,
+        )
+        .await;
+        if let Some(reason) = pre.blocked {
+            return Err(self.refuse(format!(
+                "blocked by the user's pre_tool hook: {reason}. Nothing was run."
+            )));
+        }
         // Issue 14: a command that runs without the user allowing it (the mode, a
         // remembered grant) is confined; one the user just allowed runs as allowed.
         let unasked = self
@@ -185,11 +196,51 @@ impl Call<'_> {
             ctx.sandbox = Some(crate::tools::sandbox::policy_for(
                 &self.session.roots(),
                 cwd,
-                sandbox_network,
-                sandbox_unreadable,
+                settings.sandbox_network,
+                &settings.sandbox_unreadable,
             ));
         }
-        Ok(self.execute(tool.name(), &access, action, &ctx).await)
+        let mut done = self.execute(tool.name(), &access, action, &ctx).await;
+        if let Some(context) = pre.context_note() {
+            done.for_model = format!(
+                "{}\n\nFrom the user's pre_tool hook: {context}",
+                done.for_model
+            );
+        }
+        if done.cancelled {
+            return Ok(done);
+        }
+        // The user's post_tool hooks read the result; what they say goes to
+        // the model beside it.
+        let mut fields = fields;
+        if let Some(f) = fields.as_object_mut() {
+            // As the model will read it: a secret the call read is redacted.
+            let response = crate::secrets::redact_string(done.for_model.clone());
+            f.insert("tool_response".into(), Value::String(response));
+            f.insert("tool_failed".into(), Value::Bool(done.failed));
+        }
+        let post = crate::agent::hooks::run(
+            self.session,
+            settings,
+            HookEvent::PostTool,
+            Some(tool.name()),
+            fields,
+            self.cancel,
+        )
+        .await;
+        if let Some(reason) = &post.blocked {
+            done.for_model = format!(
+                "{}\n\nThe user's post_tool hook objects to this result: {reason}",
+                done.for_model
+            );
+        }
+        if let Some(context) = post.context_note() {
+            done.for_model = format!(
+                "{}\n\nFrom the user's post_tool hook: {context}",
+                done.for_model
+            );
+        }
+        Ok(done)
     }
 
     /// Finds the tool and reports the call (its first title, from the raw

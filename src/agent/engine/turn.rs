@@ -18,14 +18,56 @@ use crate::agent::engine::sampling::Lender;
 use crate::agent::engine::{compact, named_files, tool_call};
 use crate::agent::session::{History, Session};
 
+/// What follows when the model ends its turn (it answers without calling
+/// a tool): the turn ends, or goes on with a note from the agent that the
+/// model gets as a user message (plan mode's hand-off, a stop hook).
+pub enum Next {
+    End,
+    GoOn(String),
+}
+
+/// Decides what follows the model's end of a turn ([`Next`]); `Err` ends the
+/// turn with that stop reason (a cancel while it asked the user). Called
+/// with the history held: it must not lock it.
+#[async_trait::async_trait]
+pub trait Ending: Send + Sync {
+    /// `planned`: the model recorded a plan (`update_plan`) since the turn
+    /// began or last went on; `answer`: its last text.
+    async fn ended(
+        &self,
+        session: &Arc<Session>,
+        planned: bool,
+        answer: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Next, StopReason>;
+}
+
+/// The turn ends when the model ends it (subagents).
+pub struct JustEnd;
+
+#[async_trait::async_trait]
+impl Ending for JustEnd {
+    async fn ended(
+        &self,
+        _: &Arc<Session>,
+        _: bool,
+        _: &str,
+        _: &CancellationToken,
+    ) -> Result<Next, StopReason> {
+        Ok(Next::End)
+    }
+}
+
 /// Runs one turn for `prompt` (the editor's blocks, already expanded from a
 /// slash command if any). Model failures that outlast the retries are JSON-RPC
-/// errors; cancellation is the `cancelled` stop reason.
+/// errors; cancellation is the `cancelled` stop reason. When the model ends
+/// the turn, `ending` says whether it goes on.
 pub async fn run(
     env: &TurnEnv,
     session: &Arc<Session>,
     prompt: &[ContentBlock],
     cancel: &CancellationToken,
+    ending: &dyn Ending,
 ) -> Result<StopReason, RpcError> {
     // The model is lent to the session's MCP servers while the turn runs
     // (issue 18 item 2); their sampling usage is counted after each call.
@@ -42,6 +84,8 @@ pub async fn run(
     };
     let mut repeats = Repeats::default();
     let mut nudges = Nudges::new(small_model);
+    // Where the turn began, or last went on after its end.
+    let mut since = history.messages.len();
     for _ in 0..env.settings.max_turn_requests {
         // A model boundary: steering messages sent since join here.
         if !take_steering(session, &mut history, cancel).await {
@@ -62,6 +106,23 @@ pub async fn run(
             // The model is done, but a steering message came meanwhile:
             // the turn goes on so the model reads it.
             Some(StopReason::EndTurn) if session.turns.has_steering() => {}
+            Some(StopReason::EndTurn) => {
+                let planned = made_plan(&history.messages[since.min(history.messages.len())..]);
+                let answer = match history.messages.last() {
+                    Some(ChatMessage::Assistant { text, .. }) => text.clone(),
+                    _ => String::new(),
+                };
+                match ending.ended(session, planned, &answer, cancel).await {
+                    Err(stop) => return Ok(stop),
+                    Ok(Next::End) => return Ok(StopReason::EndTurn),
+                    Ok(Next::GoOn(note)) => {
+                        let msg = ChatMessage::User(vec![UserPart::Text(redact_string(note))]);
+                        session.record_user(&[], &msg);
+                        history.messages.push(msg);
+                        since = history.messages.len();
+                    }
+                }
+            }
             Some(stop) => return Ok(stop),
             None => {}
         }
@@ -74,6 +135,24 @@ pub async fn run(
         }
     }
     Ok(StopReason::MaxTurnRequests)
+}
+
+/// Whether `messages` hold an `update_plan` call that worked.
+fn made_plan(messages: &[ChatMessage]) -> bool {
+    let ids: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::Assistant { tool_calls, .. } => Some(tool_calls),
+            _ => None,
+        })
+        .flatten()
+        .filter(|c| c.name == PLAN_TOOL)
+        .map(|c| c.id.as_str())
+        .collect();
+    messages.iter().any(|m| {
+        matches!(m, ChatMessage::Tool { tool_call_id, content }
+            if ids.contains(&tool_call_id.as_str()) && content.starts_with("Plan updated"))
+    })
 }
 
 /// Adds the steering messages waiting (`_session/steering`) to the history
@@ -495,16 +574,7 @@ async fn run_calls(
             let result = if req.name == crate::agent::subagent::TOOL {
                 crate::agent::subagent::run(env, session, history, req, cancel).await
             } else {
-                tool_call::run(
-                    session,
-                    req,
-                    cancel,
-                    &env.settings.secret_env,
-                    env.settings.sandbox_network,
-                    &env.settings.sandbox_unreadable,
-                    limits,
-                )
-                .await
+                tool_call::run(session, req, cancel, &env.settings, limits).await
             };
             was_cancelled = result.cancelled || cancel.is_cancelled();
             let done = outcome(session, req, result.failed);
@@ -514,7 +584,11 @@ async fn run_calls(
                 nudges.ran(file, command);
             }
             let mut note_repeat = repeats.record(req, done);
-            if done == repeats::Outcome::Noted && !repeats.acted() {
+            // In plan mode a plan is the work: no push to carry it out.
+            if done == repeats::Outcome::Noted
+                && !repeats.acted()
+                && session.mode() != crate::config::Mode::Plan
+            {
                 note_repeat.get_or_insert_with(|| NOTHING_DONE_YET.to_owned());
             }
             halted = result.halted;

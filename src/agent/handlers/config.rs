@@ -85,7 +85,7 @@ impl Agent {
                 MODE => match Mode::parse(value) {
                     Some(mode) => {
                         session.set_mode(mode);
-                        if mode == Mode::ReadOnly {
+                        if mode.is_read_only() {
                             let stopped =
                                 crate::tools::process::background::stop_running(&session.id);
                             if !stopped.is_empty() {

@@ -229,7 +229,7 @@ impl Agent {
             .update(&SessionUpdate::CurrentModeUpdate(CurrentModeUpdate {
                 current_mode_id: mode.id().into(),
             }));
-        if mode == Mode::ReadOnly {
+        if mode.is_read_only() {
             // Its running subagents follow it (`Session::mode`): their
             // background commands stop with the session's own.
             let mut stopped = crate::tools::process::background::stop_running(&session.id);

@@ -111,12 +111,51 @@ impl Agent {
         });
         let log = self.store.create(&summary).hold(claim.ok());
         let mut unborn = Unborn::new(self, &id);
+        let mut project_model: Option<String> = None;
+        let mut mode = settings.default_mode;
+        // The project's own settings, for the user only (a guest's session
+        // never reads them): applied now when trusted, asked about at the
+        // first prompt otherwise.
+        let mut project = crate::agent::project::State::default();
+        let mut session_settings = (*settings).clone();
+        if self.asker == Asker::User
+            && let Some(file) = crate::agent::project::read(&cwd, &settings)
+        {
+            let root = crate::tools::paths::canonicalize_lenient(&cwd);
+            project = crate::agent::project::at_new_session(
+                file,
+                root,
+                &mut session_settings,
+                &mut mode,
+                &mut project_model,
+            );
+        }
         let place = (cwd, additional, req.mcp_servers);
-        let opening = Opening::fresh(&id, place, settings.default_mode, meta, Some(log));
-        let session = self.open(opening, &settings).await;
+        let opening = Opening::fresh(&id, place, mode, meta, Some(log));
+        let session = self.open(opening, &session_settings).await;
+        if let Some(m) = &project_model {
+            session.store_model(m);
+        }
+        let report = project.applied.report.clone();
+        *session.project.lock().unwrap_or_else(|e| e.into_inner()) = project;
         self.apply_initial_options(&session, &initial).await;
         tracing::info!(session = %id, "session created");
-        let reply = self.answer_new(id, session).await;
+        let mut reply = self.answer_new(id, session.clone()).await;
+        if !report.is_empty()
+            && let Ok(r) = reply.as_mut()
+        {
+            // After the response: the editor knows the session then.
+            let then = r.after.take();
+            r.after = Some(Box::new(move || {
+                if let Some(then) = then {
+                    then();
+                }
+                session.editor.update(&SessionUpdate::agent_text(
+                    crate::agent::project::report_text(&report),
+                    None,
+                ));
+            }));
+        }
         unborn.born = true;
         reply
     }

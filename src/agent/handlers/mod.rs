@@ -5,6 +5,7 @@ pub(super) mod fork;
 pub(super) mod handshake;
 pub(super) mod lifecycle;
 pub(super) mod logout;
+pub(super) mod plan;
 pub(super) mod prompt;
 pub(super) mod providers;
 pub mod requests;

@@ -74,6 +74,7 @@ impl Agent {
             say(session, &text);
             return Ok(StopReason::EndTurn);
         }
+        self.settle_project(session).await;
         if let Some((name, args)) = commands::parse(&prompt)
             && let Some(stop) = self
                 .slash_command(session, settings, &mut prompt, (&name, &args), token)
@@ -82,6 +83,33 @@ impl Agent {
             return Ok(stop);
         }
         let env = self.turn_env(session, settings).await?;
+        // The user's prompt hooks: one that blocks refuses the prompt (the
+        // user sees why; the model never gets it); what they print is
+        // context beside it.
+        let said = crate::agent::hooks::run(
+            session,
+            settings,
+            crate::config::HookEvent::Prompt,
+            None,
+            serde_json::json!({"prompt": crate::secrets::redact_string(prompt_text(&prompt))}),
+            token,
+        )
+        .await;
+        if token.is_cancelled() {
+            return Ok(StopReason::Cancelled);
+        }
+        if let Some(reason) = said.blocked {
+            say(
+                session,
+                &format!("Your prompt was not sent: a prompt hook refused it: {reason}"),
+            );
+            return Ok(StopReason::EndTurn);
+        }
+        if let Some(context) = said.context_note() {
+            prompt.push(ContentBlock::text(format!(
+                "\n\nContext from the user's prompt hook:\n{context}"
+            )));
+        }
         crate::tools::process::background::set_limit(settings.max_background_commands);
         let title = crate::agent::engine::model_text::summary(&prompt, 80);
         let max = settings.checkpoint_max_bytes;
@@ -95,7 +123,8 @@ impl Agent {
             _ = token.cancelled() => return Ok(StopReason::Cancelled),
             g = session.tracker.gate.lock() => g,
         };
-        let run = turn::run(&env, session, &prompt, token);
+        let ending = crate::agent::handlers::plan::PromptEnding::new(self, settings);
+        let run = turn::run(&env, session, &prompt, token, &ending);
         crate::agent::history::changes::checkpointed(session, gate, &title, max, token, run).await
     }
 
@@ -296,7 +325,7 @@ impl Agent {
             }
             None => say(
                 session,
-                &format!("Unknown mode `{args}`. Modes: read-only, ask, accept-edits, full-auto."),
+                &format!("Unknown mode `{args}`. Modes: {}.", Mode::ids()),
             ),
         }
         Ok(StopReason::EndTurn)
@@ -389,6 +418,20 @@ impl Agent {
         lines.extend(session.skills.get().status_line());
         lines.extend(crate::agent::history::undo::background_status(session));
         lines.push(format!("- **Session**: `{}`", session.id));
+        let project = session
+            .project
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .applied
+            .report
+            .clone();
+        if !project.is_empty() {
+            lines.push(format!(
+                "- **Project settings** ({}):\n  - {}",
+                crate::agent::project::FILE,
+                project.join("\n  - ")
+            ));
+        }
         format!("**Status**\n{}", lines.join("\n"))
     }
 
@@ -511,6 +554,57 @@ fn replace_command_text(prompt: &mut [ContentBlock], text: String) {
 }
 
 /// A reply from the agent itself (slash commands), not from the model.
+impl Agent {
+    /// The project settings' questions, at the session's first prompt
+    /// (`agent::project`): what the user trusts applies from this turn on.
+    async fn settle_project(&self, session: &Arc<Session>) {
+        let mut state = {
+            let mut s = session.project.lock().unwrap_or_else(|e| e.into_inner());
+            if s.settled || session.depth > 0 || session.asker != Asker::User {
+                return;
+            }
+            std::mem::take(&mut *s)
+        };
+        let settings = self.settings();
+        let decided = crate::agent::project::settle(
+            &mut state,
+            &session.editor,
+            &session.id,
+            &settings.data_dir,
+        )
+        .await;
+        if let Some(m) = &decided.model {
+            self.apply_model(session, m).await;
+        }
+        if let Some(m) = decided.mode {
+            self.apply_mode(session, m).await;
+        }
+        if decided.instructions.is_some() {
+            state.applied.instructions = decided.instructions;
+        }
+        state.applied.report.extend(decided.report.iter().cloned());
+        *session.project.lock().unwrap_or_else(|e| e.into_inner()) = state;
+        if !decided.report.is_empty() {
+            say(
+                session,
+                &crate::agent::project::report_text(&decided.report),
+            );
+        }
+    }
+}
+
+/// The text blocks of a prompt, one after the other.
+fn prompt_text(prompt: &[ContentBlock]) -> String {
+    prompt
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn say(session: &Session, text: &str) {
     session.editor.update(&SessionUpdate::agent_text(
         text.to_owned(),

@@ -141,7 +141,7 @@ fn builtins() -> Vec<Command> {
         ),
         builtin(
             "mode",
-            "Show or switch the mode (read-only, ask, accept-edits, full-auto)",
+            "Show or switch the mode (read-only, plan, ask, accept-edits, full-auto)",
             Some("mode id"),
             || BuiltinKind::Mode,
         ),

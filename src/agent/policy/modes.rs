@@ -8,9 +8,16 @@ use crate::config::Mode;
 
 impl Mode {
     /// Where the mode stands from narrowest (read-only, 0) to widest
-    /// (full-auto).
+    /// (full-auto). Plan allows what read-only allows: the same rank, so a
+    /// read-only ceiling (an A2A guest's, a parent's) admits it, and the
+    /// hand-off to editing offers only modes within the ceiling.
     pub fn rank(self) -> usize {
-        Mode::ALL.iter().position(|m| *m == self).unwrap_or(0)
+        match self {
+            Mode::ReadOnly | Mode::Plan => 0,
+            Mode::Ask => 1,
+            Mode::AcceptEdits => 2,
+            Mode::FullAuto => 3,
+        }
     }
 
     /// The narrower of `self` and `other`: a ceiling applied.
@@ -67,6 +74,9 @@ mod tests {
         assert_eq!(Mode::Ask.narrower(Mode::AcceptEdits), Mode::Ask);
         assert_eq!(Mode::FullAuto.narrower(Mode::FullAuto), Mode::FullAuto);
         let ranks: Vec<usize> = Mode::ALL.iter().map(|m| m.rank()).collect();
-        assert_eq!(ranks, [0, 1, 2, 3]);
+        assert_eq!(ranks, [0, 0, 1, 2, 3]);
+        // Plan is as narrow as read-only: either ceiling keeps the other.
+        assert_eq!(Mode::Plan.narrower(Mode::ReadOnly), Mode::Plan);
+        assert_eq!(Mode::Ask.narrower(Mode::Plan), Mode::Plan);
     }
 }

@@ -248,7 +248,7 @@ pub fn decide(
             destructive,
         } => match mode {
             _ if *read_only => Decision::Allow,
-            Mode::ReadOnly => Decision::Refuse(format!(
+            Mode::ReadOnly | Mode::Plan => Decision::Refuse(format!(
                 "the session is in {} mode and {tool} is not marked read-only",
                 mode.name()
             )),
@@ -275,6 +275,10 @@ fn remembered(grants: &Grants, bounds: &Bounds<'_>, scope: Scope, mode_allows: b
     }
 }
 
+/// Why plan mode refuses an edit or a command: the model is told how the
+/// hand-off works.
+const PLAN_REFUSAL: &str = "the session is in Plan mode, which allows no edits and no commands: read and search, then write the plan with update_plan and end your turn; the user will be asked to start editing";
+
 fn decide_write(
     mode: Mode,
     paths: &[PathBuf],
@@ -282,6 +286,9 @@ fn decide_write(
     bounds: &Bounds<'_>,
     grants: &Grants,
 ) -> Decision {
+    if mode == Mode::Plan {
+        return Decision::Refuse(PLAN_REFUSAL.into());
+    }
     if mode == Mode::ReadOnly {
         return Decision::Refuse(format!(
             "the session is in {} mode, which does not allow edits; ask the user to switch modes",
@@ -313,6 +320,9 @@ fn decide_execute(
     bounds: &Bounds<'_>,
     grants: &Grants,
 ) -> Decision {
+    if mode == Mode::Plan {
+        return Decision::Refuse(PLAN_REFUSAL.into());
+    }
     if mode == Mode::ReadOnly {
         return Decision::Refuse(format!(
             "the session is in {} mode, which does not allow running commands",

@@ -300,7 +300,14 @@ async fn run_task(
     parent.editor.update(&SessionUpdate::ToolCallUpdate(first));
 
     let prompt = [ContentBlock::text(args.prompt)];
-    let outcome = crate::agent::engine::turn::run(env, &child, &prompt, &token).await;
+    let outcome = crate::agent::engine::turn::run(
+        env,
+        &child,
+        &prompt,
+        &token,
+        &crate::agent::engine::turn::JustEnd,
+    )
+    .await;
     crate::tools::process::background::kill_session(&child_id);
     let (answer, used) = {
         let h = child.history.lock().await;

@@ -41,6 +41,7 @@ async fn local_jobs_start_read_and_die() {
         timeout: Duration::from_secs(1),
         output_limit: 1024,
         sandbox: None,
+        stdin: None,
     };
     let (job, first) = start_local(session, spec).await.unwrap();
     assert!(first.running, "{first:?}");

@@ -110,6 +110,8 @@ pub struct CommandSpec {
     /// Confine the command ([`crate::tools::sandbox`]); `None` runs it
     /// unconfined (still through the launcher, which kills it with the agent).
     pub sandbox: Option<crate::tools::sandbox::Policy>,
+    /// What the command reads on stdin (then closed); `None`: `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
 }
 
 /// How a command ended.
@@ -124,6 +126,9 @@ pub struct CommandResult {
     pub output: String,
     /// How many bytes (of the lossy UTF-8 text) were dropped from the start.
     pub truncated_bytes: u64,
+    /// stdout alone and stderr alone (their last `output_limit` bytes each).
+    pub stdout: String,
+    pub stderr: String,
     /// The timeout expired and the command was killed.
     pub timed_out: bool,
     /// The cancellation token fired and the command was killed.
@@ -223,8 +228,12 @@ fn command_for(spec: &CommandSpec) -> Command {
     };
     crate::platform::process::push_shell_text(&mut cmd, &spec.command);
     crate::platform::process::new_tree(&mut cmd);
+    let stdin = match spec.stdin {
+        Some(_) => Stdio::piped(),
+        None => Stdio::null(),
+    };
     cmd.current_dir(crate::platform::fs::simplified(&spec.cwd))
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
@@ -345,6 +354,16 @@ impl Run {
                 source,
             })?;
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        if let (Some(bytes), Some(mut pipe)) = (spec.stdin.clone(), child.stdin.take()) {
+            // Written beside the pump; closed after, so the command sees
+            // EOF. A command that exits without reading it is no error.
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt as _;
+                if let Err(e) = pipe.write_all(&bytes).await {
+                    tracing::debug!(error = %e, "command stdin not fully written");
+                }
+            });
+        }
         let Some(pid) = crate::platform::process::adopt(&child) else {
             return Err(ProcessError::Wait {
                 command: spec.command.clone(),

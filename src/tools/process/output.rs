@@ -15,6 +15,8 @@ pub(super) struct Output {
     last_flush: Option<Instant>,
     /// Incomplete UTF-8 sequence at the end of the last read, per stream.
     carry: [Vec<u8>; 2],
+    /// The tail of each stream alone.
+    streams: [String; 2],
 }
 
 impl Output {
@@ -26,6 +28,7 @@ impl Output {
             pending: String::new(),
             last_flush: None,
             carry: [Vec::new(), Vec::new()],
+            streams: [String::new(), String::new()],
         }
     }
 
@@ -36,13 +39,24 @@ impl Output {
     pub(super) fn push(&mut self, stream: Stream, bytes: &[u8]) {
         let mut text = String::with_capacity(bytes.len() + 4);
         decode_utf8(&mut self.carry[stream as usize], bytes, &mut text);
+        self.append_to(stream, &text);
         self.append(&text);
+    }
+
+    fn append_to(&mut self, stream: Stream, text: &str) {
+        let own = &mut self.streams[stream as usize];
+        own.push_str(text);
+        if own.len() > self.limit + self.limit.max(64 * 1024) {
+            keep_tail(own, self.limit);
+        }
     }
 
     pub(super) fn end(&mut self, stream: Stream) {
         let carry = std::mem::take(&mut self.carry[stream as usize]);
         if !carry.is_empty() {
-            self.append(&String::from_utf8_lossy(&carry));
+            let text = String::from_utf8_lossy(&carry).into_owned();
+            self.append_to(stream, &text);
+            self.append(&text);
         }
     }
 
@@ -87,6 +101,10 @@ impl Output {
         }
         keep_tail(&mut self.tail, self.limit);
         result.output = std::mem::take(&mut self.tail);
+        let [mut out, mut err] = std::mem::take(&mut self.streams);
+        keep_tail(&mut out, self.limit);
+        keep_tail(&mut err, self.limit);
+        (result.stdout, result.stderr) = (out, err);
         result.truncated_bytes = self.total - result.output.len() as u64;
     }
 }

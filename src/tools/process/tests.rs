@@ -13,6 +13,7 @@ fn spec(command: &str) -> CommandSpec {
         timeout: Duration::from_secs(20),
         output_limit: 1 << 20,
         sandbox: None,
+        stdin: None,
     }
 }
 
@@ -59,6 +60,7 @@ async fn echo_and_exit_zero() {
         CommandResult {
             exit_code: Some(0),
             output: "hello\n".into(),
+            stdout: "hello\n".into(),
             ..CommandResult::default()
         }
     );
@@ -471,4 +473,20 @@ fn global_kill_all_in_child_process() {
     assert_eq!(late.wait().unwrap().signal(), Some(libc::SIGKILL));
     kill_all_children();
     unregister_group(late.id() as i32);
+}
+
+/// A command reads what the spec gives on stdin, and its stdout and
+/// stderr also come back apart (hooks read each on its own).
+#[tokio::test]
+async fn stdin_is_given_and_the_streams_come_back_apart() {
+    let mut s = spec("cat; echo oops >&2; exit 2");
+    s.stdin = Some(b"{\"a\":1}".to_vec());
+    let r = run(s).await;
+    assert_eq!(r.exit_code, Some(2));
+    assert_eq!(r.stdout, "{\"a\":1}");
+    assert_eq!(r.stderr, "oops\n");
+    assert!(r.output.contains("oops") && r.output.contains("{\"a\":1}"));
+    // Without stdin the command reads nothing (/dev/null).
+    let r = run(spec("cat; echo done")).await;
+    assert_eq!(r.stdout, "done\n");
 }
