@@ -197,6 +197,10 @@ pub struct FileConfig {
     pub subagent_max_depth: Option<u32>,
     /// Subagents of one session (with their own children) running at once. Default 3.
     pub subagent_max_running: Option<usize>,
+    /// The memory files read in each directory from the repository root
+    /// down to the working directory, each one that is there. Unset: the
+    /// first there of `AGENTS.md`, `CLAUDE.md`, `GEMINI.md`.
+    pub memory_files: Option<Vec<String>>,
 }
 
 /// Settings of one model (`[models."gpt-4.1"]`).
@@ -322,6 +326,8 @@ pub struct Settings {
     pub subagent_max_depth: u32,
     /// `subagent_max_running`.
     pub subagent_max_running: usize,
+    /// `memory_files` (checked file names), or `None` for the default.
+    pub memory_files: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -422,6 +428,7 @@ impl Default for Settings {
             checkpoint_max_bytes: 64 * 1024 * 1024,
             subagent_max_depth: 1,
             subagent_max_running: 3,
+            memory_files: None,
         }
     }
 }
@@ -553,6 +560,16 @@ impl Settings {
                 self.mcp_servers.push(spec);
             }
         }
+        if let Some(bad) = file.memory_files.iter().flatten().find(|n| {
+            let p = Path::new(n.as_str());
+            p.file_name().and_then(|f| f.to_str()) != Some(n.as_str())
+        }) {
+            return Err(ConfigError::Invalid(format!(
+                "{}: memory_files: {bad:?} is not a file name (no directories; the file is looked for in each directory from the repository root down)",
+                file_path.display()
+            )));
+        }
+        self.memory_files = file.memory_files;
         check_globs(&file.protected_paths, file_path)?;
         self.protected_paths = file.protected_paths;
         for p in &file.sandbox_unreadable {

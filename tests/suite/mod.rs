@@ -38,6 +38,7 @@ mod mcp_oauth;
 mod mcp_reference;
 mod mcp_sampling;
 mod mcp_session;
+mod memory_files;
 mod model_errors;
 mod model_floods;
 mod model_http;

@@ -386,6 +386,16 @@ impl Agent {
             "- **Working directory**: {}",
             session.cwd.display()
         ));
+        let memory = session.memory_files();
+        lines.push(if memory.is_empty() {
+            "- **Memory files**: none (add an `AGENTS.md` with `/memory` or `/init`)".to_owned()
+        } else {
+            let shown: Vec<String> = memory
+                .iter()
+                .map(|p| format!("`{}`", p.display()))
+                .collect();
+            format!("- **Memory files**: {}", shown.join(", "))
+        });
         lines.extend(session.skills.get().status_line());
         lines.extend(crate::agent::history::undo::background_status(session));
         lines.push(format!("- **Session**: `{}`", session.id));
