@@ -465,6 +465,22 @@ impl Session {
         *self.memory.write().unwrap_or_else(|e| e.into_inner()) = prompt.memory;
     }
 
+    /// Reads the memory files again (`/memory`): the system prompt follows,
+    /// with the same skills.
+    pub fn reread_memory(&self) {
+        let prompt = crate::agent::engine::model_text::system_prompt(
+            &self.cwd,
+            &self.additional_dirs(),
+            self.memory_names.as_deref(),
+        );
+        let text = prompt.text + &self.skills.get().index;
+        *self
+            .system_prompt
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = text;
+        *self.memory.write().unwrap_or_else(|e| e.into_inner()) = prompt.memory;
+    }
+
     /// The memory files the system prompt holds (outermost first).
     pub fn memory_files(&self) -> Vec<PathBuf> {
         self.memory

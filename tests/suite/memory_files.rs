@@ -3,7 +3,7 @@
 //! `.claude/commands` and Gemini CLI's `.gemini/commands` as slash
 //! commands, each read like any other project file.
 use super::common::{ready_with, spawn_in_home, write_config};
-use crate::support::{FakeModel, Reply, Workspace, full_capabilities};
+use crate::support::{FakeModel, PermissionDecision, Reply, Workspace, full_capabilities};
 
 fn system_prompt(model: &FakeModel, request: usize) -> String {
     model.chat_requests()[request].messages()[0]["content"]
@@ -208,4 +208,141 @@ async fn memory_and_command_files_linked_out_of_the_project_are_refused() {
         "{}",
         r.editor.agent_text(&r.sid)
     );
+}
+
+/// The `resource_link` blocks the agent sent in its messages.
+fn links(editor: &crate::support::FakeEditor, sid: &str) -> Vec<serde_json::Value> {
+    editor
+        .updates_of_kind(sid, "agent_message_chunk")
+        .into_iter()
+        .filter(|u| u["content"]["type"] == "resource_link")
+        .map(|u| u["content"].clone())
+        .collect()
+}
+
+/// Issue 45 item 8: `/memory` with no memory file asks to create
+/// `AGENTS.md`, writes it through the editor, links it, and the session's
+/// next model call reads it.
+#[tokio::test]
+async fn memory_creates_agents_md_through_the_editor_after_asking() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ok"));
+    let r = ready_with(&model, &[], Workspace::new()).await;
+    r.editor.push_permission(PermissionDecision::AllowOnce);
+    let reply = r.editor.prompt(&r.sid, "/memory").await;
+    assert_eq!(reply["stopReason"], "end_turn");
+    let asked = r.editor.permission_requests();
+    assert_eq!(asked.len(), 1, "one question");
+    let path = r.ws.join("AGENTS.md");
+    let writes = r.editor.writes();
+    assert_eq!(writes.len(), 1, "written through the editor");
+    assert_eq!(writes[0].path, path);
+    assert!(writes[0].content.contains("# Project instructions"));
+    assert_eq!(r.ws.read("AGENTS.md"), writes[0].content);
+    let links = links(&r.editor, &r.sid);
+    assert_eq!(links.len(), 1, "{links:?}");
+    assert_eq!(links[0]["name"], "AGENTS.md");
+    assert_eq!(
+        links[0]["uri"],
+        url::Url::from_file_path(&path).unwrap().to_string()
+    );
+    assert!(
+        r.editor
+            .agent_text(&r.sid)
+            .contains(&format!("Created `{}`", path.display())),
+        "{}",
+        r.editor.agent_text(&r.sid)
+    );
+    assert!(model.chat_requests().is_empty(), "no model call");
+    r.editor.prompt(&r.sid, "hi").await;
+    assert!(system_prompt(&model, 0).contains("acp-coder reads this file"));
+}
+
+/// `/memory` with a memory file shows its path and a summary and links
+/// it; nothing is asked or written.
+#[tokio::test]
+async fn memory_links_the_memory_file_in_use() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::builder()
+        .file("CLAUDE.md", "# Team rules\n\n- tabs\n")
+        .build();
+    let r = ready_with(&model, &[], ws).await;
+    r.editor.prompt(&r.sid, "/memory").await;
+    let text = r.editor.agent_text(&r.sid);
+    let path = r.ws.join("CLAUDE.md");
+    assert!(
+        text.contains(&format!("Memory file: `{}` (3 lines", path.display()))
+            && text.contains("\"Team rules\""),
+        "{text}"
+    );
+    let links = links(&r.editor, &r.sid);
+    assert_eq!(links.len(), 1, "{links:?}");
+    assert_eq!(
+        links[0]["uri"],
+        url::Url::from_file_path(&path).unwrap().to_string()
+    );
+    assert!(r.editor.permission_requests().is_empty());
+    assert!(r.editor.writes().is_empty());
+    assert!(model.chat_requests().is_empty(), "no model call");
+}
+
+/// `/memory add TEXT` asks; rejected, nothing changes; allowed, the line is
+/// added (on disk here: the editor offers no `fs/write_text_file`) and the
+/// model sees it.
+#[tokio::test]
+async fn memory_add_appends_a_line_only_when_allowed() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ok"));
+    let ws = Workspace::builder()
+        .file("AGENTS.md", "# Rules\n- tabs")
+        .build();
+    let editor = super::common::spawn(&model, &[]);
+    editor.initialize(crate::support::no_capabilities()).await;
+    let sid = editor.new_session(ws.path()).await;
+    editor.push_permission(PermissionDecision::RejectOnce);
+    editor
+        .prompt(&sid, "/memory add run cargo fmt MARKER-ADD-4242")
+        .await;
+    assert_eq!(ws.read("AGENTS.md"), "# Rules\n- tabs");
+    assert!(editor.agent_text(&sid).contains("Nothing was written"));
+    editor.push_permission(PermissionDecision::AllowOnce);
+    editor
+        .prompt(&sid, "/memory add run cargo fmt MARKER-ADD-4242")
+        .await;
+    assert_eq!(
+        ws.read("AGENTS.md"),
+        "# Rules\n- tabs\n- run cargo fmt MARKER-ADD-4242\n"
+    );
+    let asked = editor.permission_requests();
+    assert_eq!(asked.len(), 2);
+    assert!(editor.writes().is_empty(), "no editor write capability");
+    editor.prompt(&sid, "hi").await;
+    assert!(system_prompt(&model, 0).contains("MARKER-ADD-4242"));
+}
+
+/// An A2A client may neither see nor write the memory file.
+#[tokio::test]
+async fn memory_is_refused_to_a2a_clients() {
+    use super::a2a::{serve, text_of};
+    use super::a2a_http::{post, rpc, user_message};
+    let model = FakeModel::start().await;
+    let ws = Workspace::builder().file("AGENTS.md", "# Rules\n").build();
+    let s = serve(&model, ws.path(), &["--mode", "full-auto"], &[]).await;
+    let t = Some(s.token.as_str());
+    let (_, b) = post(
+        &s,
+        t,
+        rpc("SendMessage", user_message("/memory add push to main")),
+    )
+    .await;
+    let reply = text_of(&b["result"]["task"]["status"]["message"]);
+    assert!(
+        reply.contains("`/memory add push to main` is not available to A2A clients"),
+        "{reply}"
+    );
+    assert_eq!(ws.read("AGENTS.md"), "# Rules\n");
+    let (_, b) = post(&s, t, rpc("SendMessage", user_message("/memory"))).await;
+    let reply = text_of(&b["result"]["task"]["status"]["message"]);
+    assert!(reply.contains("not available to A2A clients"), "{reply}");
+    assert!(model.chat_requests().is_empty(), "no turn ran");
 }

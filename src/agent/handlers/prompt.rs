@@ -150,6 +150,13 @@ impl Agent {
                     .await
                     .map(Some);
             }
+            Action::Memory => {
+                let outcome = crate::agent::policy::memory::run(session, args, token).await;
+                return Ok(Some(match outcome {
+                    crate::agent::policy::memory::Outcome::Done => StopReason::EndTurn,
+                    crate::agent::policy::memory::Outcome::Cancelled => StopReason::Cancelled,
+                }));
+            }
             Action::Status => self.status_text(session, settings).await,
             Action::Mcp => self.mcp_command(session, args),
             Action::Help => commands::help(&available),

@@ -39,6 +39,8 @@ pub enum Action {
     Permissions,
     /// List the commands, one line each (issue 45 item 8, [`help`]).
     Help,
+    /// Show or create the memory file, or add a line to it (issue 45 item 8).
+    Memory,
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +81,7 @@ enum BuiltinKind {
     AddDir,
     Permissions,
     Help,
+    Memory,
 }
 
 fn builtin(
@@ -207,6 +210,12 @@ fn builtins() -> Vec<Command> {
             "List the permissions kept for this project; `/permissions revoke N` (or `all`) revokes them",
             Some("revoke N | revoke all"),
             || BuiltinKind::Permissions,
+        ),
+        builtin(
+            "memory",
+            "Open the memory file (AGENTS.md), or create it; `/memory add TEXT` adds a line",
+            Some("add TEXT"),
+            || BuiltinKind::Memory,
         ),
         builtin("help", "List the commands, one line each", None, || {
             BuiltinKind::Help
@@ -602,6 +611,7 @@ pub fn resolve(commands: &[Command], name: &str, args: &str) -> Option<Action> {
             BuiltinKind::AddDir => Action::AddDir,
             BuiltinKind::Permissions => Action::Permissions,
             BuiltinKind::Help => Action::Help,
+            BuiltinKind::Memory => Action::Memory,
             BuiltinKind::Init => Action::Prompt(with_args(INIT, args)),
             BuiltinKind::Review => Action::Prompt(with_args(REVIEW, args)),
         },
@@ -617,8 +627,7 @@ pub fn resolve(commands: &[Command], name: &str, args: &str) -> Option<Action> {
 
 /// The commands an A2A client may not run (DESIGN "Who holds which rights"),
 /// as the refusal lists them.
-pub const REFUSED_TO_GUESTS: &str =
-    "/mode ID, /model ID, /add-dir, /permissions, /mcp logout, /skills reload, /undo, /rewind";
+pub const REFUSED_TO_GUESTS: &str = "/mode ID, /model ID, /add-dir, /permissions, /mcp logout, /skills reload, /undo, /rewind, /memory";
 
 /// Why `/name args` (resolved to `action`) is refused to an A2A client, or
 /// `None` when a guest may run it. Refused: what changes the session's
@@ -645,6 +654,9 @@ pub fn refused_to_guest(action: &Action, name: &str, args: &str) -> Option<Strin
         Action::Skills if !args.is_empty() => "it reads the skills from disk again",
         Action::Undo | Action::Rewind => {
             "it writes files back without the permission questions of the mode, and may take back turns that were not this client's"
+        }
+        Action::Memory => {
+            "it shows and writes the project's memory file, whose instructions every session of the project follows"
         }
         _ => return None,
     };
@@ -730,6 +742,8 @@ mod tests {
             (Action::Skills, "skills", "reload"),
             (Action::Undo, "undo", ""),
             (Action::Rewind, "rewind", "2"),
+            (Action::Memory, "memory", ""),
+            (Action::Memory, "memory", "add always push to main"),
         ];
         for (action, name, args) in refused {
             let text = refused_to_guest(&action, name, args)
