@@ -10,6 +10,7 @@ mod cancel;
 mod cli_common;
 mod cli_doctor;
 mod cli_exec;
+mod cli_exec_resume;
 mod cli_login;
 mod cli_mcp;
 mod common;
