@@ -201,6 +201,12 @@ pub struct FileConfig {
     /// down to the working directory, each one that is there. Unset: the
     /// first there of `AGENTS.md`, `CLAUDE.md`, `GEMINI.md`.
     pub memory_files: Option<Vec<String>>,
+    /// The `web_fetch` tool. Default: on unless `sandbox_network = false`.
+    pub web_fetch: Option<bool>,
+    /// Hosts `web_fetch` may read though they resolve to private or
+    /// loopback addresses.
+    #[serde(default)]
+    pub web_fetch_private_hosts: Vec<String>,
 }
 
 /// Settings of one model (`[models."gpt-4.1"]`).
@@ -328,6 +334,11 @@ pub struct Settings {
     pub subagent_max_running: usize,
     /// `memory_files` (checked file names), or `None` for the default.
     pub memory_files: Option<Vec<String>>,
+    /// Whether sessions get the `web_fetch` tool (`web_fetch`, else
+    /// `sandbox_network`).
+    pub web_fetch: bool,
+    /// `web_fetch_private_hosts`.
+    pub web_fetch_private_hosts: Vec<String>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -429,6 +440,8 @@ impl Default for Settings {
             subagent_max_depth: 1,
             subagent_max_running: 3,
             memory_files: None,
+            web_fetch: true,
+            web_fetch_private_hosts: Vec::new(),
         }
     }
 }
@@ -513,6 +526,7 @@ impl Settings {
         if let Some(b) = file.sandbox_network {
             self.sandbox_network = b;
         }
+        self.web_fetch = file.web_fetch.unwrap_or(self.sandbox_network);
         if let Some(b) = file.full_auto_without_sandbox {
             self.full_auto_without_sandbox = b;
         }
@@ -570,6 +584,7 @@ impl Settings {
             )));
         }
         self.memory_files = file.memory_files;
+        self.web_fetch_private_hosts = file.web_fetch_private_hosts;
         check_globs(&file.protected_paths, file_path)?;
         self.protected_paths = file.protected_paths;
         for p in &file.sandbox_unreadable {

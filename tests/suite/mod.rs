@@ -73,4 +73,5 @@ mod tools_search;
 mod trace;
 mod turns;
 mod undo;
+mod web_fetch;
 mod write_race;
