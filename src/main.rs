@@ -224,9 +224,13 @@ fn run_exec(g: &GlobalArgs, args: ExecArgs) -> u8 {
         exec::report_early_error(args.json, &message, code);
         code
     };
-    let prompt = match exec::read_prompt(&args.prompt) {
-        Ok(p) => p,
-        Err(e) => return early(e.to_string(), e.exit_code()),
+    let prompt = match &args.prompt {
+        _ if args.list => String::new(),
+        Some(arg) => match exec::read_prompt(arg) {
+            Ok(p) => p,
+            Err(e) => return early(e.to_string(), e.exit_code()),
+        },
+        None => return early(exec::ExecError::EmptyPrompt.to_string(), exec::exit::USAGE),
     };
     let overrides = overrides(g);
     let settings = match Settings::load(&overrides) {
@@ -248,6 +252,12 @@ fn run_exec(g: &GlobalArgs, args: ExecArgs) -> u8 {
         yes: args.yes,
         mode: args.mode.clone(),
         cwd: args.cwd.clone(),
+        session: match (&args.resume, args.continue_last) {
+            (Some(id), _) => exec::SessionChoice::Resume(id.clone()),
+            (None, true) => exec::SessionChoice::Continue,
+            (None, false) => exec::SessionChoice::New,
+        },
+        list: args.list,
     };
     let mut settings = settings;
     runtime.block_on(acp_coder::llm::discover::use_local_server(

@@ -227,6 +227,9 @@ pub struct SessionInit {
     /// Shared with its MCP servers: turns lend them the model (MCP sampling).
     pub sampling: Arc<crate::mcp::sampling::Hub>,
     pub asker: Asker,
+    /// The config's `memory_files` (`None`: the first of `AGENTS.md`,
+    /// `CLAUDE.md`, `GEMINI.md` in each directory).
+    pub memory_names: Option<Vec<String>>,
 }
 
 pub struct Session {
@@ -242,6 +245,10 @@ pub struct Session {
     pub mcp_servers: Vec<McpServer>,
     /// Rebuilt when `/skills reload` changes the skill index.
     system_prompt: RwLock<String>,
+    /// The config's `memory_files` (see [`SessionInit::memory_names`]).
+    memory_names: Option<Vec<String>>,
+    /// The memory files the system prompt holds (outermost first).
+    memory: RwLock<Vec<PathBuf>>,
     pub skills: Shelf,
     pub registry: Registry,
     pub history: tokio::sync::Mutex<History>,
@@ -317,6 +324,7 @@ impl Session {
             skills: parent.skills.clone(),
             sampling: Arc::new(crate::mcp::sampling::Hub::default()),
             asker: parent.asker,
+            memory_names: parent.memory_names.clone(),
         };
         let mut child = Self::build(init, None);
         child.parent = Some(Arc::downgrade(parent));
@@ -336,9 +344,12 @@ impl Session {
             .chain(init.additional_dirs.iter())
             .map(|d| crate::tools::paths::canonicalize_lenient(d))
             .collect();
-        let system_prompt =
-            crate::agent::engine::model_text::system_prompt(&init.cwd, &init.additional_dirs)
-                + &init.skills.get().index;
+        let prompt = crate::agent::engine::model_text::system_prompt(
+            &init.cwd,
+            &init.additional_dirs,
+            init.memory_names.as_deref(),
+        );
+        let system_prompt = prompt.text + &init.skills.get().index;
         let checkpoints = store.as_ref().map(|s| s.checkpoints_dir(&init.id));
         // The project's kept permissions: keyed by the canonical cwd.
         let kept = store
@@ -357,6 +368,8 @@ impl Session {
             editor,
             mcp_servers: init.mcp_servers,
             system_prompt: RwLock::new(system_prompt),
+            memory_names: init.memory_names,
+            memory: RwLock::new(prompt.memory),
             skills: init.skills,
             registry: init.registry,
             history: tokio::sync::Mutex::new(History {
@@ -442,13 +455,47 @@ impl Session {
         let additional = self.additional_dirs();
         let places = crate::skills::places_for_session(&self.cwd, &additional);
         let catalog = crate::skills::discover(&places);
-        let prompt = crate::agent::engine::model_text::system_prompt(&self.cwd, &additional)
-            + &catalog.index;
+        let prompt = crate::agent::engine::model_text::system_prompt(
+            &self.cwd,
+            &additional,
+            self.memory_names.as_deref(),
+        );
+        let text = prompt.text + &catalog.index;
         self.skills.set(catalog);
         *self
             .system_prompt
             .write()
-            .unwrap_or_else(|e| e.into_inner()) = prompt;
+            .unwrap_or_else(|e| e.into_inner()) = text;
+        *self.memory.write().unwrap_or_else(|e| e.into_inner()) = prompt.memory;
+    }
+
+    /// Reads the memory files again (`/memory`): the system prompt follows,
+    /// with the same skills.
+    pub fn reread_memory(&self) {
+        let prompt = crate::agent::engine::model_text::system_prompt(
+            &self.cwd,
+            &self.additional_dirs(),
+            self.memory_names.as_deref(),
+        );
+        let text = prompt.text + &self.skills.get().index;
+        *self
+            .system_prompt
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = text;
+        *self.memory.write().unwrap_or_else(|e| e.into_inner()) = prompt.memory;
+    }
+
+    /// The memory files the system prompt holds (outermost first).
+    pub fn memory_files(&self) -> Vec<PathBuf> {
+        self.memory
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The config's `memory_files`, or `None` for the default.
+    pub fn memory_names(&self) -> Option<&[String]> {
+        self.memory_names.as_deref()
     }
 
     /// The mode in force: the session's own, no wider than a guest's

@@ -202,6 +202,16 @@ pub struct FileConfig {
     /// The user's hooks (issue 45 item 6): `[[hooks.pre_tool]]`, …
     #[serde(default)]
     pub hooks: hooks::HooksConfig,
+    /// The memory files read in each directory from the repository root
+    /// down to the working directory, each one that is there. Unset: the
+    /// first there of `AGENTS.md`, `CLAUDE.md`, `GEMINI.md`.
+    pub memory_files: Option<Vec<String>>,
+    /// The `web_fetch` tool. Default: on unless `sandbox_network = false`.
+    pub web_fetch: Option<bool>,
+    /// Hosts `web_fetch` may read though they resolve to private or
+    /// loopback addresses.
+    #[serde(default)]
+    pub web_fetch_private_hosts: Vec<String>,
 }
 
 /// Settings of one model (`[models."gpt-4.1"]`).
@@ -329,6 +339,13 @@ pub struct Settings {
     pub subagent_max_running: usize,
     /// The user's hooks (`[[hooks.EVENT]]`), from the user's config file only.
     pub hooks: Hooks,
+    /// `memory_files` (checked file names), or `None` for the default.
+    pub memory_files: Option<Vec<String>>,
+    /// Whether sessions get the `web_fetch` tool (`web_fetch`, else
+    /// `sandbox_network`).
+    pub web_fetch: bool,
+    /// `web_fetch_private_hosts`.
+    pub web_fetch_private_hosts: Vec<String>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -430,6 +447,9 @@ impl Default for Settings {
             subagent_max_depth: 1,
             subagent_max_running: 3,
             hooks: Hooks::default(),
+            memory_files: None,
+            web_fetch: true,
+            web_fetch_private_hosts: Vec::new(),
         }
     }
 }
@@ -514,6 +534,7 @@ impl Settings {
         if let Some(b) = file.sandbox_network {
             self.sandbox_network = b;
         }
+        self.web_fetch = file.web_fetch.unwrap_or(self.sandbox_network);
         if let Some(b) = file.full_auto_without_sandbox {
             self.full_auto_without_sandbox = b;
         }
@@ -563,6 +584,17 @@ impl Settings {
         }
         self.hooks = Hooks::check(file.hooks)
             .map_err(|e| ConfigError::Invalid(format!("{}: {e}", file_path.display())))?;
+        if let Some(bad) = file.memory_files.iter().flatten().find(|n| {
+            let p = Path::new(n.as_str());
+            p.file_name().and_then(|f| f.to_str()) != Some(n.as_str())
+        }) {
+            return Err(ConfigError::Invalid(format!(
+                "{}: memory_files: {bad:?} is not a file name (no directories; the file is looked for in each directory from the repository root down)",
+                file_path.display()
+            )));
+        }
+        self.memory_files = file.memory_files;
+        self.web_fetch_private_hosts = file.web_fetch_private_hosts;
         check_globs(&file.protected_paths, file_path)?;
         self.protected_paths = file.protected_paths;
         for p in &file.sandbox_unreadable {

@@ -269,6 +269,31 @@ fn full_auto_without_sandbox_is_off_unless_the_file_says_so() {
     assert!(s.full_auto_without_sandbox);
 }
 
+/// `memory_files` holds file names; a path is refused with the key named.
+#[test]
+fn memory_files_are_file_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    let over = Overrides {
+        config: Some(cfg.clone()),
+        ..Default::default()
+    };
+    std::fs::write(&cfg, "model = \"m\"\n").unwrap();
+    let s = Settings::load_with(&over, &env_of(&[])).unwrap();
+    assert_eq!(s.memory_files, None);
+    std::fs::write(&cfg, "memory_files = [\"AGENTS.md\", \"CLAUDE.md\"]\n").unwrap();
+    let s = Settings::load_with(&over, &env_of(&[])).unwrap();
+    assert_eq!(
+        s.memory_files.as_deref(),
+        Some(&["AGENTS.md".to_owned(), "CLAUDE.md".to_owned()][..])
+    );
+    for bad in ["../notes.md", "docs/AGENTS.md", "", ".."] {
+        std::fs::write(&cfg, format!("memory_files = [{bad:?}]\n")).unwrap();
+        let e = Settings::load_with(&over, &env_of(&[])).unwrap_err();
+        assert!(e.to_string().contains("memory_files"), "{bad}: {e}");
+    }
+}
+
 #[test]
 fn temperature_is_checked_and_a_models_own_wins() {
     let dir = tempfile::tempdir().unwrap();

@@ -6,6 +6,9 @@
 //! read/write, served from the local disk, and no terminal, so commands run
 //! as local processes), `session/new` in the working directory, one
 //! `session/prompt`. What the agent streams is shown by [`render`].
+//! `--continue` and `--resume ID` take up a stored session of the working
+//! directory instead (`session/list`, `session/resume`: the same store as
+//! the editor's sessions), and `--list` lists them.
 //!
 //! Exit codes are in [`exit`].
 mod client;
@@ -39,7 +42,8 @@ pub mod exit {
     pub const OK: u8 = 0;
     /// Any other failure (internal error, I/O, the agent stopped unexpectedly).
     pub const FAILURE: u8 = 1;
-    /// Bad usage or configuration: flags, config file, empty prompt, bad directory.
+    /// Bad usage or configuration: flags, config file, empty prompt, bad
+    /// directory, no such session for `--resume` or `--continue`.
     pub const USAGE: u8 = 2;
     /// Authentication: no API key where one is required, or the endpoint rejected it.
     pub const AUTH: u8 = 3;
@@ -69,6 +73,37 @@ pub struct ExecOptions {
     pub mode: Option<String>,
     /// Working directory of the session (default: the current directory).
     pub cwd: Option<PathBuf>,
+    /// A new session, or which stored one of the working directory.
+    pub session: SessionChoice,
+    /// List the working directory's sessions instead of running a turn.
+    pub list: bool,
+}
+
+/// The session `exec` runs its turn in.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum SessionChoice {
+    /// A new session (the default).
+    #[default]
+    New,
+    /// The working directory's most recent session (`--continue`).
+    Continue,
+    /// This session of the working directory (`--resume ID`).
+    Resume(String),
+}
+
+/// How a run failed before the agent answered the prompt.
+#[derive(Debug)]
+enum Failure {
+    /// The agent answered a request with an error.
+    Rpc(RpcError),
+    /// `--continue` or `--resume ID` found no such session here.
+    NoSession(String),
+}
+
+impl From<RpcError> for Failure {
+    fn from(e: RpcError) -> Self {
+        Failure::Rpc(e)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -170,10 +205,21 @@ pub async fn run(opts: ExecOptions, mut config: AgentConfig) -> u8 {
     let (client_loop, _client_done) = rpc::serve(conn, client_r, client_w, handler.clone());
     tokio::spawn(client_loop);
 
-    let result = prompt_once(&peer, &cwd, &opts, activity_rx, &renderer).await;
+    let result = if opts.list {
+        match list_sessions(&peer, &cwd, opts.json).await {
+            Ok(()) => Ok(json!({"stopReason": "end_turn"})),
+            Err(e) => Err(e),
+        }
+    } else {
+        prompt_once(&peer, &cwd, &opts, activity_rx, &renderer).await
+    };
     let refused = handler.refused.load(Ordering::Relaxed);
     let declined = handler.declined.load(Ordering::Relaxed);
-    let code = report(&renderer, &result, refused, declined);
+    let code = if opts.list && result.is_ok() {
+        exit::OK
+    } else {
+        report(&renderer, &result, refused, declined)
+    };
 
     // End of input for the agent: it cancels what runs and stops its children.
     drop(peer);
@@ -203,15 +249,8 @@ fn prepare(
     Ok((cwd, permissions))
 }
 
-/// The client's side of one run: `initialize`, `session/new`, one
-/// `session/prompt`; Ctrl-C cancels the turn, a second one gives up.
-async fn prompt_once(
-    peer: &rpc::Peer,
-    cwd: &std::path::Path,
-    opts: &ExecOptions,
-    activity_rx: tokio::sync::watch::Receiver<Activity>,
-    renderer: &Arc<Mutex<Renderer>>,
-) -> Result<Value, RpcError> {
+/// `initialize`, as `exec`'s client.
+async fn initialize(peer: &rpc::Peer) -> Result<(), RpcError> {
     peer.request::<_, Value>(
         method::INITIALIZE,
         &json!({
@@ -226,18 +265,133 @@ async fn prompt_once(
             "clientInfo": {"name": "acp-coder-exec", "title": "acp-coder exec", "version": env!("CARGO_PKG_VERSION")}
         }),
     )
+    .await
+    .map(|_| ())
+}
+
+/// The stored sessions of `cwd`, newest first (every page of `session/list`).
+async fn stored_sessions(peer: &rpc::Peer, cwd: &std::path::Path) -> Result<Vec<Value>, RpcError> {
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut params = json!({"cwd": cwd.to_string_lossy()});
+        if let Some(c) = &cursor {
+            params["cursor"] = json!(c);
+        }
+        let page: Value = peer.request(method::SESSION_LIST, &params).await?;
+        if let Some(sessions) = page.get("sessions").and_then(Value::as_array) {
+            out.extend(sessions.iter().cloned());
+        }
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(c) if !c.is_empty() && cursor.as_deref() != Some(c) => cursor = Some(c.to_owned()),
+            _ => return Ok(out),
+        }
+    }
+}
+
+/// `exec --list`: the sessions of `cwd`, newest first, one a line on
+/// stdout (id, last update, title), or one JSON object a line.
+async fn list_sessions(
+    peer: &rpc::Peer,
+    cwd: &std::path::Path,
+    as_json: bool,
+) -> Result<(), Failure> {
+    use std::io::Write as _;
+    initialize(peer).await?;
+    let sessions = stored_sessions(peer, cwd).await?;
+    let mut out = std::io::stdout().lock();
+    if sessions.is_empty() && !as_json {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "No sessions in {} yet.", cwd.display());
+    }
+    for s in &sessions {
+        let field = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or_default();
+        let line = if as_json {
+            json!({"sessionId": field("sessionId"), "updatedAt": s.get("updatedAt"), "title": s.get("title")})
+                .to_string()
+        } else {
+            let title = crate::tools::sanitize_title(field("title"), 100);
+            format!("{}  {}  {}", field("sessionId"), field("updatedAt"), title)
+        };
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = out.flush();
+    Ok(())
+}
+
+/// The session of the turn: a new one, or the stored one `choice` names
+/// (`session/resume`, with `--mode` applied to it).
+async fn open_session(
+    peer: &rpc::Peer,
+    cwd: &std::path::Path,
+    opts: &ExecOptions,
+) -> Result<String, Failure> {
+    let wanted = match &opts.session {
+        SessionChoice::New => {
+            let session: Value = peer
+                .request(
+                    method::SESSION_NEW,
+                    &json!({"cwd": cwd.to_string_lossy(), "mcpServers": []}),
+                )
+                .await?;
+            return Ok(session
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned());
+        }
+        SessionChoice::Continue => None,
+        SessionChoice::Resume(id) => Some(id.as_str()),
+    };
+    let sessions = stored_sessions(peer, cwd).await?;
+    let id_of = |s: &Value| {
+        s.get("sessionId")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let found = match wanted {
+        None => sessions.first().and_then(id_of),
+        Some(id) => sessions.iter().filter_map(id_of).find(|s| s == id),
+    };
+    let Some(id) = found else {
+        return Err(Failure::NoSession(match wanted {
+            None => format!(
+                "there is no earlier session in {} to continue; run `acp-coder exec PROMPT` to start one",
+                cwd.display()
+            ),
+            Some(id) => format!(
+                "there is no session {id:?} in {}; `acp-coder exec --list` lists this directory's sessions (newest first), `-C DIR` another directory's",
+                cwd.display()
+            ),
+        }));
+    };
+    peer.request::<_, Value>(
+        method::SESSION_RESUME,
+        &json!({"sessionId": id, "cwd": cwd.to_string_lossy(), "mcpServers": []}),
+    )
     .await?;
-    let session: Value = peer
-        .request(
-            method::SESSION_NEW,
-            &json!({"cwd": cwd.to_string_lossy(), "mcpServers": []}),
+    if let Some(mode) = &opts.mode {
+        peer.request::<_, Value>(
+            method::SESSION_SET_MODE,
+            &json!({"sessionId": id, "modeId": mode}),
         )
         .await?;
-    let session_id = session
-        .get("sessionId")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+    }
+    Ok(id)
+}
+
+/// The client's side of one run: `initialize`, the session
+/// ([`open_session`]), one `session/prompt`; Ctrl-C cancels the turn, a
+/// second one gives up.
+async fn prompt_once(
+    peer: &rpc::Peer,
+    cwd: &std::path::Path,
+    opts: &ExecOptions,
+    activity_rx: tokio::sync::watch::Receiver<Activity>,
+    renderer: &Arc<Mutex<Renderer>>,
+) -> Result<Value, Failure> {
+    initialize(peer).await?;
+    let session_id = open_session(peer, cwd, opts).await?;
     let prompt_params =
         json!({"sessionId": session_id, "prompt": [{"type": "text", "text": opts.prompt}]});
     let prompt = peer.request::<_, Value>(method::SESSION_PROMPT, &prompt_params);
@@ -247,7 +401,7 @@ async fn prompt_once(
     let mut interrupts = 0;
     loop {
         tokio::select! {
-            r = &mut prompt => return r,
+            r = &mut prompt => return r.map_err(Failure::Rpc),
             () = &mut waiting => {}
             () = crate::rpc::terminated() => {
                 interrupts += 1;
@@ -265,7 +419,7 @@ async fn prompt_once(
 /// Renders how the run ended; the process exit code.
 fn report(
     renderer: &Mutex<Renderer>,
-    result: &Result<Value, RpcError>,
+    result: &Result<Value, Failure>,
     refused: usize,
     declined: usize,
 ) -> u8 {
@@ -289,7 +443,20 @@ fn report(
             );
             code
         }
-        Err(e) => {
+        Err(Failure::NoSession(message)) => {
+            r.finish(
+                Outcome::Failed {
+                    code: None,
+                    message,
+                    data: None,
+                    exit_code: exit::USAGE,
+                    hint: None,
+                },
+                refused,
+            );
+            exit::USAGE
+        }
+        Err(Failure::Rpc(e)) => {
             let code = error_exit(e);
             let hint = match code {
                 exit::AUTH => Some(

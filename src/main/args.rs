@@ -23,7 +23,8 @@ pub(crate) const EXEC_HELP: &str = "\
 Exit codes:
   0    the turn ended normally (end_turn)
   1    other failure
-  2    bad usage or configuration (flags, config file, empty prompt, missing directory)
+  2    bad usage or configuration (flags, config file, empty prompt, missing directory,
+       no such session for --resume or --continue)
   3    authentication: no API key, or the endpoint rejected it
   4    the model endpoint failed (unreachable, HTTP error after retries, no model)
   5    the model refused (stop reason refusal)
@@ -170,8 +171,17 @@ pub(crate) struct A2aArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ExecArgs {
     /// The prompt; `-` reads it from stdin.
-    #[arg(value_name = "PROMPT")]
-    pub(crate) prompt: String,
+    #[arg(value_name = "PROMPT", required_unless_present = "list")]
+    pub(crate) prompt: Option<String>,
+    /// Continue the most recent session of this directory (the editor's sessions too).
+    #[arg(short = 'c', long = "continue", conflicts_with_all = ["resume", "list"])]
+    pub(crate) continue_last: bool,
+    /// Continue session ID of this directory (`--list` shows them).
+    #[arg(short = 'r', long, value_name = "ID", conflicts_with = "list")]
+    pub(crate) resume: Option<String>,
+    /// List this directory's sessions, newest first: id, last update, title.
+    #[arg(long, conflicts_with_all = ["prompt", "yes", "mode"])]
+    pub(crate) list: bool,
     /// Print one JSON event per line: every session/update, then a result or error event.
     #[arg(long)]
     pub(crate) json: bool,

@@ -21,6 +21,9 @@ pub struct Handler {
     /// next turn re-reads a list its change left stale (issue 45 item 10).
     pub(super) stale: Arc<std::sync::atomic::AtomicBool>,
     pub(super) prompts_changed: mpsc::UnboundedSender<()>,
+    /// Set on a prompt-list change, cleared when the prompts are read
+    /// again: the next turn re-reads a list its change left stale.
+    pub(super) prompts_stale: Arc<std::sync::atomic::AtomicBool>,
     pub(super) server: String,
     pub(super) roots: client::Roots,
     pub(super) progress: Arc<client::Progress>,
@@ -60,6 +63,8 @@ impl ClientHandler for Handler {
 
     /// `notifications/prompts/list_changed`: the slash commands are rebuilt.
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.prompts_stale
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let _ = self.prompts_changed.send(());
     }
 

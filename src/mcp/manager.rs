@@ -54,6 +54,8 @@ struct Slot {
     prompts: Mutex<Vec<serde_json::Value>>,
     /// Its tool list changed and was not read again yet.
     stale: Arc<AtomicBool>,
+    /// Its prompt list changed and was not read again yet.
+    prompts_stale: Arc<AtomicBool>,
 }
 
 /// What the user is told about the servers: as session notices (schema
@@ -158,6 +160,7 @@ impl McpManager {
                         asker,
                         prompts: Mutex::default(),
                         stale: Arc::default(),
+                        prompts_stale: Arc::default(),
                     }
                 })
                 .collect(),
@@ -249,17 +252,18 @@ impl ToolSource for McpManager {
         self.inner.send_notices(notices);
     }
 
-    /// Re-reads, before the turn calls the model, the tool list of each
-    /// ready server that may have changed it unannounced or whose change is
-    /// still being read: a server of protocol 2026-07-28, where change
-    /// notifications travel only on a `subscriptions/listen` stream and
-    /// only if the server publishes them there (the Python SDK drops a
-    /// `send_tool_list_changed()` on such a connection), and whose list
+    /// Re-reads, before the turn calls the model, the tool list and the
+    /// prompts (slash commands) of each ready server that may have changed
+    /// them unannounced or whose change is still being read: a server of
+    /// protocol 2026-07-28, where change notifications travel only on a
+    /// `subscriptions/listen` stream and only if the server publishes them
+    /// there (the Python SDK drops a `send_tool_list_changed()` and a
+    /// `send_prompt_list_changed()` on such a connection), and whose list
     /// results carry their own freshness (SEP-2549: rmcp's cache answers
     /// while `ttlMs` lasts, and a list without it is stale at once); and a
-    /// server of an older version whose `tools/list_changed` came in.
+    /// server of an older version whose `list_changed` came in.
     fn refresh(&self) -> Option<crate::tools::RefreshFuture> {
-        let due: Vec<(usize, Peer<RoleClient>)> = self
+        let due: Vec<(usize, Peer<RoleClient>, bool, bool)> = self
             .inner
             .slots
             .iter()
@@ -269,7 +273,9 @@ impl ToolSource for McpManager {
                     let modern = peer
                         .peer_info()
                         .is_some_and(|i| !i.protocol_version.has_initialize());
-                    (modern || slot.stale.load(Ordering::SeqCst)).then(|| (idx, peer.clone()))
+                    let tools = modern || slot.stale.load(Ordering::SeqCst);
+                    let prompts = modern || slot.prompts_stale.load(Ordering::SeqCst);
+                    (tools || prompts).then(|| (idx, peer.clone(), tools, prompts))
                 }
                 _ => None,
             })
@@ -279,13 +285,20 @@ impl ToolSource for McpManager {
         }
         let inner = self.inner.clone();
         Some(Box::pin(async move {
-            let reads = due.iter().map(|(idx, peer)| {
+            let reads = due.iter().map(|(idx, peer, tools, prompts)| {
                 let inner = &inner;
                 async move {
-                    let read = server_task::refresh(inner, *idx, peer);
+                    let read = async {
+                        if *tools {
+                            server_task::refresh(inner, *idx, peer).await;
+                        }
+                        if *prompts {
+                            inner.load_prompts(*idx, peer, false).await;
+                        }
+                    };
                     if tokio::time::timeout(REFRESH_LIMIT, read).await.is_err() {
                         let name = &inner.slots[*idx].spec.name;
-                        tracing::warn!(server = %name, limit_s = REFRESH_LIMIT.as_secs(), "tools/list before the turn took too long: its last list is offered");
+                        tracing::warn!(server = %name, limit_s = REFRESH_LIMIT.as_secs(), "tools/list or prompts/list before the turn took too long: the last lists are used");
                     }
                 }
             });
@@ -561,28 +574,39 @@ impl Inner {
         *lock(&self.slots[idx].state) = state;
     }
 
-    /// Re-reads server `idx`'s prompts (at start and on
-    /// `prompts/list_changed`) and tells the session its commands changed.
-    async fn load_prompts(&self, idx: usize, peer: &Peer<RoleClient>) {
+    /// Re-reads server `idx`'s prompts (at start, on
+    /// `prompts/list_changed`, and before a turn: `McpManager::refresh`) and
+    /// tells the session its commands changed: always with `announce`,
+    /// else only when the list is not the one it had.
+    async fn load_prompts(&self, idx: usize, peer: &Peer<RoleClient>, announce: bool) {
         let slot = &self.slots[idx];
+        slot.prompts_stale.store(false, Ordering::SeqCst);
         let offers = peer
             .peer_info()
             .is_some_and(|i| i.capabilities.prompts.is_some());
+        let mut changed = false;
         if offers {
             match peer.list_all_prompts().await {
                 Ok(list) => {
-                    tracing::info!(server = %slot.spec.name, prompts = list.len(), "MCP prompts listed");
-                    *lock(&slot.prompts) = list
+                    let list: Vec<serde_json::Value> = list
                         .iter()
                         .filter_map(|p| serde_json::to_value(p).ok())
                         .collect();
+                    let mut old = lock(&slot.prompts);
+                    if *old != list {
+                        tracing::info!(server = %slot.spec.name, prompts = list.len(), "MCP prompts listed");
+                        *old = list;
+                        changed = true;
+                    }
                 }
                 Err(e) => {
                     tracing::warn!(server = %slot.spec.name, error = %e, "prompts/list failed")
                 }
             }
         }
-        self.commands.send_modify(|n| *n += 1);
+        if announce || changed {
+            self.commands.send_modify(|n| *n += 1);
+        }
     }
 }
 

@@ -20,6 +20,7 @@ pub mod sandbox;
 pub mod search;
 pub mod snapshot;
 mod text;
+pub mod web_fetch;
 mod write_file;
 
 pub use ask_user::AskUser;
@@ -108,6 +109,10 @@ pub enum Access {
     Execute {
         command: String,
         cwd: PathBuf,
+    },
+    /// A URL fetched by `web_fetch` (issue 45 item 2): asked per domain.
+    Fetch {
+        domain: String,
     },
     /// An MCP tool; `read_only` and `destructive` from its annotations
     /// (`readOnlyHint`, an explicit `destructiveHint: true`).

@@ -121,3 +121,77 @@ async fn grown_tool_reaches_the_model(flags: &[&str]) {
     );
     assert!(tool_result(&model, 3, "f1").contains("fresh ran"));
 }
+
+/// The same for prompts: a Python SDK server (2.3.0, protocol 2026-07-28)
+/// adds a prompt while it runs and announces it with
+/// `send_prompt_list_changed()`, which that SDK drops on such a connection.
+/// The agent re-reads the prompts of such a server before each turn: the
+/// very next prompt can run the new prompt's slash command, and the editor
+/// is sent the new command list.
+#[tokio::test]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
+async fn python_sdk_prompt_added_at_run_time_is_a_slash_command() {
+    grown_prompt_is_a_command(&[]).await;
+}
+
+/// The same server playing protocol 2025-11-25: its plain
+/// `notifications/prompts/list_changed` gets through as before.
+#[tokio::test]
+#[ignore = "needs the MCP reference servers from npm/PyPI; scripts/test.sh installs them and runs the ignored tests"]
+async fn python_sdk_handshake_era_prompt_added_at_run_time_is_a_slash_command() {
+    grown_prompt_is_a_command(&["--legacy"]).await;
+}
+
+async fn grown_prompt_is_a_command(flags: &[&str]) {
+    let model = FakeModel::start().await;
+    let mut server = python_server("py", "mcp_py_grow_prompt.py");
+    for flag in flags {
+        server["args"].as_array_mut().unwrap().push(json!(flag));
+    }
+    let McpSession { editor, sid, .. } = full_auto_session(&model, json!([server])).await;
+    let listed = |name: &str| {
+        editor
+            .updates_of_kind(&sid, "available_commands_update")
+            .last()
+            .is_some_and(|u| {
+                u["availableCommands"]
+                    .as_array()
+                    .is_some_and(|l| l.iter().any(|c| c["name"] == name))
+            })
+    };
+    editor
+        .wait_for_update(&sid, |u| {
+            u["sessionUpdate"] == "available_commands_update"
+                && u["availableCommands"].to_string().contains("py.seed")
+        })
+        .await;
+    assert!(!listed("py.fresh"));
+    let text = call_tool(
+        &editor,
+        &model,
+        &sid,
+        ("g1", "mcp__py__grow_prompt", json!({})),
+    )
+    .await;
+    assert!(text.contains("prompt grown"), "{text}");
+    // The very next prompt: no waiting for the change to show.
+    let before = model.chat_requests().len();
+    model.push(Reply::text("ok"));
+    let r = editor.prompt(&sid, "/py.fresh topic=otters").await;
+    assert_eq!(r["stopReason"], "end_turn", "{r}");
+    let sent = model.chat_requests()[before]
+        .last_message()
+        .unwrap()
+        .to_string();
+    assert!(
+        sent.contains("Fresh prompt about otters."),
+        "{sent}\n{}",
+        editor.agent_text(&sid)
+    );
+    editor
+        .wait_for_update(&sid, |u| {
+            u["sessionUpdate"] == "available_commands_update"
+                && u["availableCommands"].to_string().contains("py.fresh")
+        })
+        .await;
+}

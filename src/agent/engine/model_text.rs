@@ -15,8 +15,24 @@ pub const PLAN_MODE: &str = "\n\n# Plan mode\n\nThe session is in plan mode: inv
 
 const AGENTS_MD_LIMIT: usize = 32 * 1024;
 
-/// The system prompt for a session rooted at `cwd`.
-pub fn system_prompt(cwd: &Path, additional: &[PathBuf]) -> String {
+/// The memory files read in each directory when the config's
+/// `memory_files` is not set: the first of these that is there.
+pub const MEMORY_FILES: [&str; 3] = ["AGENTS.md", "CLAUDE.md", "GEMINI.md"];
+
+/// A session's system prompt and the memory files it holds.
+pub struct SystemPrompt {
+    pub text: String,
+    /// The memory files read (outermost first), for `/status` and `/memory`.
+    pub memory: Vec<PathBuf>,
+}
+
+/// The system prompt for a session rooted at `cwd`; `memory` is the
+/// config's `memory_files` (see [`memory_files`]).
+pub fn system_prompt(
+    cwd: &Path,
+    additional: &[PathBuf],
+    memory: Option<&[String]>,
+) -> SystemPrompt {
     let mut s = String::with_capacity(SYSTEM.len() + 1024);
     s.push_str(SYSTEM.trim_end());
     s.push_str("\n\n# Environment\n");
@@ -38,14 +54,18 @@ pub fn system_prompt(cwd: &Path, additional: &[PathBuf]) -> String {
     if repo.is_some() {
         s.push_str("- The working directory is inside a git repository.\n");
     }
-    for (path, text) in agents_files(cwd, repo.as_deref()) {
+    let files = memory_files(cwd, repo.as_deref(), memory);
+    for (path, text) in &files {
         s.push_str(&format!(
             "\n# Project instructions from {}\nFollow these instructions from the project's maintainers.\n\n{}\n",
             path.display(),
             text.trim_end()
         ));
     }
-    s
+    SystemPrompt {
+        text: s,
+        memory: files.into_iter().map(|(p, _)| p).collect(),
+    }
 }
 
 /// A session's system prompt ([`system_prompt`] and what follows it) with
@@ -102,9 +122,17 @@ fn repo_root(cwd: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// `AGENTS.md` from the repository root down to `cwd` (outermost first, so the
-/// most specific instructions come last). Without a repository: `cwd` only.
-fn agents_files(cwd: &Path, repo: Option<&Path>) -> Vec<(PathBuf, String)> {
+/// The memory files from the repository root down to `cwd` (outermost
+/// first, so the most specific instructions come last). Without a
+/// repository: `cwd` only. In each directory: with `names` (the config's
+/// `memory_files`) each of them that is there, in that order; without, the
+/// first of [`MEMORY_FILES`] that is there (`CLAUDE.md` or `GEMINI.md`
+/// where a project has no `AGENTS.md`).
+fn memory_files(
+    cwd: &Path,
+    repo: Option<&Path>,
+    names: Option<&[String]>,
+) -> Vec<(PathBuf, String)> {
     let mut dirs: Vec<&Path> = match repo {
         Some(root) => cwd
             .ancestors()
@@ -116,9 +144,23 @@ fn agents_files(cwd: &Path, repo: Option<&Path>) -> Vec<(PathBuf, String)> {
     let within = repo.unwrap_or(cwd);
     let mut out = Vec::new();
     for dir in dirs {
-        let path = dir.join("AGENTS.md");
-        if let Some(text) = instructions(&path, within) {
-            out.push((path, text));
+        match names {
+            Some(names) => {
+                for name in names {
+                    let path = dir.join(name);
+                    if let Some(text) = instructions(&path, within) {
+                        out.push((path, text));
+                    }
+                }
+            }
+            None => {
+                if let Some(found) = MEMORY_FILES.iter().find_map(|name| {
+                    let path = dir.join(name);
+                    instructions(&path, within).map(|text| (path, text))
+                }) {
+                    out.push(found);
+                }
+            }
         }
     }
     out
@@ -135,7 +177,7 @@ fn instructions(path: &Path, within: &Path) -> Option<String> {
     let inside = within.canonicalize().is_ok_and(|w| real.starts_with(w));
     let regular = std::fs::metadata(&real).is_ok_and(|m| m.is_file());
     if !inside || !regular {
-        tracing::warn!(path = %path.display(), real = %real.display(), "AGENTS.md skipped: not a regular file inside the project");
+        tracing::warn!(path = %path.display(), real = %real.display(), "memory file skipped: not a regular file inside the project");
         return None;
     }
     let mut bytes = Vec::new();
@@ -308,14 +350,14 @@ mod tests {
         // SAFETY: a valid C string for mkfifo(3).
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         crate::platform::fs::symlink("../../../real.md", proj.join("a/b/c/AGENTS.md")).unwrap();
-        let found = agents_files(&proj.join("a/b/c"), Some(&proj));
+        let found = memory_files(&proj.join("a/b/c"), Some(&proj), None);
         let texts: Vec<&str> = found.iter().map(|(_, t)| t.as_str()).collect();
         assert_eq!(texts, ["be brief"]);
     }
 
     #[test]
     fn compact_prompt_keeps_environment_and_tools_guidance() {
-        let full = system_prompt(Path::new("/work/p"), &[]) + "\n# Skills\n- s";
+        let full = system_prompt(Path::new("/work/p"), &[], None).text + "\n# Skills\n- s";
         let short = compact_system_prompt(&full);
         assert!(
             short.len() + 1000 < full.len(),
@@ -353,7 +395,7 @@ mod tests {
         std::fs::create_dir_all(root.join("crates/x")).unwrap();
         std::fs::write(root.join("AGENTS.md"), "ROOT RULES").unwrap();
         std::fs::write(root.join("crates/x/AGENTS.md"), "CRATE RULES").unwrap();
-        let s = system_prompt(&root.join("crates/x"), &[]);
+        let s = system_prompt(&root.join("crates/x"), &[], None).text;
         let a = s.find("ROOT RULES").unwrap();
         let b = s.find("CRATE RULES").unwrap();
         assert!(a < b);
@@ -361,14 +403,40 @@ mod tests {
         // Outside a repo only cwd's file counts.
         let lone = tempfile::tempdir().unwrap();
         std::fs::write(lone.path().join("AGENTS.md"), "LONE").unwrap();
-        assert!(system_prompt(lone.path(), &[]).contains("LONE"));
+        assert!(system_prompt(lone.path(), &[], None).text.contains("LONE"));
+    }
+
+    /// Issue 45 item 1: `CLAUDE.md` or `GEMINI.md` where a directory has no
+    /// `AGENTS.md`; with `memory_files`, each listed file beside the others.
+    #[test]
+    fn claude_and_gemini_md_are_memory_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("AGENTS.md"), "ROOT AGENTS").unwrap();
+        std::fs::write(root.join("CLAUDE.md"), "ROOT CLAUDE").unwrap();
+        std::fs::write(root.join("sub/GEMINI.md"), "SUB GEMINI").unwrap();
+        let p = system_prompt(&root.join("sub"), &[], None);
+        assert!(p.text.contains("ROOT AGENTS") && p.text.contains("SUB GEMINI"));
+        assert!(!p.text.contains("ROOT CLAUDE"), "AGENTS.md comes first");
+        assert_eq!(
+            p.memory,
+            [root.join("AGENTS.md"), root.join("sub/GEMINI.md")]
+        );
+        let names = ["CLAUDE.md".to_owned(), "AGENTS.md".to_owned()];
+        let p = system_prompt(&root.join("sub"), &[], Some(&names));
+        let claude = p.text.find("ROOT CLAUDE").unwrap();
+        let agents = p.text.find("ROOT AGENTS").unwrap();
+        assert!(claude < agents, "in the listed order");
+        assert!(!p.text.contains("SUB GEMINI"), "GEMINI.md is not listed");
     }
 
     /// Issue 7 caps the first request at 16 KB; trimming bytes must not drop
     /// what the model needs to use the tools and the editor well.
     #[test]
     fn the_system_prompt_keeps_its_guidance() {
-        let s = system_prompt(Path::new("/work/p"), &[]);
+        let s = system_prompt(Path::new("/work/p"), &[], None).text;
         for needle in [
             "read_file",
             "edit_file",

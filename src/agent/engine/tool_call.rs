@@ -366,6 +366,13 @@ impl Call<'_> {
             Decision::Refuse(reason) => {
                 return Err(self.refuse(format!("not allowed: {reason}. Nothing was changed.")));
             }
+            // An A2A guest's fetch is asked each time: no "always" for a
+            // domain (issue 45 item 2).
+            Decision::Ask(permission::Scope::Fetch(_))
+                if session.asker != crate::agent::session::Asker::User =>
+            {
+                permission::Scope::Once
+            }
             Decision::Ask(scope) => scope,
         };
         let mut request = ToolCallUpdate {

@@ -396,6 +396,7 @@ impl Agent {
             skills,
             sampling,
             asker: self.asker,
+            memory_names: settings.memory_files.clone(),
         };
         let session = Session::new(init, Some(self.store.clone()));
         self.sessions

@@ -179,6 +179,13 @@ impl Agent {
                     .await
                     .map(Some);
             }
+            Action::Memory => {
+                let outcome = crate::agent::policy::memory::run(session, args, token).await;
+                return Ok(Some(match outcome {
+                    crate::agent::policy::memory::Outcome::Done => StopReason::EndTurn,
+                    crate::agent::policy::memory::Outcome::Cancelled => StopReason::Cancelled,
+                }));
+            }
             Action::Status => self.status_text(session, settings).await,
             Action::Mcp => self.mcp_command(session, args),
             Action::Help => commands::help(&available),
@@ -415,6 +422,16 @@ impl Agent {
             "- **Working directory**: {}",
             session.cwd.display()
         ));
+        let memory = session.memory_files();
+        lines.push(if memory.is_empty() {
+            "- **Memory files**: none (add an `AGENTS.md` with `/memory` or `/init`)".to_owned()
+        } else {
+            let shown: Vec<String> = memory
+                .iter()
+                .map(|p| format!("`{}`", p.display()))
+                .collect();
+            format!("- **Memory files**: {}", shown.join(", "))
+        });
         lines.extend(session.skills.get().status_line());
         lines.extend(crate::agent::history::undo::background_status(session));
         lines.push(format!("- **Session**: `{}`", session.id));

@@ -90,6 +90,11 @@ pub(in crate::agent) async fn tools_for(
         }
     }
     let mut registry = Registry::builtin();
+    if settings.web_fetch {
+        registry.add(Arc::new(crate::tools::web_fetch::WebFetch::new(
+            &settings.web_fetch_private_hosts,
+        )));
+    }
     // `ask_user` exists only where the editor can show its form (issue 17).
     if editor.can_elicit_form() {
         registry.add(Arc::new(crate::tools::AskUser));

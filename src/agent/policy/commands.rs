@@ -39,6 +39,8 @@ pub enum Action {
     Permissions,
     /// List the commands, one line each (issue 45 item 8, [`help`]).
     Help,
+    /// Show or create the memory file, or add a line to it (issue 45 item 8).
+    Memory,
 }
 
 #[derive(Debug, Clone)]
@@ -52,7 +54,12 @@ pub struct Command {
 #[derive(Debug, Clone)]
 enum Template {
     Builtin(fn() -> BuiltinKind),
-    Text(String),
+    /// A prompt file's body; `placeholder` (`$ARGUMENTS`, `{{args}}`)
+    /// stands for the arguments.
+    Text {
+        body: String,
+        placeholder: &'static str,
+    },
     /// A skill of the session, by name.
     Skill,
     /// A command of a tool source (issue 18 item 4: MCP prompts).
@@ -74,6 +81,7 @@ enum BuiltinKind {
     AddDir,
     Permissions,
     Help,
+    Memory,
 }
 
 fn builtin(
@@ -90,16 +98,26 @@ fn builtin(
     }
 }
 
-/// Built-ins first, then project commands, then the user's (a name is taken once).
+/// Built-ins first, then project commands (`.acp-coder/commands`, then
+/// Claude Code's `.claude/commands` and Gemini CLI's `.gemini/commands`,
+/// issue 45 item 1), then the user's (a name is taken once).
 /// A project command that takes the name of one of the user's own says so in
 /// its description, which every editor lists (issue 42 item 5), as `/skills`
 /// names a shadowed skill.
 pub fn available(cwd: &Path, config_dir: &Path) -> Vec<Command> {
     let mut list = builtins();
     let user_dir = config_dir.join("commands");
-    let project = add_prompt_files(&mut list, &cwd.join(".acp-coder/commands"), Some(cwd));
-    let user = prompt_files(&user_dir, None);
-    for (name, _, path) in &user {
+    let start = list.len();
+    for kind in [Kind::Own, Kind::Claude, Kind::Gemini] {
+        push_prompt_files(
+            &mut list,
+            prompt_files(&cwd.join(kind.dir()), kind, Some(cwd)),
+        );
+    }
+    let project = start..list.len();
+    let user = prompt_files(&user_dir, Kind::Own, None);
+    for file in &user {
+        let (name, path) = (&file.name, &file.path);
         if let Some(c) = list
             .iter_mut()
             .skip(project.start)
@@ -193,6 +211,12 @@ fn builtins() -> Vec<Command> {
             Some("revoke N | revoke all"),
             || BuiltinKind::Permissions,
         ),
+        builtin(
+            "memory",
+            "Open the memory file (AGENTS.md), or create it; `/memory add TEXT` adds a line",
+            Some("add TEXT"),
+            || BuiltinKind::Memory,
+        ),
         builtin("help", "List the commands, one line each", None, || {
             BuiltinKind::Help
         }),
@@ -219,68 +243,193 @@ pub fn help(commands: &[Command]) -> String {
 /// review linked one to `/dev/zero` and the agent's memory grew to 525 MiB).
 const PROMPT_FILE_MAX: u64 = 64 * 1024;
 
-/// Adds the prompt files of `dir` (see [`prompt_files`]) whose names are
-/// free; returns the range of `list` they took.
-fn add_prompt_files(
-    list: &mut Vec<Command>,
-    dir: &Path,
-    within: Option<&Path>,
-) -> std::ops::Range<usize> {
-    let start = list.len();
-    push_prompt_files(list, prompt_files(dir, within));
-    start..list.len()
+/// The kinds of prompt files: acp-coder's own, Claude Code's and Gemini
+/// CLI's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    /// `<name>.md` with optional front matter, `$ARGUMENTS`.
+    Own,
+    /// `.claude/commands/**/<name>.md`: as [`Kind::Own`]; a subfolder
+    /// names no command, it is shown in the description (`project:ns`).
+    Claude,
+    /// `.gemini/commands/**/<name>.toml` (`prompt`, `description`,
+    /// `{{args}}`); a subfolder is a namespace: `ns/name.toml` is `/ns:name`.
+    Gemini,
+}
+
+impl Kind {
+    fn dir(self) -> &'static str {
+        match self {
+            Kind::Own => ".acp-coder/commands",
+            Kind::Claude => ".claude/commands",
+            Kind::Gemini => ".gemini/commands",
+        }
+    }
+
+    fn extension(self) -> &'static str {
+        match self {
+            Kind::Gemini => "toml",
+            Kind::Own | Kind::Claude => "md",
+        }
+    }
+
+    /// Subfolders read beneath the commands folder.
+    fn depth(self) -> usize {
+        match self {
+            Kind::Own => 0,
+            Kind::Claude | Kind::Gemini => 3,
+        }
+    }
+}
+
+/// A prompt file read: its command name, description, input hint, body
+/// with the placeholder for the arguments, and path.
+struct PromptFile {
+    name: String,
+    description: Option<String>,
+    hint: Option<String>,
+    body: String,
+    placeholder: &'static str,
+    path: std::path::PathBuf,
 }
 
 /// Pushes the files whose names are free (a built-in, or the project's over
 /// the user's, keeps its name).
-fn push_prompt_files(list: &mut Vec<Command>, files: Vec<(String, String, std::path::PathBuf)>) {
-    for (name, text, path) in files {
-        if list.iter().any(|c| c.name == name) {
+fn push_prompt_files(list: &mut Vec<Command>, files: Vec<PromptFile>) {
+    for f in files {
+        if list.iter().any(|c| c.name == f.name) {
             continue;
         }
-        let (description, body) = front_matter(&text);
+        let takes_args = f.body.contains(f.placeholder);
         list.push(Command {
-            description: description.unwrap_or_else(|| format!("Prompt from {}", path.display())),
-            hint: body.contains("$ARGUMENTS").then(|| "arguments".to_owned()),
-            name,
-            template: Template::Text(body),
+            description: f
+                .description
+                .unwrap_or_else(|| format!("Prompt from {}", f.path.display())),
+            hint: f
+                .hint
+                .or_else(|| takes_args.then(|| "arguments".to_owned())),
+            name: f.name,
+            template: Template::Text {
+                body: f.body,
+                placeholder: f.placeholder,
+            },
         });
     }
 }
 
-/// The prompt files (`<name>.md`) of one folder, in name order, as (name,
-/// text, path). Each is read like any other project file (issue 42 item 5):
-/// with `within` (a project's folder), a file whose real path is not beneath
-/// it is skipped (a link to another project's notes); only regular files
-/// are read, opened without waiting (a FIFO hung `session/new`) and
-/// checked on the open file, and at most [`PROMPT_FILE_MAX`] bytes.
-fn prompt_files(dir: &Path, within: Option<&Path>) -> Vec<(String, String, std::path::PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<_> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    files.sort();
+/// The prompt files of one folder of `kind`, in path order. Each is read
+/// like any other project file (issue 42 item 5): with `within` (a
+/// project's folder), a file whose real path is not beneath it is skipped
+/// (a link to another project's notes); only regular files are read, opened
+/// without waiting (a FIFO hung `session/new`) and checked on the open
+/// file, and at most [`PROMPT_FILE_MAX`] bytes. Subfolders are walked only
+/// as real folders (a linked folder is not followed).
+fn prompt_files(dir: &Path, kind: Kind, within: Option<&Path>) -> Vec<PromptFile> {
+    let mut found = Vec::new();
+    walk(dir, &mut Vec::new(), kind, &mut found);
+    found.sort();
     let within = within.and_then(|w| w.canonicalize().ok());
     let mut out = Vec::new();
-    for path in files {
-        let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
+    for (folders, path) in found {
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
             continue;
         };
-        if !valid_name(&name) {
+        let name = match kind {
+            Kind::Gemini => folders
+                .iter()
+                .cloned()
+                .chain(std::iter::once(stem))
+                .collect::<Vec<_>>()
+                .join(":"),
+            Kind::Own | Kind::Claude => stem,
+        };
+        if !valid_name(&name) || (kind != Kind::Gemini && name.contains(':')) {
             continue;
         }
-        match read_prompt_file(&path, within.as_deref()) {
-            Ok(text) => out.push((name, text, path)),
+        let file = read_prompt_file(&path, within.as_deref())
+            .and_then(|text| parse_prompt_file(kind, &text, &folders));
+        match file {
+            Ok((description, hint, body, placeholder)) => out.push(PromptFile {
+                name,
+                description,
+                hint,
+                body,
+                placeholder,
+                path,
+            }),
             Err(why) => {
                 tracing::warn!(path = %path.display(), "prompt command skipped: {why}");
             }
         }
     }
     out
+}
+
+/// The files of `kind` beneath `dir`, with the folders that lead to each.
+fn walk(
+    dir: &Path,
+    folders: &mut Vec<String>,
+    kind: Kind,
+    out: &mut Vec<(Vec<String>, std::path::PathBuf)>,
+) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        // The entry's own type: a link to a folder is not followed.
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir {
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if folders.len() < kind.depth()
+                && valid_name(name)
+                && !name.starts_with('.')
+                && !name.contains(':')
+            {
+                folders.push(name.to_owned());
+                walk(&path, folders, kind, out);
+                folders.pop();
+            }
+        } else if path.extension().is_some_and(|e| e == kind.extension()) {
+            out.push((folders.clone(), path));
+        }
+    }
+}
+
+/// A prompt file's description, input hint, body and argument placeholder.
+type Parsed = (Option<String>, Option<String>, String, &'static str);
+
+fn parse_prompt_file(kind: Kind, text: &str, folders: &[String]) -> Result<Parsed, String> {
+    match kind {
+        Kind::Own | Kind::Claude => {
+            let (mut description, hint, body) = front_matter(text);
+            if kind == Kind::Claude && !folders.is_empty() {
+                let ns = format!("(project:{})", folders.join(":"));
+                description = Some(match description {
+                    Some(d) => format!("{d} {ns}"),
+                    None => format!("Claude Code command {ns}"),
+                });
+            }
+            Ok((description, hint, body, "$ARGUMENTS"))
+        }
+        Kind::Gemini => {
+            #[derive(serde::Deserialize)]
+            struct GeminiCommand {
+                prompt: String,
+                description: Option<String>,
+            }
+            let c: GeminiCommand = toml::from_str(text)
+                .map_err(|e| format!("it is not a Gemini CLI command (TOML with `prompt`): {e}"))?;
+            Ok((
+                c.description.filter(|d| !d.trim().is_empty()),
+                None,
+                c.prompt,
+                "{{args}}",
+            ))
+        }
+    }
 }
 
 /// One prompt file's text, or why it is not read.
@@ -320,30 +469,36 @@ fn read_prompt_file(path: &Path, within: Option<&Path>) -> Result<String, String
     String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())
 }
 
+/// A command name: ASCII letters, digits, `-`, `_`, `.` and `:` (Gemini
+/// CLI's namespaces, `/git:commit`).
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
 }
 
-/// Splits `---\ndescription: …\n---\n` front matter from the body.
-fn front_matter(text: &str) -> (Option<String>, String) {
+/// Splits `---\ndescription: …\nargument-hint: …\n---\n` front matter
+/// (acp-coder's and Claude Code's) from the body: (description, hint, body).
+fn front_matter(text: &str) -> (Option<String>, Option<String>, String) {
     let Some(rest) = text
         .strip_prefix("---\n")
         .or_else(|| text.strip_prefix("---\r\n"))
     else {
-        return (None, text.to_owned());
+        return (None, None, text.to_owned());
     };
     let Some(end) = rest.find("\n---") else {
-        return (None, text.to_owned());
+        return (None, None, text.to_owned());
     };
-    let description = rest[..end]
-        .lines()
-        .find_map(|l| l.strip_prefix("description:"))
-        .map(|d| d.trim().trim_matches('"').to_owned());
+    let field = |key: &str| {
+        rest[..end]
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|d| d.trim().trim_matches('"').trim_matches('\'').to_owned())
+            .filter(|d| !d.is_empty())
+    };
     let body = rest[end + 4..].trim_start_matches(['\r', '\n']).to_owned();
-    (description, body)
+    (field("description:"), field("argument-hint:"), body)
 }
 
 /// `list` plus one command per skill whose name is free and usable as a
@@ -386,7 +541,7 @@ pub fn skills_without_command(list: &[Command], skills: &Catalog) -> Vec<(String
             let taken = list.iter().find(|c| c.name == skill.name())?;
             let by = match taken.template {
                 Template::Builtin(_) => "the built-in command",
-                Template::Text(_) => "your prompt-file command",
+                Template::Text { .. } => "your prompt-file command",
                 Template::Skill | Template::Source => return None,
             };
             Some((skill.name().to_owned(), by))
@@ -456,13 +611,14 @@ pub fn resolve(commands: &[Command], name: &str, args: &str) -> Option<Action> {
             BuiltinKind::AddDir => Action::AddDir,
             BuiltinKind::Permissions => Action::Permissions,
             BuiltinKind::Help => Action::Help,
+            BuiltinKind::Memory => Action::Memory,
             BuiltinKind::Init => Action::Prompt(with_args(INIT, args)),
             BuiltinKind::Review => Action::Prompt(with_args(REVIEW, args)),
         },
         Template::Skill => Action::Skill(cmd.name.clone()),
         Template::Source => Action::Source(cmd.name.clone()),
-        Template::Text(body) => Action::Prompt(if body.contains("$ARGUMENTS") {
-            body.replace("$ARGUMENTS", args)
+        Template::Text { body, placeholder } => Action::Prompt(if body.contains(placeholder) {
+            body.replace(placeholder, args)
         } else {
             with_args(body, args)
         }),
@@ -471,8 +627,7 @@ pub fn resolve(commands: &[Command], name: &str, args: &str) -> Option<Action> {
 
 /// The commands an A2A client may not run (DESIGN "Who holds which rights"),
 /// as the refusal lists them.
-pub const REFUSED_TO_GUESTS: &str =
-    "/mode ID, /model ID, /add-dir, /permissions, /mcp logout, /skills reload, /undo, /rewind";
+pub const REFUSED_TO_GUESTS: &str = "/mode ID, /model ID, /add-dir, /permissions, /mcp logout, /skills reload, /undo, /rewind, /memory";
 
 /// Why `/name args` (resolved to `action`) is refused to an A2A client, or
 /// `None` when a guest may run it. Refused: what changes the session's
@@ -499,6 +654,9 @@ pub fn refused_to_guest(action: &Action, name: &str, args: &str) -> Option<Strin
         Action::Skills if !args.is_empty() => "it reads the skills from disk again",
         Action::Undo | Action::Rewind => {
             "it writes files back without the permission questions of the mode, and may take back turns that were not this client's"
+        }
+        Action::Memory => {
+            "it shows and writes the project's memory file, whose instructions every session of the project follows"
         }
         _ => return None,
     };
@@ -584,6 +742,8 @@ mod tests {
             (Action::Skills, "skills", "reload"),
             (Action::Undo, "undo", ""),
             (Action::Rewind, "rewind", "2"),
+            (Action::Memory, "memory", ""),
+            (Action::Memory, "memory", "add always push to main"),
         ];
         for (action, name, args) in refused {
             let text = refused_to_guest(&action, name, args)

@@ -3,6 +3,7 @@
 pub(super) mod add_dir;
 pub(super) mod commands;
 pub mod kept;
+pub(super) mod memory;
 pub mod modes;
 pub(super) mod options;
 pub mod permission;

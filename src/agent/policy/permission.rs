@@ -50,6 +50,8 @@ pub enum Scope {
     /// Commands with this prefix: inside the roots when `paths` is empty,
     /// otherwise naming only these paths outside them.
     Command { prefix: String, paths: Vec<PathBuf> },
+    /// URLs of one domain (`web_fetch`).
+    Fetch(String),
     /// Nothing to remember (a command whose prefix cannot be trusted).
     Once,
 }
@@ -65,6 +67,7 @@ pub enum Grant {
     Write { path: PathBuf },
     Command { prefix: String },
     CommandOn { prefix: String, path: PathBuf },
+    Fetch { domain: String },
 }
 
 impl Grant {
@@ -81,6 +84,7 @@ impl Grant {
             Grant::CommandOn { prefix, path } => {
                 format!("`{prefix} …` on {}", path.display())
             }
+            Grant::Fetch { domain } => format!("fetching URLs of {domain}"),
         }
     }
 }
@@ -110,6 +114,9 @@ impl Scope {
                     path: p.clone(),
                 })
                 .collect(),
+            Scope::Fetch(domain) => vec![Grant::Fetch {
+                domain: domain.clone(),
+            }],
             Scope::Once => Vec::new(),
         }
     }
@@ -134,6 +141,7 @@ impl Scope {
                 format!("`{prefix} …` inside the project")
             }
             Scope::Command { prefix, paths } => format!("`{prefix} …` on {}", list(paths)),
+            Scope::Fetch(domain) => format!("fetching URLs of {domain}"),
             Scope::Once => return None,
         })
     }
@@ -238,6 +246,14 @@ pub fn decide(
         }
         Access::Write(paths) => decide_write(mode, paths, tool, bounds, grants),
         Access::Execute { command, cwd } => decide_execute(mode, command, cwd, bounds, grants),
+        // Issue 45 item 2: a fetch asks per domain in every mode but
+        // full-auto; "always" covers that domain.
+        Access::Fetch { domain } => remembered(
+            grants,
+            bounds,
+            Scope::Fetch(domain.clone()),
+            mode == Mode::FullAuto,
+        ),
         // Issue 18 item 9: the server's annotations pick the rule. A
         // `readOnlyHint` tool counts as a read (allowed like reads inside the
         // roots); an explicit `destructiveHint` asks in every mode, full-auto
@@ -383,7 +399,7 @@ fn decide_execute(
 pub fn keepable(scope: &Scope, bounds: &Bounds<'_>) -> bool {
     match scope {
         Scope::Once => false,
-        Scope::Edits(_) | Scope::External(_) => true,
+        Scope::Edits(_) | Scope::External(_) | Scope::Fetch(_) => true,
         Scope::Read(paths) | Scope::Write(paths) | Scope::Command { paths, .. } => {
             !paths.iter().any(|p| bounds.is_protected(p))
         }

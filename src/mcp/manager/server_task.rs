@@ -63,7 +63,7 @@ pub(super) async fn run_server(inner: Arc<Inner>, idx: usize) {
         return;
     };
     // Once ready: the commands watcher reads the prompts of ready servers.
-    inner.load_prompts(idx, &peer).await;
+    inner.load_prompts(idx, &peer, true).await;
     let late = inner.startup_over.load(Ordering::SeqCst);
     settle.done();
     if late {
@@ -94,6 +94,7 @@ fn client_handler(inner: &Inner, idx: usize) -> (Handler, Changes) {
         prompts_changed: prompts_tx,
         changed: tools_tx.clone(),
         stale: inner.slots[idx].stale.clone(),
+        prompts_stale: inner.slots[idx].prompts_stale.clone(),
         server: name.clone(),
         roots: inner.roots.clone(),
         progress: inner.slots[idx].progress.clone(),
@@ -131,7 +132,7 @@ async fn serve(
             }
             Some(()) = changes.prompts.recv() => {
                 while changes.prompts.try_recv().is_ok() {}
-                inner.load_prompts(idx, &peer).await;
+                inner.load_prompts(idx, &peer, true).await;
             }
             _ = inner.stop.cancelled() => break None,
         }
