@@ -45,6 +45,9 @@ pub struct AgentConfig {
     /// Who sends the prompts: the user at an editor, or (`acp-coder a2a`)
     /// A2A guests within the server's mode.
     pub asker: session::Asker,
+    /// Served over the network (`acp-coder serve`): files and commands are
+    /// this machine's unless the client opts in to its own (issue 46 item 2).
+    pub remote: bool,
 }
 
 impl AgentConfig {
@@ -55,6 +58,7 @@ impl AgentConfig {
             model_factory: None,
             serve: ServeOptions::default(),
             asker: session::Asker::User,
+            remote: false,
         }
     }
 }
@@ -83,6 +87,11 @@ pub struct Agent {
     logged_out: std::sync::atomic::AtomicBool,
     /// Who sends this connection's prompts (every session's [`session::Asker`]).
     asker: session::Asker,
+    /// Served over the network ([`AgentConfig::remote`]).
+    remote: bool,
+    /// Whose files and terminals the sessions use: the client's (stdio, or a
+    /// remote client that opted in) or this machine's.
+    client_disk: std::sync::atomic::AtomicBool,
 }
 
 fn default_factory() -> ModelFactory {
@@ -139,6 +148,8 @@ where
         mcp_links: Arc::new(crate::mcp::acp_transport::Links::new(conn.peer.clone())),
         logged_out: std::sync::atomic::AtomicBool::new(false),
         asker: config.asker,
+        remote: config.remote,
+        client_disk: std::sync::atomic::AtomicBool::new(!config.remote),
     });
     let (read_loop, writer_done) = rpc::serve(conn, reader, writer, agent.clone());
     read_loop.await;

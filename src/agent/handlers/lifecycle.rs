@@ -139,6 +139,9 @@ impl Agent {
         if let Some(notice) = &notice {
             ours.insert("notice".into(), notice.clone().into());
         }
+        if let Some(disk) = self.disk() {
+            ours.insert("disk".into(), disk.into());
+        }
         let response = NewSessionResponse {
             session_id,
             modes: Mode::state(session.mode()),

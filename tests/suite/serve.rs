@@ -1,0 +1,409 @@
+//! `acp-coder serve` (issue 46): ACP over HTTP + SSE and WebSocket, per the
+//! RFD "Streamable HTTP & WebSocket Transport". The real binary, the fake
+//! editor through a network bridge (tests/support/remote.rs), the scripted
+//! model.
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::tools_common::write_call;
+use crate::support::remote::Served;
+use crate::support::{
+    FakeEditor, FakeModel, PermissionDecision, Reply, Workspace, full_capabilities,
+};
+
+fn client() -> reqwest::Client {
+    crate::support::http_client()
+}
+
+fn initialize_body() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": 1, "clientCapabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}})
+    .to_string()
+}
+
+/// POSTs `initialize` (no connection yet) → (status, connection id).
+async fn raw_initialize(s: &Served, headers: &[(&str, &str)]) -> (u16, Option<String>) {
+    let mut req = client()
+        .post(s.url())
+        .header("content-type", "application/json")
+        .body(initialize_body());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = req.send().await.unwrap();
+    let id = resp
+        .headers()
+        .get("acp-connection-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (resp.status().as_u16(), id)
+}
+
+/// One write the agent asks permission for, then a closing text.
+fn script_write(model: &FakeModel, file: &str, text: &str) {
+    model.push(Reply::tool_calls([write_call("w1", file, "remote\n")]));
+    model.push(Reply::text(text));
+}
+
+/// A tool-using turn with a permission request on `editor` (initialized
+/// with full fs/terminal capabilities, no opt-in): the agent writes on its
+/// own disk, never through the client.
+async fn permission_turn(editor: &FakeEditor, model: &FakeModel, ws: &Workspace) {
+    editor.initialize(full_capabilities()).await;
+    let new = editor
+        .request("session/new", json!({"cwd": ws.path(), "mcpServers": []}))
+        .await
+        .unwrap();
+    assert_eq!(new["_meta"]["acp-coder"]["disk"], "agent", "{new}");
+    let sid = new["sessionId"].as_str().unwrap().to_owned();
+    script_write(model, "a.txt", "written");
+    editor.push_permission(PermissionDecision::AllowOnce);
+    let result = editor.prompt(&sid, "write a.txt").await;
+    assert_eq!(result["stopReason"], "end_turn");
+    assert_eq!(editor.agent_text(&sid), "written");
+    assert_eq!(editor.permission_requests().len(), 1);
+    assert_eq!(ws.read("a.txt"), "remote\n");
+    // The client advertised fs and terminals, but the code lives beside the agent.
+    assert!(editor.writes().is_empty(), "{:?}", editor.writes());
+    assert!(
+        !editor.updates_of_kind(&sid, "tool_call_update").is_empty(),
+        "the tool's outcome arrives on the session stream"
+    );
+    editor.assert_no_errors();
+}
+
+#[tokio::test]
+async fn serve_http_sse_turn_with_permission_uses_the_agents_disk() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let s = Served::start(&model, &[], &[]).await;
+    let editor = s.http(None);
+    permission_turn(&editor, &model, &ws).await;
+}
+
+#[tokio::test]
+async fn serve_websocket_turn_with_permission() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let s = Served::start(&model, &[], &[]).await;
+    let editor = s.websocket(None).await;
+    permission_turn(&editor, &model, &ws).await;
+}
+
+#[tokio::test]
+async fn serve_client_fs_opt_in_uses_the_clients_fs() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let s = Served::start(&model, &[], &[]).await;
+    let editor = s.websocket(None).await;
+    editor
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": full_capabilities(),
+                   "_meta": {"acp-coder": {"clientFs": true}}}),
+        )
+        .await
+        .unwrap();
+    let new = editor
+        .request("session/new", json!({"cwd": ws.path(), "mcpServers": []}))
+        .await
+        .unwrap();
+    assert_eq!(new["_meta"]["acp-coder"]["disk"], "client", "{new}");
+    let sid = new["sessionId"].as_str().unwrap().to_owned();
+    script_write(&model, "a.txt", "written");
+    editor.push_permission(PermissionDecision::AllowOnce);
+    editor.prompt(&sid, "write a.txt").await;
+    assert_eq!(
+        editor.writes().len(),
+        1,
+        "the write went through the client"
+    );
+    model.push(Reply::text("unused"));
+    let status = editor.prompt(&sid, "/status").await;
+    assert_eq!(status["stopReason"], "end_turn");
+    assert!(
+        editor
+            .agent_text(&sid)
+            .contains("**Files and commands**: the client's"),
+        "{}",
+        editor.agent_text(&sid)
+    );
+}
+
+#[tokio::test]
+async fn serve_refuses_a_public_address_without_a_token() {
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let opts = crate::support::SpawnOptions {
+        args: ["serve", "--listen", "0.0.0.0:0"]
+            .map(str::to_owned)
+            .to_vec(),
+        envs: model.agent_env(),
+        home: Some(home.path().to_owned()),
+        ..Default::default()
+    };
+    let out = crate::support::agent_command(&opts, home.path())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ACP_CODER_SERVE_TOKEN") && err.contains("--token-file"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[tokio::test]
+async fn serve_token_wrong_is_401_and_right_works() {
+    let model = FakeModel::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "s3cret-token\n").unwrap();
+    let s = Served::start(
+        &model,
+        &["--require-token", "--token-file", file.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    let (status, id) = raw_initialize(&s, &[]).await;
+    assert_eq!((status, id), (401, None));
+    let (status, _) = raw_initialize(&s, &[("authorization", "Bearer s3cret-tokeN")]).await;
+    assert_eq!(status, 401);
+    let (status, _) = raw_initialize(&s, &[("authorization", "Bearer s3cret")]).await;
+    assert_eq!(status, 401);
+    // The WebSocket upgrade too.
+    let resp = client()
+        .get(s.url())
+        .header("connection", "Upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-version", "13")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 401);
+    let (status, id) = raw_initialize(&s, &[("authorization", "Bearer s3cret-token")]).await;
+    assert_eq!(status, 200);
+    assert!(id.is_some());
+    let editor = s.websocket(Some("s3cret-token")).await;
+    editor.initialize(full_capabilities()).await;
+    // The health check needs no token.
+    let health = client()
+        .get(format!("http://{}/health", s.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    let body: Value = health.json().await.unwrap();
+    assert_eq!(body["status"], "ok");
+}
+
+#[tokio::test]
+async fn serve_require_token_without_one_refuses_to_start() {
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let opts = crate::support::SpawnOptions {
+        args: ["serve", "--listen", "127.0.0.1:0", "--require-token"]
+            .map(str::to_owned)
+            .to_vec(),
+        envs: model.agent_env(),
+        home: Some(home.path().to_owned()),
+        ..Default::default()
+    };
+    let out = crate::support::agent_command(&opts, home.path())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ACP_CODER_SERVE_TOKEN"));
+}
+
+#[tokio::test]
+async fn serve_bad_origin_is_403() {
+    let model = FakeModel::start().await;
+    let s = Served::start(
+        &model,
+        &["--allow-origin", "https://editor.example.com"],
+        &[],
+    )
+    .await;
+    let (status, _) = raw_initialize(&s, &[("origin", "https://evil.example.com")]).await;
+    assert_eq!(status, 403);
+    let resp = client()
+        .get(s.url())
+        .header("origin", "https://evil.example.com")
+        .header("connection", "Upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-version", "13")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.status().as_u16(),
+        403,
+        "a page cannot open a socket either"
+    );
+    let (status, _) = raw_initialize(&s, &[("origin", "https://editor.example.com")]).await;
+    assert_eq!(status, 200);
+    // No Origin (not a browser): allowed.
+    let (status, _) = raw_initialize(&s, &[]).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn serve_body_over_the_limit_is_413() {
+    let model = FakeModel::start().await;
+    let s = Served::start(&model, &["--max-body", "2048"], &[]).await;
+    let (status, conn) = raw_initialize(&s, &[]).await;
+    assert_eq!(status, 200);
+    let big = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": "/", "mcpServers": [], "pad": "x".repeat(4096)}});
+    let resp = client()
+        .post(s.url())
+        .header("content-type", "application/json")
+        .header("acp-connection-id", conn.unwrap())
+        .body(big.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 413);
+    // Without a declared length (chunked) too.
+    let chunks = futures::stream::iter(
+        (0..8).map(|_| Ok::<_, std::io::Error>(bytes::Bytes::from(vec![b' '; 1024]))),
+    );
+    let resp = client()
+        .post(s.url())
+        .header("content-type", "application/json")
+        .body(reqwest::Body::wrap_stream(chunks))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 413);
+}
+
+#[tokio::test]
+async fn serve_connection_limit_is_503_until_one_ends() {
+    let model = FakeModel::start().await;
+    let s = Served::start(&model, &["--max-connections", "1"], &[]).await;
+    let (status, first) = raw_initialize(&s, &[]).await;
+    assert_eq!(status, 200);
+    let (status, second) = raw_initialize(&s, &[]).await;
+    assert_eq!((status, second), (503, None));
+    let ws = tokio_tungstenite::client_async(
+        format!("ws://{}/acp", s.addr),
+        tokio::net::TcpStream::connect(&s.addr).await.unwrap(),
+    )
+    .await;
+    assert!(ws.is_err(), "the upgrade is refused at the limit too");
+    let resp = client()
+        .delete(s.url())
+        .header("acp-connection-id", first.unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 202);
+    let mut ok = false;
+    for _ in 0..100 {
+        if raw_initialize(&s, &[]).await.0 == 200 {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ok, "a new connection is accepted once the first ended");
+}
+
+#[tokio::test]
+async fn serve_two_connections_never_see_each_others_frames() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let s = Served::start(&model, &[], &[]).await;
+    let a = s.http(None);
+    let b = s.websocket(None).await;
+    a.initialize(full_capabilities()).await;
+    b.initialize(full_capabilities()).await;
+    let sa = a.new_session(ws.path()).await;
+    let sb = b.new_session(ws.path()).await;
+    model.push(Reply::text("ALPHA-REPLY"));
+    a.prompt(&sa, "hello").await;
+    model.push(Reply::text("BRAVO-REPLY"));
+    b.prompt(&sb, "hello").await;
+    let lines_a = a.raw_lines().join("\n");
+    let lines_b = b.raw_lines().join("\n");
+    assert_eq!(a.agent_text(&sa), "ALPHA-REPLY");
+    assert_eq!(b.agent_text(&sb), "BRAVO-REPLY");
+    assert_eq!(
+        a.messages()
+            .iter()
+            .filter(|m| m["params"]["sessionId"] == sb.as_str())
+            .count(),
+        0
+    );
+    assert_eq!(
+        b.messages()
+            .iter()
+            .filter(|m| m["params"]["sessionId"] == sa.as_str())
+            .count(),
+        0
+    );
+    assert!(!lines_a.contains(&sb), "a never hears of b's session");
+    assert!(!lines_b.contains(&sa), "b never hears of a's session");
+    // A session stream of another connection's session is not found.
+    let (_, conn) = raw_initialize(&s, &[]).await;
+    let resp = client()
+        .get(s.url())
+        .header("accept", "text/event-stream")
+        .header("acp-connection-id", conn.clone().unwrap())
+        .header("acp-session-id", &sa)
+        .send()
+        .await
+        .unwrap();
+    // Stored sessions may be opened for session/load; this one is, so the
+    // stream opens, but nothing of a's live session reaches it.
+    assert_eq!(resp.status().as_u16(), 200);
+    drop(resp);
+    let resp = client()
+        .get(s.url())
+        .header("accept", "text/event-stream")
+        .header("acp-connection-id", conn.unwrap())
+        .header("acp-session-id", "not-a-session")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 404);
+    a.assert_no_errors();
+    b.assert_no_errors();
+}
+
+#[tokio::test]
+async fn serve_sigterm_cancels_a_running_turn_and_answers_it() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let mut s = Served::start(&model, &[], &[]).await;
+    let editor = s.http(None);
+    editor.initialize(full_capabilities()).await;
+    let sid = editor.new_session(ws.path()).await;
+    model.push(Reply::text("partial answer that never ends").hang_after(2));
+    let pending = editor.start_prompt(&sid, "go").await;
+    editor
+        .wait_for_update(&sid, |u| u["sessionUpdate"] == "agent_message_chunk")
+        .await;
+    let status = s.terminate().await;
+    assert!(
+        status.success() || cfg!(not(unix)),
+        "{status}\n{}",
+        s.stderr()
+    );
+    if cfg!(unix) {
+        let result = pending.response().await.expect("the prompt is answered");
+        assert_eq!(result["stopReason"], "cancelled");
+        // The session was recorded.
+        let log = s.data_dir().join("sessions").join(format!("{sid}.jsonl"));
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(text.contains("go"), "{}: {text}", log.display());
+    }
+}
