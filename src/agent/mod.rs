@@ -48,7 +48,15 @@ pub struct AgentConfig {
     /// Served over the network (`acp-coder serve`): files and commands are
     /// this machine's unless the client opts in to its own (issue 46 item 2).
     pub remote: bool,
+    /// Whether a session is live in another connection of this process
+    /// (`acp-coder serve`, issue 46 item 6): its `session/load` here opens a
+    /// read-only view (replayed, never written); the server routes the
+    /// view's prompts to the live copy and shares its updates.
+    pub live_elsewhere: Option<LiveElsewhere>,
 }
+
+/// See [`AgentConfig::live_elsewhere`].
+pub type LiveElsewhere = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 impl AgentConfig {
     pub fn new(settings: Settings) -> Self {
@@ -59,6 +67,7 @@ impl AgentConfig {
             serve: ServeOptions::default(),
             asker: session::Asker::User,
             remote: false,
+            live_elsewhere: None,
         }
     }
 }
@@ -92,6 +101,8 @@ pub struct Agent {
     /// Whose files and terminals the sessions use: the client's (stdio, or a
     /// remote client that opted in) or this machine's.
     client_disk: std::sync::atomic::AtomicBool,
+    /// [`AgentConfig::live_elsewhere`].
+    live_elsewhere: Option<LiveElsewhere>,
 }
 
 fn default_factory() -> ModelFactory {
@@ -150,6 +161,7 @@ where
         asker: config.asker,
         remote: config.remote,
         client_disk: std::sync::atomic::AtomicBool::new(!config.remote),
+        live_elsewhere: config.live_elsewhere,
     });
     let (read_loop, writer_done) = rpc::serve(conn, reader, writer, agent.clone());
     read_loop.await;

@@ -4,13 +4,14 @@
 //! to (RFD "Streamable HTTP & WebSocket Transport": the connection-scoped
 //! stream, or the stream of the session it names; one socket for WebSocket).
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::hub::{Answer, Hub};
 use crate::agent::{AgentConfig, serve_with};
 use crate::rpc::{Frame, LineReader};
 
@@ -103,6 +104,28 @@ enum Route {
     Session(String),
     /// Straight back to the waiting HTTP request (`initialize`).
     Reply(oneshot::Sender<Arc<str>>),
+    /// A viewer's request to this (the owner's) agent: back to the viewer
+    /// under its own id.
+    Viewer {
+        conn: Weak<Conn>,
+        id: Value,
+        session: String,
+    },
+}
+
+/// A request the client sent, waiting for the agent's answer.
+struct Pending {
+    route: Route,
+    method: String,
+    session: Option<String>,
+}
+
+/// A shared permission request shown to this (viewer) connection.
+struct Asked {
+    session: String,
+    /// The request's id at the owner's agent.
+    owner_id: Value,
+    owner: Weak<Conn>,
 }
 
 /// Why an incoming frame was refused.
@@ -124,8 +147,13 @@ pub struct Conn {
     /// The connection-scoped stream (HTTP) or the socket (WebSocket).
     pub main: Arc<Mailbox>,
     sessions: Mutex<HashMap<String, Arc<Mailbox>>>,
-    routes: Mutex<HashMap<String, (Route, String)>>,
+    routes: Mutex<HashMap<String, Pending>>,
     max_sessions: usize,
+    hub: Arc<Hub>,
+    /// Sessions this connection views, live in another's agent: their owner.
+    viewing: Mutex<HashMap<String, Weak<Conn>>>,
+    /// Shared permission requests shown here, by the id shown (JSON text).
+    asked: Mutex<HashMap<String, Asked>>,
     /// Ends the agent's input: it then cancels its turns (answered
     /// `cancelled`), records its sessions and stops its children.
     stop: CancellationToken,
@@ -140,6 +168,7 @@ impl Conn {
         websocket: bool,
         factory: &AgentFactory,
         max_sessions: usize,
+        hub: Arc<Hub>,
     ) -> Arc<Self> {
         let (client_side, agent_side) = tokio::io::duplex(1 << 20);
         let (agent_r, agent_w) = tokio::io::split(agent_side);
@@ -154,11 +183,18 @@ impl Conn {
             sessions: Mutex::new(HashMap::new()),
             routes: Mutex::new(HashMap::new()),
             max_sessions,
+            hub: hub.clone(),
+            viewing: Mutex::new(HashMap::new()),
+            asked: Mutex::new(HashMap::new()),
             stop: stop.clone(),
             ended: CancellationToken::new(),
         });
         let input = crate::rpc::eof_on(agent_r, stop.clone().cancelled_owned());
-        let config = factory();
+        let mut config = factory();
+        let me = conn.id.clone();
+        config.live_elsewhere = Some(Arc::new(move |session: &str| {
+            hub.owner_elsewhere(session, &me).is_some()
+        }));
         let max_frame = config.serve.max_frame;
         tokio::spawn(serve_with(input, agent_w, config));
         tokio::spawn(async move {
@@ -177,6 +213,7 @@ impl Conn {
                     router.route_out(String::from_utf8_lossy(&line).into_owned());
                 }
             }
+            router.hub.ended(&router.id);
             router.close_streams();
             tracing::info!(connection = %router.id, "ACP connection ended");
             router.ended.cancel();
@@ -224,59 +261,202 @@ impl Conn {
         lock(&self.sessions).len()
     }
 
+    /// Where frames of `session` go on this connection: its session
+    /// stream (HTTP) or the socket.
+    pub fn sink(&self, session: &str) -> Arc<Mailbox> {
+        if self.websocket {
+            self.main.clone()
+        } else {
+            self.session_stream(session)
+        }
+    }
+
+    /// A shared permission request answered elsewhere: no answer expected here.
+    pub fn forget_ask(&self, id: &Value) {
+        lock(&self.asked).remove(&id.to_string());
+    }
+
     /// A frame from the client. `header_session` is `Acp-Session-Id` (HTTP).
     /// `reply`: the answer to this request comes back on it instead of a
     /// stream (`initialize` over HTTP).
     pub fn incoming(
-        &self,
-        frame: Value,
+        self: &Arc<Self>,
+        mut frame: Value,
         header_session: Option<&str>,
         reply: Option<oneshot::Sender<Arc<str>>>,
     ) -> Result<(), Refusal> {
         if self.ended.is_cancelled() || self.stop.is_cancelled() {
             return Err(Refusal::Closed);
         }
-        let method = frame.get("method").and_then(Value::as_str);
+        let method = frame
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let session = frame
             .get("params")
             .and_then(|p| p.get("sessionId"))
-            .and_then(Value::as_str);
-        if let (Some(h), Some(s)) = (header_session, session)
-            && method.is_some()
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let Some(method) = method else {
+            return self.answer_from_client(frame);
+        };
+        if let (Some(h), Some(s)) = (header_session, session.as_deref())
             && h != s
         {
             return Err(Refusal::SessionMismatch);
         }
-        if let Some(method) = method {
-            if method == "session/new" || method == "session/fork" {
-                let n = self.session_count();
-                if n >= self.max_sessions {
-                    return Err(Refusal::TooManySessions(self.max_sessions));
-                }
-            }
-            if let Some(s) = session
-                && OPENING_METHODS.contains(&method)
-            {
+        if (method == "session/new" || method == "session/fork")
+            && self.session_count() >= self.max_sessions
+        {
+            return Err(Refusal::TooManySessions(self.max_sessions));
+        }
+        if let Some(s) = session.as_deref() {
+            if OPENING_METHODS.contains(&method.as_str()) {
                 self.open_session(s)?;
             }
-            if let Some(id) = frame.get("id") {
-                let route = match (reply, session) {
-                    (Some(tx), _) => Route::Reply(tx),
-                    (None, Some(s)) if !CONNECTION_METHODS.contains(&method) => {
-                        Route::Session(s.to_owned())
+            if method == "session/load" || method == "session/resume" {
+                // Live in another connection: this one becomes a viewer (its
+                // agent opens a read-only view, see AgentConfig::live_elsewhere).
+                lock(&self.viewing).remove(s);
+                if let Some(owner) = self.hub.owner_elsewhere(s, &self.id) {
+                    self.hub.join(s, self);
+                    lock(&self.viewing).insert(s.to_owned(), Arc::downgrade(&owner));
+                    tracing::info!(connection = %self.id, session = s, owner = %owner.id, "viewing a session live in another connection");
+                }
+            } else if let Some(owner) = self.owner_of_viewed(s) {
+                if method == "session/close" {
+                    self.hub.leave(s, &self.id);
+                    lock(&self.viewing).remove(s);
+                } else {
+                    if method == "session/prompt"
+                        && let Some(params) = frame.get("params")
+                    {
+                        self.hub.echo_prompt(s, params, &self.id);
                     }
-                    _ => Route::Main,
-                };
-                lock(&self.routes).insert(id.to_string(), (route, method.to_owned()));
+                    return owner.forward_for_viewer(frame, self, s);
+                }
+            } else {
+                if method == "session/prompt"
+                    && let Some(params) = frame.get("params")
+                {
+                    self.hub.echo_prompt(s, params, &self.id);
+                }
+                if method == "session/close" {
+                    self.hub.leave(s, &self.id);
+                }
             }
         }
+        if let Some(id) = frame.get("id") {
+            let route = match (reply, session.as_deref()) {
+                (Some(tx), _) => Route::Reply(tx),
+                (None, Some(s)) if !CONNECTION_METHODS.contains(&method.as_str()) => {
+                    Route::Session(s.to_owned())
+                }
+                _ => Route::Main,
+            };
+            let pending = Pending {
+                route,
+                method,
+                session,
+            };
+            lock(&self.routes).insert(id.to_string(), pending);
+        }
+        if let Some(obj) = frame.as_object_mut() {
+            obj.entry("jsonrpc").or_insert_with(|| "2.0".into());
+        }
+        self.send(&frame)
+    }
+
+    fn send(&self, frame: &Value) -> Result<(), Refusal> {
         self.to_agent
             .send(frame.to_string())
             .map_err(|_| Refusal::Closed)
     }
 
-    /// A frame from the agent, to the stream it belongs to.
-    fn route_out(&self, line: String) {
+    /// The owner of a session this connection views, while it lives.
+    fn owner_of_viewed(&self, session: &str) -> Option<Arc<Conn>> {
+        lock(&self.viewing).get(session).and_then(Weak::upgrade)
+    }
+
+    /// The client's answer to a request of an agent.
+    fn answer_from_client(&self, mut frame: Value) -> Result<(), Refusal> {
+        let Some(id) = frame.get("id").cloned() else {
+            return self.send(&frame);
+        };
+        let key = id.to_string();
+        // A shared permission request of another connection's agent.
+        let asked = lock(&self.asked).remove(&key);
+        if let Some(a) = asked {
+            let Some(owner) = a.owner.upgrade() else {
+                return Ok(());
+            };
+            if let Answer::First = self
+                .hub
+                .answer(&a.session, &a.owner_id.to_string(), &self.id)
+            {
+                frame["id"] = a.owner_id;
+                return owner.send(&frame);
+            }
+            return Ok(());
+        }
+        if id.as_str().is_some_and(|s| s.starts_with("acp-coder-ask-")) {
+            // Answered by another member first.
+            return Ok(());
+        }
+        // Perhaps the owner's answer to a shared request of its own agent.
+        for session in self.live_sessions() {
+            match self.hub.answer(&session, &key, &self.id) {
+                Answer::Late => return Ok(()),
+                Answer::First => break,
+                Answer::NotShared => {}
+            }
+        }
+        self.send(&frame)
+    }
+
+    /// The sessions this connection's agent holds live (as owner) with
+    /// viewers, or not: every session stream it has that it does not view.
+    fn live_sessions(&self) -> Vec<String> {
+        let viewing = lock(&self.viewing);
+        lock(&self.sessions)
+            .keys()
+            .filter(|s| !viewing.contains_key(*s))
+            .cloned()
+            .collect()
+    }
+
+    /// A viewer's frame for a session this (owner) connection's agent holds.
+    fn forward_for_viewer(
+        &self,
+        mut frame: Value,
+        viewer: &Arc<Conn>,
+        session: &str,
+    ) -> Result<(), Refusal> {
+        if let Some(id) = frame.get("id").cloned() {
+            let fresh = self.hub.fresh_id("proxy");
+            let method = frame
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let pending = Pending {
+                route: Route::Viewer {
+                    conn: Arc::downgrade(viewer),
+                    id,
+                    session: session.to_owned(),
+                },
+                method,
+                session: Some(session.to_owned()),
+            };
+            lock(&self.routes).insert(fresh.to_string(), pending);
+            frame["id"] = fresh;
+        }
+        self.send(&frame)
+    }
+
+    /// A frame from the agent, to the stream it belongs to (and, for a
+    /// session with viewers, to theirs: see [`super::hub`]).
+    fn route_out(self: &Arc<Self>, line: String) {
         let value: Value = match serde_json::from_str(&line) {
             Ok(v) => v,
             Err(_) => {
@@ -285,14 +465,47 @@ impl Conn {
             }
         };
         let frame: Arc<str> = line.into();
-        if value.get("method").is_some() {
+        if let Some(method) = value.get("method").and_then(Value::as_str) {
             let session = value
                 .get("params")
                 .and_then(|p| p.get("sessionId"))
                 .and_then(Value::as_str);
-            match session {
-                Some(s) if !self.websocket => self.session_stream(s).push(frame),
-                _ => self.main.push(frame),
+            let Some(s) = session else {
+                self.main.push(frame);
+                return;
+            };
+            self.sink(s).push(frame.clone());
+            let viewers = self.hub.viewers(s, &self.id);
+            if viewers.is_empty() {
+                return;
+            }
+            match value.get("id") {
+                None => {
+                    for v in &viewers {
+                        v.sink(s).push(frame.clone());
+                    }
+                }
+                Some(id) if method == "session/request_permission" => {
+                    let mut asked = vec![(Arc::downgrade(self), id.clone())];
+                    for v in &viewers {
+                        let shown = self.hub.fresh_id("ask");
+                        let mut copy = value.clone();
+                        copy["id"] = shown.clone();
+                        lock(&v.asked).insert(
+                            shown.to_string(),
+                            Asked {
+                                session: s.to_owned(),
+                                owner_id: id.clone(),
+                                owner: Arc::downgrade(self),
+                            },
+                        );
+                        v.sink(s).push(copy.to_string().into());
+                        asked.push((Arc::downgrade(v), shown));
+                    }
+                    self.hub.ask(s, id.to_string(), asked);
+                }
+                // Other requests (fs, terminals) are the owner's client's.
+                Some(_) => {}
             }
             return;
         }
@@ -300,24 +513,48 @@ impl Conn {
             self.main.push(frame);
             return;
         };
-        let route = lock(&self.routes).remove(&id.to_string());
-        if let Some((_, method)) = &route
-            && (method == "session/new" || method == "session/fork")
-            && let Some(s) = value
+        let Some(pending) = lock(&self.routes).remove(&id.to_string()) else {
+            self.main.push(frame);
+            return;
+        };
+        let ok = value.get("result").is_some();
+        let opened = match pending.method.as_str() {
+            "session/new" | "session/fork" => value
                 .get("result")
                 .and_then(|r| r.get("sessionId"))
                 .and_then(Value::as_str)
+                .map(str::to_owned),
+            "session/load" | "session/resume" if ok => pending.session.clone(),
+            _ => None,
+        };
+        if let Some(s) = opened
+            && !matches!(pending.route, Route::Viewer { .. })
         {
-            self.session_stream(s);
+            self.session_stream(&s);
+            if !lock(&self.viewing).contains_key(&s) {
+                self.hub.own(&s, self);
+            }
         }
-        match route.map(|(r, _)| r) {
-            Some(Route::Reply(tx)) => {
+        let connection_level = CONNECTION_METHODS.contains(&pending.method.as_str());
+        match pending.route {
+            Route::Reply(tx) => {
                 if let Err(frame) = tx.send(frame) {
                     self.main.push(frame);
                 }
             }
-            Some(Route::Session(s)) if !self.websocket => self.session_stream(&s).push(frame),
-            _ => self.main.push(frame),
+            Route::Session(s) => self.sink(&s).push(frame),
+            Route::Main => self.main.push(frame),
+            Route::Viewer { conn, id, session } => {
+                let Some(viewer) = conn.upgrade() else { return };
+                let mut answer = value;
+                answer["id"] = id;
+                let to = if connection_level {
+                    viewer.main.clone()
+                } else {
+                    viewer.sink(&session)
+                };
+                to.push(answer.to_string().into());
+            }
         }
     }
 

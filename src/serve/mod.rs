@@ -11,6 +11,7 @@
 //! SECURITY.md "The network surface of `serve`".
 mod conn;
 mod http;
+mod hub;
 mod ws;
 
 use std::collections::HashMap;
@@ -152,6 +153,8 @@ pub(crate) struct Server {
     stopping: CancellationToken,
     /// Open SSE streams and WebSocket tasks, awaited at shutdown.
     streams: TaskTracker,
+    /// Sessions shared by several connections.
+    hub: Arc<hub::Hub>,
 }
 
 impl Server {
@@ -175,6 +178,7 @@ impl Server {
             websocket,
             &self.factory,
             self.limits.max_sessions,
+            self.hub.clone(),
         );
         conns.insert(id.clone(), conn.clone());
         drop(conns);
@@ -268,6 +272,7 @@ pub async fn run(opts: ServeOptions, factory: AgentFactory) -> Result<(), ServeE
         store: crate::agent::store::Store::new(&opts.data_dir),
         stopping: CancellationToken::new(),
         streams: TaskTracker::new(),
+        hub: Arc::default(),
     });
     eprintln!("acp-coder serve: listening on http://{local}{ENDPOINT} (ws://{local}{ENDPOINT})");
     tracing::info!(%local, limits = ?opts.limits, token = token.is_some(), "serve listening");

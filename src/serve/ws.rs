@@ -132,7 +132,7 @@ where
 }
 
 /// One text frame from the client.
-fn incoming(conn: &Conn, text: &str) {
+fn incoming(conn: &Arc<Conn>, text: &str) {
     let error = |id: &Value, code: i64, message: &str| {
         let e = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
         conn.main.push(e.to_string().into());

@@ -407,3 +407,98 @@ async fn serve_sigterm_cancels_a_running_turn_and_answers_it() {
         assert!(text.contains("go"), "{}: {text}", log.display());
     }
 }
+
+#[tokio::test]
+async fn serve_two_clients_on_one_session_see_everything_and_the_first_answer_wins() {
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let mut s = Served::start(&model, &[], &[]).await;
+    let a = s.http(None);
+    let b = s.websocket(None).await;
+    let outsider = s.http(None);
+    for e in [&a, &b, &outsider] {
+        e.initialize(full_capabilities()).await;
+    }
+    let sid = a.new_session(ws.path()).await;
+    model.push(Reply::text("first answer"));
+    a.prompt(&sid, "hello from a").await;
+    outsider.new_session(ws.path()).await;
+    // b joins the live session: it sees the history...
+    b.load_session(&sid, ws.path()).await;
+    let replayed = b.updates_of_kind(&sid, "agent_message_chunk");
+    assert!(
+        !replayed.is_empty(),
+        "the history is replayed to the new client"
+    );
+    // ...and from now on every prompt, update and permission request live.
+    script_write(&model, "a.txt", "wrote it");
+    a.push_permission(PermissionDecision::NeverAnswer);
+    b.push_permission(PermissionDecision::AllowOnce);
+    let from = b.message_count();
+    let result = a.prompt(&sid, "write a.txt").await;
+    assert_eq!(result["stopReason"], "end_turn");
+    assert_eq!(ws.read("a.txt"), "remote\n", "b's allow was the answer");
+    crate::support::eventually("b sees the answer live", || {
+        b.agent_text(&sid).ends_with("wrote it")
+    })
+    .await;
+    let b_saw = |kind: &str| {
+        b.messages()[from..]
+            .iter()
+            .filter(|m| m["params"]["update"]["sessionUpdate"] == kind)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let prompts = b_saw("user_message_chunk");
+    assert!(
+        prompts
+            .iter()
+            .any(|m| m["params"]["update"]["content"]["text"] == "write a.txt"),
+        "b sees a's prompt: {prompts:?}"
+    );
+    assert!(!b_saw("tool_call").is_empty());
+    assert!(!b_saw("tool_call_update").is_empty(), "b sees the outcome");
+    assert_eq!(a.permission_requests().len(), 1);
+    assert_eq!(b.permission_requests().len(), 1);
+    // a was asked too, and told the question was withdrawn once b answered.
+    a.wait_for_cancel_request().await;
+    assert!(!a.updates_of_kind(&sid, "tool_call_update").is_empty());
+    assert_eq!(a.agent_text(&sid), "first answerwrote it");
+
+    // b prompts the same session: a sees the prompt and the answer.
+    model.push(Reply::text("answer to b"));
+    let result = b.prompt(&sid, "hello from b").await;
+    assert_eq!(result["stopReason"], "end_turn");
+    a.wait_for(|m| {
+        m["params"]["update"]["content"]["text"] == "hello from b"
+            && m["params"]["update"]["sessionUpdate"] == "user_message_chunk"
+    })
+    .await;
+    crate::support::eventually("a sees the answer to b", || {
+        a.agent_text(&sid).ends_with("answer to b")
+    })
+    .await;
+    // The third connection never hears of the shared session.
+    assert_eq!(
+        outsider
+            .messages()
+            .iter()
+            .filter(|m| m.to_string().contains(&sid))
+            .count(),
+        0
+    );
+    for e in [&a, &b, &outsider] {
+        e.assert_no_errors();
+    }
+    // One writer: once stopped, the log has each turn once.
+    let status = s.terminate().await;
+    assert!(status.success() || cfg!(not(unix)), "{status}");
+    let log = s.data_dir().join("sessions").join(format!("{sid}.jsonl"));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text.matches("\"hello from b\"").count(),
+        2,
+        "prompt and message: {text}"
+    );
+    assert_eq!(text.matches("answer to b").count(), 1, "{text}");
+}
