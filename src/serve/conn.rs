@@ -46,6 +46,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct Mailbox {
     tx: Mutex<Option<mpsc::UnboundedSender<Arc<str>>>>,
     rx: Mutex<Option<mpsc::UnboundedReceiver<Arc<str>>>>,
+    /// A client has opened this stream at least once.
+    opened: std::sync::atomic::AtomicBool,
 }
 
 impl Mailbox {
@@ -54,6 +56,7 @@ impl Mailbox {
         Arc::new(Self {
             tx: Mutex::new(Some(tx)),
             rx: Mutex::new(Some(rx)),
+            opened: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -71,6 +74,8 @@ impl Mailbox {
     /// The one reader, if no other stream holds it.
     pub fn lease(self: &Arc<Self>) -> Option<Lease> {
         let rx = lock(&self.rx).take()?;
+        self.opened
+            .store(true, std::sync::atomic::Ordering::Release);
         Some(Lease {
             rx: Some(rx),
             home: self.clone(),
@@ -261,13 +266,22 @@ impl Conn {
         lock(&self.sessions).len()
     }
 
-    /// Where frames of `session` go on this connection: its session
-    /// stream (HTTP) or the socket.
+    /// Where frames of `session` go on this connection: the socket
+    /// (WebSocket); over HTTP the session's stream once the client has opened
+    /// it (frames then wait there while it reconnects), the connection's
+    /// stream before that. A client that opens a session's stream before
+    /// `session/load` (as the RFD shows) gets the replay there; one that opens
+    /// it only when a frame names the session (the Python SDK's client) gets
+    /// the first frames on the connection's stream, and loses none.
     pub fn sink(&self, session: &str) -> Arc<Mailbox> {
         if self.websocket {
-            self.main.clone()
+            return self.main.clone();
+        }
+        let m = self.session_stream(session);
+        if m.opened.load(std::sync::atomic::Ordering::Acquire) {
+            m
         } else {
-            self.session_stream(session)
+            self.main.clone()
         }
     }
 

@@ -502,3 +502,113 @@ async fn serve_two_clients_on_one_session_see_everything_and_the_first_answer_wi
     );
     assert_eq!(text.matches("answer to b").count(), 1, "{text}");
 }
+
+/// The Python with the official ACP SDK and its HTTP/WebSocket client
+/// (`ACP_CODER_ACP_PYTHON`, set by scripts/test.sh); the tests that need it
+/// are `#[ignore]`d in a plain `cargo test`, and fail saying how to install
+/// it when run without it.
+fn acp_python() -> String {
+    let var = "ACP_CODER_ACP_PYTHON";
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => v,
+        _ => panic!(
+            "{var} is not set; install the SDK with `python3 -m venv DIR && DIR/bin/pip install 'agent-client-protocol[http]==0.12.1'` and set {var}=DIR/bin/python (scripts/test.sh does)"
+        ),
+    }
+}
+
+/// Checks every frame of one connection's transcript (in the order the
+/// client saw them) against the ACP schema, both directions.
+fn check_transcript(frames: &[Value]) {
+    use crate::support::RpcId;
+    use crate::support::schema::{check_agent_message, check_client_message};
+    use std::collections::HashMap;
+    let (mut ours, mut theirs) = (HashMap::new(), HashMap::new());
+    for f in frames {
+        let msg = &f["msg"];
+        let id = msg.get("id").and_then(RpcId::from_json);
+        let method = msg["method"].as_str().map(str::to_owned);
+        if f["dir"] == "out" {
+            check_client_message(msg, &theirs).unwrap_or_else(|e| panic!("client frame: {e}"));
+            match (id, method) {
+                (Some(id), Some(m)) => {
+                    ours.insert(id, m);
+                }
+                (Some(id), None) => {
+                    theirs.remove(&id);
+                }
+                _ => {}
+            }
+        } else {
+            check_agent_message(msg, &ours).unwrap_or_else(|e| panic!("agent frame: {e}"));
+            match (id, method) {
+                (Some(id), Some(m)) => {
+                    theirs.insert(id, m);
+                }
+                (Some(id), None) => {
+                    ours.remove(&id);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The official Python SDK's remote client (`tests/acp_py/client.py`).
+async fn python_sdk_scenario(kind: &str) {
+    let python = acp_python();
+    let model = FakeModel::start().await;
+    let ws = Workspace::new();
+    let s = Served::start(&model, &[], &[]).await;
+    script_write(&model, "a.txt", "written");
+    model.push(Reply::text("slow slow slow slow slow slow").hang_after(2));
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp_py/client.py");
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(python)
+            .arg(&script)
+            .arg(kind)
+            .arg(s.url())
+            .arg(ws.path())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the SDK client finishes within 120 s")
+    .expect("run the SDK client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client.py {kind} failed\n--- stdout\n{stdout}\n--- stderr\n{}\n--- server\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        s.stderr()
+    );
+    let r: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(r["first"], "end_turn", "{r}");
+    assert_eq!(r["permissions"], 1, "{r}");
+    assert!(r["toolUpdates"].as_u64().unwrap() >= 2, "{r}");
+    assert_eq!(ws.read("a.txt"), "remote\n");
+    assert_eq!(r["second"], "cancelled", "{r}");
+    let replayed = r["replayed"].as_array().unwrap();
+    assert!(
+        replayed.iter().any(|u| u["text"] == "write a.txt"),
+        "session/load after a reconnect replays the history: {r}"
+    );
+    for t in r["transcripts"].as_array().unwrap() {
+        let frames = t.as_array().unwrap();
+        assert!(frames.len() > 3);
+        check_transcript(frames);
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs ACP_CODER_ACP_PYTHON (scripts/test.sh installs agent-client-protocol[http]==0.12.1)"]
+async fn serve_python_sdk_over_http_sse() {
+    python_sdk_scenario("http").await;
+}
+
+#[tokio::test]
+#[ignore = "needs ACP_CODER_ACP_PYTHON (scripts/test.sh installs agent-client-protocol[http]==0.12.1)"]
+async fn serve_python_sdk_over_websocket() {
+    python_sdk_scenario("ws").await;
+}
