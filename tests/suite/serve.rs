@@ -612,3 +612,147 @@ async fn serve_python_sdk_over_http_sse() {
 async fn serve_python_sdk_over_websocket() {
     python_sdk_scenario("ws").await;
 }
+
+#[tokio::test]
+async fn serve_answers_every_malformed_request_as_the_rfd_says() {
+    let model = FakeModel::start().await;
+    let s = Served::start(&model, &[], &[]).await;
+    let post = |conn: Option<&str>, content_type: &str, body: &str| {
+        let mut r = client()
+            .post(s.url())
+            .header("content-type", content_type)
+            .body(body.to_owned());
+        if let Some(c) = conn {
+            r = r.header("acp-connection-id", c);
+        }
+        r
+    };
+    let status = |r: reqwest::Response| r.status().as_u16();
+    // Not JSON content, not JSON, a batch, not initialize first.
+    assert_eq!(
+        status(
+            post(None, "text/plain", &initialize_body())
+                .send()
+                .await
+                .unwrap()
+        ),
+        415
+    );
+    assert_eq!(
+        status(
+            post(None, "application/json", "{oops")
+                .send()
+                .await
+                .unwrap()
+        ),
+        400
+    );
+    let batch = format!("[{}]", initialize_body());
+    assert_eq!(
+        status(post(None, "application/json", &batch).send().await.unwrap()),
+        501
+    );
+    let list =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}}).to_string();
+    assert_eq!(
+        status(post(None, "application/json", &list).send().await.unwrap()),
+        400
+    );
+    assert_eq!(
+        status(
+            post(Some("nope"), "application/json", &list)
+                .send()
+                .await
+                .unwrap()
+        ),
+        404
+    );
+    let (_, conn) = raw_initialize(&s, &[]).await;
+    let conn = conn.unwrap();
+    assert_eq!(
+        status(
+            post(Some(&conn), "application/json", &list)
+                .send()
+                .await
+                .unwrap()
+        ),
+        202
+    );
+    // Acp-Session-Id and params.sessionId must agree.
+    let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": "sess_a", "prompt": []}})
+    .to_string();
+    let resp = post(Some(&conn), "application/json", &prompt)
+        .header("acp-session-id", "sess_b")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(resp), 400);
+    // Streams: Accept, the connection, one reader each.
+    let get = |accept: &str, conn: Option<&str>| {
+        let mut r = client().get(s.url()).header("accept", accept);
+        if let Some(c) = conn {
+            r = r.header("acp-connection-id", c);
+        }
+        r
+    };
+    assert_eq!(
+        status(get("application/json", Some(&conn)).send().await.unwrap()),
+        406
+    );
+    assert_eq!(
+        status(get("text/event-stream", None).send().await.unwrap()),
+        400
+    );
+    assert_eq!(
+        status(get("text/event-stream", Some("nope")).send().await.unwrap()),
+        404
+    );
+    let first = get("text/event-stream", Some(&conn)).send().await.unwrap();
+    assert_eq!(first.status().as_u16(), 200);
+    assert_eq!(
+        status(get("text/event-stream", Some(&conn)).send().await.unwrap()),
+        409
+    );
+    // The session/list answer waited on the stream.
+    let mut events = sse_stream::SseStream::from_bytes_stream(first.bytes_stream());
+    let event = futures::StreamExt::next(&mut events)
+        .await
+        .unwrap()
+        .unwrap();
+    let answer: Value = serde_json::from_str(&event.data.unwrap()).unwrap();
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert!(answer["result"]["sessions"].is_array(), "{answer}");
+    // DELETE ends the connection and its stream.
+    let resp = client()
+        .delete(s.url())
+        .header("acp-connection-id", &conn)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(resp), 202);
+    let rest = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(Ok(_)) = futures::StreamExt::next(&mut events).await {}
+    })
+    .await;
+    assert!(rest.is_ok(), "the stream closes with the connection");
+    assert_eq!(
+        status(
+            post(Some(&conn), "application/json", &list)
+                .send()
+                .await
+                .unwrap()
+        ),
+        404
+    );
+    assert_eq!(
+        status(
+            client()
+                .get(format!("http://{}/other", s.addr))
+                .send()
+                .await
+                .unwrap()
+        ),
+        404
+    );
+}
