@@ -370,6 +370,7 @@ fn run_serve(
             max_body: args.max_body,
             max_connections: args.max_connections,
             max_sessions: args.max_sessions,
+            idle: Duration::from_secs(args.idle_timeout as u64),
         },
         port_file: args.port_file,
         data_dir: settings.data_dir.clone(),

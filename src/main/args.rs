@@ -209,6 +209,9 @@ pub(crate) struct ServeArgs {
     /// Sessions per connection.
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = positive)]
     pub(crate) max_sessions: usize,
+    /// Close an HTTP connection after SECS with no stream open and no request.
+    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = positive)]
+    pub(crate) idle_timeout: usize,
     /// Write the bound address (HOST:PORT) to PATH once listening.
     #[arg(long, value_name = "PATH")]
     pub(crate) port_file: Option<PathBuf>,

@@ -66,6 +66,11 @@ impl Mailbox {
         }
     }
 
+    /// Whether a stream holds the reader now.
+    fn leased(&self) -> bool {
+        lock(&self.rx).is_none()
+    }
+
     /// No more frames: a stream ends once it has delivered what is queued.
     fn close(&self) {
         lock(&self.tx).take();
@@ -164,6 +169,8 @@ pub struct Conn {
     stop: CancellationToken,
     /// Cancelled once the agent has ended and every stream is closed.
     pub ended: CancellationToken,
+    /// When the client last sent a frame.
+    last_seen: Mutex<tokio::time::Instant>,
 }
 
 impl Conn {
@@ -193,6 +200,7 @@ impl Conn {
             asked: Mutex::new(HashMap::new()),
             stop: stop.clone(),
             ended: CancellationToken::new(),
+            last_seen: Mutex::new(tokio::time::Instant::now()),
         });
         let input = crate::rpc::eof_on(agent_r, stop.clone().cancelled_owned());
         let mut config = factory();
@@ -262,6 +270,15 @@ impl Conn {
         Ok(m)
     }
 
+    /// An HTTP connection nobody listens to: no stream open and no frame
+    /// from the client for `idle` (its client went away without DELETE).
+    pub fn abandoned(&self, idle: std::time::Duration) -> bool {
+        !self.websocket
+            && lock(&self.last_seen).elapsed() >= idle
+            && !self.main.leased()
+            && !lock(&self.sessions).values().any(|m| m.leased())
+    }
+
     pub fn session_count(&self) -> usize {
         lock(&self.sessions).len()
     }
@@ -302,6 +319,7 @@ impl Conn {
         if self.ended.is_cancelled() || self.stop.is_cancelled() {
             return Err(Refusal::Closed);
         }
+        *lock(&self.last_seen) = tokio::time::Instant::now();
         let method = frame
             .get("method")
             .and_then(Value::as_str)

@@ -48,6 +48,9 @@ pub struct Limits {
     pub max_connections: usize,
     /// Sessions per connection (429 for one more).
     pub max_sessions: usize,
+    /// An HTTP connection with no stream open and no POST for this long is
+    /// closed (its client went away without DELETE).
+    pub idle: Duration,
 }
 
 impl Default for Limits {
@@ -56,6 +59,7 @@ impl Default for Limits {
             max_body: 16 * 1024 * 1024,
             max_connections: 64,
             max_sessions: 32,
+            idle: Duration::from_secs(600),
         }
     }
 }
@@ -276,9 +280,31 @@ pub async fn run(opts: ServeOptions, factory: AgentFactory) -> Result<(), ServeE
     });
     eprintln!("acp-coder serve: listening on http://{local}{ENDPOINT} (ws://{local}{ENDPOINT})");
     tracing::info!(%local, limits = ?opts.limits, token = token.is_some(), "serve listening");
+    tokio::spawn(reap_idle(Arc::downgrade(&server)));
     accept_loop(listener, server.clone()).await;
     shutdown(&server).await;
     Ok(())
+}
+
+/// Closes the HTTP connections whose client went away (see [`Limits::idle`]).
+async fn reap_idle(server: std::sync::Weak<Server>) {
+    loop {
+        let Some(s) = server.upgrade() else { return };
+        let idle = s.limits.idle;
+        let abandoned: Vec<Arc<Conn>> = s
+            .lock_conns()
+            .values()
+            .filter(|c| c.abandoned(idle))
+            .cloned()
+            .collect();
+        for c in abandoned {
+            tracing::info!(connection = %c.id, ?idle, "serve: closed an idle connection (no stream, no request)");
+            c.close();
+        }
+        drop(s);
+        tokio::time::sleep((idle / 4).clamp(Duration::from_millis(200), Duration::from_secs(30)))
+            .await;
+    }
 }
 
 /// Stops every connection and waits (10 s at most) for their agents to

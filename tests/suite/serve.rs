@@ -756,3 +756,44 @@ async fn serve_answers_every_malformed_request_as_the_rfd_says() {
         404
     );
 }
+
+#[tokio::test]
+async fn serve_closes_an_http_connection_its_client_abandoned() {
+    let model = FakeModel::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.log");
+    let s = Served::start(
+        &model,
+        &[
+            "--idle-timeout",
+            "1",
+            "--max-connections",
+            "1",
+            "--log-file",
+            log.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    // A client that initializes and vanishes (no stream, no DELETE).
+    let (status, conn) = raw_initialize(&s, &[]).await;
+    assert_eq!(status, 200);
+    crate::support::wait_for_text_in(&log, "closed an idle connection").await;
+    let mut freed = false;
+    for _ in 0..100 {
+        if raw_initialize(&s, &[]).await.0 == 200 {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(freed, "its place under --max-connections is free again");
+    let resp = client()
+        .get(s.url())
+        .header("accept", "text/event-stream")
+        .header("acp-connection-id", conn.unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 404);
+}
