@@ -70,6 +70,14 @@ async fn permission_turn(editor: &FakeEditor, model: &FakeModel, ws: &Workspace)
         !editor.updates_of_kind(&sid, "tool_call_update").is_empty(),
         "the tool's outcome arrives on the session stream"
     );
+    editor.prompt(&sid, "/status").await;
+    assert!(
+        editor
+            .agent_text(&sid)
+            .contains("**Files and commands**: the agent's machine"),
+        "{}",
+        editor.agent_text(&sid)
+    );
     editor.assert_no_errors();
 }
 
