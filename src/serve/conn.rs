@@ -147,6 +147,8 @@ pub enum Refusal {
     SessionMismatch,
     /// The agent is gone (the connection is closing).
     Closed,
+    /// A request id the server uses itself (`acp-coder-…`).
+    ReservedId,
 }
 
 pub struct Conn {
@@ -332,6 +334,15 @@ impl Conn {
         let Some(method) = method else {
             return self.answer_from_client(frame);
         };
+        // The ids the server gives viewers' requests and shared questions
+        // must never meet a client's own.
+        if frame
+            .get("id")
+            .and_then(Value::as_str)
+            .is_some_and(|id| id.starts_with(super::hub::ID_PREFIX))
+        {
+            return Err(Refusal::ReservedId);
+        }
         if let (Some(h), Some(s)) = (header_session, session.as_deref())
             && h != s
         {
@@ -431,7 +442,10 @@ impl Conn {
             }
             return Ok(());
         }
-        if id.as_str().is_some_and(|s| s.starts_with("acp-coder-ask-")) {
+        if id
+            .as_str()
+            .is_some_and(|s| s.starts_with(super::hub::ID_PREFIX))
+        {
             // Answered by another member first.
             return Ok(());
         }

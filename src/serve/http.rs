@@ -278,6 +278,12 @@ fn refused(id: &Value, refusal: &Refusal) -> Response<Body> {
             StatusCode::NOT_FOUND,
             "the connection has ended; send initialize again",
         ),
+        Refusal::ReservedId => rpc_error(
+            StatusCode::BAD_REQUEST,
+            id,
+            -32600,
+            "request ids starting with \"acp-coder-\" are reserved for the server; use another id",
+        ),
     }
 }
 

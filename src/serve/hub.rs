@@ -45,6 +45,9 @@ pub enum Answer {
     Late,
 }
 
+/// The prefix of the ids the server makes; refused in clients' requests.
+pub const ID_PREFIX: &str = "acp-coder-";
+
 #[derive(Default)]
 pub struct Hub {
     shares: Mutex<HashMap<String, Share>>,
@@ -59,7 +62,7 @@ impl Hub {
     /// An id no client uses (`acp-coder-KIND-N`).
     pub fn fresh_id(&self, kind: &str) -> Value {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        Value::String(format!("acp-coder-{kind}-{n}"))
+        Value::String(format!("{ID_PREFIX}{kind}-{n}"))
     }
 
     /// The connection the session is live in, if it is another than `conn`.

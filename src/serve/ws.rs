@@ -157,6 +157,7 @@ fn incoming(conn: &Arc<Conn>, text: &str) {
                     Refusal::TooManySessions(n) => format!(
                         "this connection already has {n} sessions (acp-coder serve --max-sessions); close one with session/close first"
                     ),
+                    Refusal::ReservedId => "request ids starting with \"acp-coder-\" are reserved for the server; use another id".to_owned(),
                     _ => "refused".to_owned(),
                 };
                 error(&id, -32000, &message);

@@ -696,6 +696,18 @@ async fn serve_answers_every_malformed_request_as_the_rfd_says() {
         .await
         .unwrap();
     assert_eq!(status(resp), 400);
+    // The ids the server makes for shared sessions are not the client's to use.
+    let reserved = json!({"jsonrpc": "2.0", "id": "acp-coder-proxy-0", "method": "session/list", "params": {}})
+        .to_string();
+    assert_eq!(
+        status(
+            post(Some(&conn), "application/json", &reserved)
+                .send()
+                .await
+                .unwrap()
+        ),
+        400
+    );
     // Streams: Accept, the connection, one reader each.
     let get = |accept: &str, conn: Option<&str>| {
         let mut r = client().get(s.url()).header("accept", accept);
