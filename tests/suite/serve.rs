@@ -817,3 +817,25 @@ async fn serve_closes_an_http_connection_its_client_abandoned() {
         .unwrap();
     assert_eq!(resp.status().as_u16(), 404);
 }
+
+#[tokio::test]
+async fn serve_token_from_the_environment_is_required_and_never_logged() {
+    let model = FakeModel::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.log");
+    let s = Served::start(
+        &model,
+        &["--log-file", log.to_str().unwrap(), "--log-level", "debug"],
+        &[("ACP_CODER_SERVE_TOKEN", "env-token-4711")],
+    )
+    .await;
+    assert_eq!(raw_initialize(&s, &[]).await.0, 401);
+    let (status, _) = raw_initialize(&s, &[("authorization", "Bearer env-token-4711")]).await;
+    assert_eq!(status, 200);
+    let editor = s.http(Some("env-token-4711"));
+    editor.initialize(full_capabilities()).await;
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!text.is_empty());
+    assert!(!text.contains("env-token-4711"), "{text}");
+    assert!(!s.stderr().contains("env-token-4711"));
+}
