@@ -314,7 +314,7 @@ impl Conn {
     /// stream (`initialize` over HTTP).
     pub fn incoming(
         self: &Arc<Self>,
-        mut frame: Value,
+        frame: Value,
         header_session: Option<&str>,
         reply: Option<oneshot::Sender<Arc<str>>>,
     ) -> Result<(), Refusal> {
@@ -404,9 +404,6 @@ impl Conn {
             };
             lock(&self.routes).insert(id.to_string(), pending);
         }
-        if let Some(obj) = frame.as_object_mut() {
-            obj.entry("jsonrpc").or_insert_with(|| "2.0".into());
-        }
         self.send(&frame)
     }
 
@@ -418,7 +415,10 @@ impl Conn {
 
     /// The owner of a session this connection views, while it lives.
     fn owner_of_viewed(&self, session: &str) -> Option<Arc<Conn>> {
-        lock(&self.viewing).get(session).and_then(Weak::upgrade)
+        let owner = lock(&self.viewing).get(session).and_then(Weak::upgrade)?;
+        // Still live there (its owner may have closed it meanwhile).
+        let live = self.hub.owner_elsewhere(session, &self.id)?;
+        (live.id == owner.id).then_some(owner)
     }
 
     /// The client's answer to a request of an agent.
@@ -573,6 +573,14 @@ impl Conn {
             "session/load" | "session/resume" if ok => pending.session.clone(),
             _ => None,
         };
+        // A view whose load failed is no view.
+        if !ok
+            && matches!(pending.method.as_str(), "session/load" | "session/resume")
+            && let Some(s) = pending.session.as_deref()
+            && lock(&self.viewing).remove(s).is_some()
+        {
+            self.hub.leave(s, &self.id);
+        }
         if let Some(s) = opened
             && !matches!(pending.route, Route::Viewer { .. })
         {
