@@ -517,6 +517,11 @@ impl Conn {
                 .and_then(|p| p.get("sessionId"))
                 .and_then(Value::as_str);
             let Some(s) = session else {
+                if method == "$/cancel_request"
+                    && let Some(request) = value.get("params").and_then(|p| p.get("requestId"))
+                {
+                    self.hub.withdraw(&self.id, &request.to_string());
+                }
                 self.main.push(frame);
                 return;
             };

@@ -193,6 +193,33 @@ impl Hub {
         Answer::First
     }
 
+    /// The live copy's agent withdrew request `request` (its
+    /// `$/cancel_request`, e.g. the turn was cancelled): the viewers asked
+    /// the same question are told too, under their ids.
+    pub fn withdraw(&self, owner: &str, request: &str) {
+        let found = {
+            let mut shares = lock(&self.shares);
+            shares
+                .iter_mut()
+                .filter(|(_, s)| s.owner_id == owner)
+                .find_map(|(session, s)| Some((session.clone(), s.asks.remove(request)?)))
+        };
+        let Some((session, asked)) = found else {
+            return;
+        };
+        for (member, id) in asked {
+            let Some(member) = member.upgrade() else {
+                continue;
+            };
+            if member.id == owner {
+                continue;
+            }
+            member.forget_ask(&id);
+            let cancel = json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}});
+            member.sink(&session).push(cancel.to_string().into());
+        }
+    }
+
     /// A prompt sent to a shared session, shown to the members that did
     /// not send it (ACP has no echo of prompts; `user_message_chunk` is how
     /// a replay shows them).

@@ -486,6 +486,22 @@ async fn serve_two_clients_on_one_session_see_everything_and_the_first_answer_wi
         a.agent_text(&sid).ends_with("answer to b")
     })
     .await;
+    // A question nobody answers is withdrawn from everyone when the turn
+    // is cancelled.
+    model.push(Reply::tool_calls([write_call("w2", "b.txt", "never\n")]));
+    a.push_permission(PermissionDecision::NeverAnswer);
+    b.push_permission(PermissionDecision::NeverAnswer);
+    let (a_from, b_from) = (a.message_count(), b.message_count());
+    let pending = a.start_prompt(&sid, "write b.txt").await;
+    let asked = |m: &Value| m["method"] == "session/request_permission";
+    a.wait_for_after(a_from, asked).await;
+    b.wait_for_after(b_from, asked).await;
+    b.cancel(&sid).await;
+    let result = pending.response().await.unwrap();
+    assert_eq!(result["stopReason"], "cancelled");
+    b.wait_for_after(b_from, |m| m["method"] == "$/cancel_request")
+        .await;
+    assert!(!ws.exists("b.txt"));
     // The third connection never hears of the shared session.
     assert_eq!(
         outsider
