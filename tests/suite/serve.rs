@@ -517,6 +517,9 @@ async fn serve_two_clients_on_one_session_see_everything_and_the_first_answer_wi
     // One writer: once stopped, the log has each turn once.
     let status = s.terminate().await;
     assert!(status.success() || cfg!(not(unix)), "{status}");
+    if cfg!(not(unix)) {
+        return; // killed, not stopped: nothing to check on disk
+    }
     let log = s.data_dir().join("sessions").join(format!("{sid}.jsonl"));
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
@@ -850,8 +853,7 @@ async fn serve_token_from_the_environment_is_required_and_never_logged() {
     assert_eq!(status, 200);
     let editor = s.http(Some("env-token-4711"));
     editor.initialize(full_capabilities()).await;
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(!text.is_empty());
+    let text = crate::support::wait_for_text_in(&log, "ACP connection opened").await;
     assert!(!text.contains("env-token-4711"), "{text}");
     assert!(!s.stderr().contains("env-token-4711"));
 }
