@@ -33,10 +33,15 @@ export ACP_CODER_MCP_PYTHON="$CI_TOOLS/venv/bin/python"
 # its own venv so its dependencies never meet the MCP SDK's.
 venv "$CI_TOOLS/a2a-venv" "a2a-sdk==1.3.0"
 export ACP_CODER_A2A_PYTHON="$CI_TOOLS/a2a-venv/bin/python"
+# The official ACP Python SDK's remote (HTTP + SSE, WebSocket) client against
+# `acp-coder serve` (tests/suite/serve.rs drives tests/acp_py/client.py).
+venv "$CI_TOOLS/acp-venv" "agent-client-protocol[http]==0.12.1"
+export ACP_CODER_ACP_PYTHON="$CI_TOOLS/acp-venv/bin/python"
 node --version
 "$ACP_CODER_ACPLINT_PYTHON" -c 'import acplint; print("acplint", acplint.__version__)'
 "$ACP_CODER_MCP_PYTHON" -c 'import importlib.metadata as m; print("python mcp", m.version("mcp"))'
 "$ACP_CODER_A2A_PYTHON" -c 'import importlib.metadata as m; print("python a2a-sdk", m.version("a2a-sdk"))'
+"$ACP_CODER_ACP_PYTHON" -c 'import importlib.metadata as m; print("python agent-client-protocol", m.version("agent-client-protocol"))'
 
 echo "== tests"
 # Every test, the ignored ones too, except one that is a measurement (the

@@ -18,6 +18,7 @@ pub mod net;
 pub mod platform;
 pub mod rpc;
 pub mod secrets;
+pub mod serve;
 pub mod skills;
 pub mod term;
 pub mod tools;

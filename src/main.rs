@@ -21,7 +21,7 @@ use anyhow::Context;
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 
-use args::{A2aArgs, Cli, Command, ExecArgs, GlobalArgs, LoginArgs};
+use args::{A2aArgs, Cli, Command, ExecArgs, GlobalArgs, LoginArgs, ServeArgs};
 use logging::init_logging;
 
 use acp_coder::agent::{AgentConfig, serve_with};
@@ -51,7 +51,7 @@ fn main() -> ExitCode {
     let login_flags = (from_flag("base_url"), from_flag("model"));
     let loaded = matches!(
         cli.command,
-        None | Some(Command::Exec(_)) | Some(Command::A2a(_))
+        None | Some(Command::Exec(_)) | Some(Command::A2a(_)) | Some(Command::Serve(_))
     )
     .then(|| protect_secrets(&cli.global));
     let stderr_level = match cli.command {
@@ -85,6 +85,7 @@ fn main() -> ExitCode {
         Some(Command::Doctor) => run_doctor(&cli.global),
         Some(Command::Login(args)) => run_login(&cli.global, args, login_flags),
         Some(Command::A2a(args)) => run_a2a(&cli.global, args),
+        Some(Command::Serve(args)) => run_serve(&cli.global, loaded, args),
         Some(Command::Mcp(cmd)) => run_mcp(&cli.global, cmd),
     };
     ExitCode::from(code)
@@ -107,6 +108,7 @@ fn protect_secrets(g: &GlobalArgs) -> Result<Settings, config::ConfigError> {
         .map(|s| s.secret_env.clone())
         .unwrap_or_else(|_| vec![config::API_KEY_ENV.to_owned()]);
     names.push(a2a::TOKEN_ENV.to_owned());
+    names.push(acp_coder::serve::TOKEN_ENV.to_owned());
     // SAFETY: single-threaded still: nothing has spawned a thread yet.
     unsafe { acp_coder::secrets::env::scrub(&names) };
     if let Err(e) = acp_coder::platform::harden::protect_memory() {
@@ -330,6 +332,82 @@ fn run_a2a(g: &GlobalArgs, args: A2aArgs) -> u8 {
             eprintln!("acp-coder a2a: {e}");
             2
         }
+    }
+}
+
+/// `acp-coder serve` (issue 46): ACP over HTTP and WebSocket.
+fn run_serve(
+    g: &GlobalArgs,
+    loaded: Option<Result<Settings, config::ConfigError>>,
+    args: ServeArgs,
+) -> u8 {
+    use acp_coder::serve;
+    let fail = |message: String, code: u8| {
+        tracing::error!("{message}");
+        eprintln!("acp-coder serve: {message}");
+        code
+    };
+    let overrides = overrides(g);
+    // As in agent mode: a broken config is answered at session/new, not fatal.
+    let settings = loaded
+        .unwrap_or_else(|| Settings::load(&overrides))
+        .unwrap_or_else(|e| {
+            tracing::warn!("{e}");
+            Settings::failed(&e)
+        });
+    let token = match &args.token_file {
+        Some(path) => match serve::read_token_file(path) {
+            Ok(t) => Some(t),
+            Err(e) => return fail(e.to_string(), 2),
+        },
+        None => acp_coder::secrets::env::var(serve::TOKEN_ENV),
+    };
+    let trace = match open_trace(g, &settings) {
+        Ok(t) => t,
+        Err(e) => return fail(format!("{e:#}"), 2),
+    };
+    let runtime = match runtime() {
+        Ok(r) => r,
+        Err(e) => return fail(format!("{e:#}"), 1),
+    };
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), ?settings, "serve");
+    let opts = serve::ServeOptions {
+        listen: args.listen,
+        token,
+        require_token: args.require_token,
+        allow_origins: args.allow_origins,
+        limits: serve::Limits {
+            max_body: args.max_body,
+            max_connections: args.max_connections,
+            max_sessions: args.max_sessions,
+            idle: Duration::from_secs(args.idle_timeout as u64),
+        },
+        port_file: args.port_file,
+        data_dir: settings.data_dir.clone(),
+    };
+    let result = runtime.block_on(async move {
+        let mut settings = settings;
+        acp_coder::llm::discover::use_local_server(&mut settings, &acp_coder::secrets::env::var)
+            .await;
+        let tracer = trace.as_ref().map(TraceFile::tracer);
+        let factory: serve::AgentFactory = std::sync::Arc::new(move || {
+            let mut config = AgentConfig {
+                overrides: Some(overrides.clone()),
+                remote: true,
+                ..AgentConfig::new(settings.clone())
+            };
+            config.serve.tracer = tracer.clone();
+            config
+        });
+        let result = serve::run(opts, factory).await;
+        drop(trace);
+        result
+    });
+    acp_coder::tools::process::kill_all_children();
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    match result {
+        Ok(()) => 0,
+        Err(e) => fail(e.to_string(), 2),
     }
 }
 

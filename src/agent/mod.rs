@@ -47,7 +47,18 @@ pub struct AgentConfig {
     /// Who sends the prompts: the user at an editor, or (`acp-coder a2a`)
     /// A2A guests within the server's mode.
     pub asker: session::Asker,
+    /// Served over the network (`acp-coder serve`): files and commands are
+    /// this machine's unless the client opts in to its own (issue 46 item 2).
+    pub remote: bool,
+    /// Whether a session is live in another connection of this process
+    /// (`acp-coder serve`, issue 46 item 6): its `session/load` here opens a
+    /// read-only view (replayed, never written); the server routes the
+    /// view's prompts to the live copy and shares its updates.
+    pub live_elsewhere: Option<LiveElsewhere>,
 }
+
+/// See [`AgentConfig::live_elsewhere`].
+pub type LiveElsewhere = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 impl AgentConfig {
     pub fn new(settings: Settings) -> Self {
@@ -57,6 +68,8 @@ impl AgentConfig {
             model_factory: None,
             serve: ServeOptions::default(),
             asker: session::Asker::User,
+            remote: false,
+            live_elsewhere: None,
         }
     }
 }
@@ -85,6 +98,13 @@ pub struct Agent {
     logged_out: std::sync::atomic::AtomicBool,
     /// Who sends this connection's prompts (every session's [`session::Asker`]).
     asker: session::Asker,
+    /// Served over the network ([`AgentConfig::remote`]).
+    remote: bool,
+    /// Whose files and terminals the sessions use: the client's (stdio, or a
+    /// remote client that opted in) or this machine's.
+    client_disk: std::sync::atomic::AtomicBool,
+    /// [`AgentConfig::live_elsewhere`].
+    live_elsewhere: Option<LiveElsewhere>,
 }
 
 fn default_factory() -> ModelFactory {
@@ -141,6 +161,9 @@ where
         mcp_links: Arc::new(crate::mcp::acp_transport::Links::new(conn.peer.clone())),
         logged_out: std::sync::atomic::AtomicBool::new(false),
         asker: config.asker,
+        remote: config.remote,
+        client_disk: std::sync::atomic::AtomicBool::new(!config.remote),
+        live_elsewhere: config.live_elsewhere,
     });
     let (read_loop, writer_done) = rpc::serve(conn, reader, writer, agent.clone());
     read_loop.await;

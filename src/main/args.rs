@@ -12,6 +12,7 @@ Environment:
   ACP_CODER_MODEL   model id, like --model
   ACP_CODER_LOG     log level or filter, like --log-level
   ACP_CODER_A2A_TOKEN  bearer token of `acp-coder a2a` when the config file has no a2a_token
+  ACP_CODER_SERVE_TOKEN  bearer token of `acp-coder serve` (or --token-file)
   ACP_CODER_CHANGES    `walk`: find the files a command changed by walking the roots (no file watcher)
   NO_COLOR          no colour in exec, doctor and login output
   XDG_CONFIG_HOME, XDG_STATE_HOME, XDG_DATA_HOME   where config, logs and data live
@@ -96,6 +97,9 @@ pub(crate) enum Command {
     /// Add, list, show or remove the MCP servers of the config file (other lines are kept).
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Serve ACP over HTTP and WebSocket at /acp, many connections in one process.
+    #[command(after_help = SERVE_HELP)]
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -134,6 +138,13 @@ pub(crate) struct McpAddArgs {
     pub(crate) target: Vec<String>,
 }
 
+fn positive(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{s:?} is not a number above 0")),
+    }
+}
+
 fn key_value(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
@@ -166,6 +177,45 @@ pub(crate) struct A2aArgs {
     /// Session mode of every task [default: ask]; full-auto only with the command sandbox.
     #[arg(long, value_name = "MODE", value_parser = ["read-only", "plan", "ask", "accept-edits", "full-auto"])]
     pub(crate) mode: Option<String>,
+}
+
+pub(crate) const SERVE_HELP: &str = "\
+Endpoints: POST/GET/DELETE /acp (HTTP + SSE, and WebSocket upgrade), GET /health.
+The bound address is printed on stderr as `acp-coder serve: listening on http://ADDR/acp`
+(and written to --port-file). A token (ACP_CODER_SERVE_TOKEN or --token-file) is required
+off loopback; clients send `Authorization: Bearer TOKEN`. Files and commands are this
+machine's, whatever the client advertises, unless its initialize says
+`_meta: {\"acp-coder\": {\"clientFs\": true}}`. See docs/remote.md.";
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
+    pub(crate) listen: String,
+    /// Read the bearer token from the first line of PATH (instead of ACP_CODER_SERVE_TOKEN).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) token_file: Option<PathBuf>,
+    /// Refuse to start without a token, even on loopback.
+    #[arg(long)]
+    pub(crate) require_token: bool,
+    /// Let browser pages from ORIGIN (e.g. https://editor.example.com) connect (repeatable).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub(crate) allow_origins: Vec<String>,
+    /// Largest POST body or WebSocket message in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub(crate) max_body: usize,
+    /// ACP connections at once.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = positive)]
+    pub(crate) max_connections: usize,
+    /// Sessions per connection.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = positive)]
+    pub(crate) max_sessions: usize,
+    /// Close an HTTP connection after SECS with no stream open and no request.
+    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = positive)]
+    pub(crate) idle_timeout: usize,
+    /// Write the bound address (HOST:PORT) to PATH once listening.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) port_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -63,6 +63,7 @@ mod sandbox;
 mod sandbox_escape;
 mod secrets;
 mod security;
+mod serve;
 mod session_logs;
 mod session_setup;
 mod sessions;

@@ -29,6 +29,7 @@
 //! the test (at the next wait, or when the editor is dropped).
 pub mod editor;
 pub mod fake_model;
+pub mod remote;
 pub mod schema;
 #[cfg(test)]
 mod selftest;

@@ -17,6 +17,29 @@ use crate::config::Mode;
 
 pub(in crate::agent) const AUTH_METHOD_ID: &str = "openai-api-key";
 
+/// Whether `initialize`'s `_meta` says `{"acp-coder": {"clientFs": true}}`:
+/// a remote client sharing the agent's disk answers fs/* and terminal/*.
+fn opted_in_client_fs(meta: Option<&serde_json::Map<String, serde_json::Value>>) -> bool {
+    meta.and_then(|m| m.get("acp-coder"))
+        .and_then(|o| o.get("clientFs"))
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
+}
+
+impl Agent {
+    /// Where files and commands live, for `_meta."acp-coder".disk` of
+    /// session/new and for `/status`: `None` on stdio (always the client's).
+    pub(in crate::agent) fn disk(&self) -> Option<&'static str> {
+        self.remote.then(|| {
+            if self.client_disk.load(std::sync::atomic::Ordering::Relaxed) {
+                "client"
+            } else {
+                "agent"
+            }
+        })
+    }
+}
+
 impl Agent {
     /// `initialize` (ACP §3): always protocol version 1; capabilities are only
     /// what this agent really implements.
@@ -30,7 +53,29 @@ impl Agent {
             "initialize"
         );
         let terminal_auth = req.client_capabilities.terminal_auth();
-        *self.client.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(req.client_capabilities);
+        let mut caps = req.client_capabilities;
+        // Over `serve` the code lives beside the agent: a client elsewhere
+        // must not answer fs/* and terminal/* from its own disk (issue 46
+        // item 2). One that shares the disk opts in.
+        let client_disk = !self.remote || opted_in_client_fs(req.meta.as_ref());
+        if !client_disk {
+            caps.fs = Default::default();
+            caps.terminal = false;
+        }
+        self.client_disk
+            .store(client_disk, std::sync::atomic::Ordering::Relaxed);
+        if self.remote {
+            tracing::info!(
+                client_disk,
+                "files and commands: {}",
+                if client_disk {
+                    "the client's"
+                } else {
+                    "this machine's"
+                }
+            );
+        }
+        *self.client.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(caps);
         let present = || Some(crate::acp::Empty::default());
         let mut response = InitializeResponse {
             protocol_version: PROTOCOL_VERSION,

@@ -178,6 +178,9 @@ impl Agent {
         if let Some(notice) = &notice {
             ours.insert("notice".into(), notice.clone().into());
         }
+        if let Some(disk) = self.disk() {
+            ours.insert("disk".into(), disk.into());
+        }
         let response = NewSessionResponse {
             session_id,
             modes: Mode::state(session.mode()),
@@ -266,16 +269,26 @@ impl Agent {
         // a2a` serving it as a context, another editor) opens read-only
         // (this process's own live copy shares the claim).
         let mut held_by = None;
-        let claim = match self.store.claim(&req.session_id) {
-            Ok(c) => Some(c),
-            Err(StoreError::Locked { pid, .. }) => {
-                tracing::info!(session = %req.session_id, holder = ?pid, "session open in another process: opened read-only");
-                held_by = Some(pid);
-                None
-            }
-            Err(e) => {
-                tracing::warn!(session = %req.session_id, error = %e, "cannot lock the session's log; loading it unlocked");
-                None
+        // Live in another connection of this `serve` process: a view of it,
+        // never a second writer (the server shares the live copy's turns).
+        let viewer = self
+            .live_elsewhere
+            .as_ref()
+            .is_some_and(|live| live(&req.session_id));
+        let claim = if viewer {
+            None
+        } else {
+            match self.store.claim(&req.session_id) {
+                Ok(c) => Some(c),
+                Err(StoreError::Locked { pid, .. }) => {
+                    tracing::info!(session = %req.session_id, holder = ?pid, "session open in another process: opened read-only");
+                    held_by = Some(pid);
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(session = %req.session_id, error = %e, "cannot lock the session's log; loading it unlocked");
+                    None
+                }
             }
         };
         // A live copy (the editor reopened a thread) is replaced by the stored one.
@@ -317,7 +330,7 @@ impl Agent {
         };
         let id = req.session_id.clone();
         let place = (cwd, additional, req.mcp_servers);
-        let log = held_by.is_none().then(|| self.store.open(&id).hold(claim));
+        let log = (held_by.is_none() && !viewer).then(|| self.store.open(&id).hold(claim));
         let mut opening = Opening::fresh(&id, place, mode, meta, log);
         opening.history = restored.history.clone();
         opening.used_tool_ids = restored.tool_ids.clone();

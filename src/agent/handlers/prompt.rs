@@ -432,6 +432,15 @@ impl Agent {
                 .collect();
             format!("- **Memory files**: {}", shown.join(", "))
         });
+        match self.disk() {
+            Some("agent") => lines.push(
+                "- **Files and commands**: the agent's machine (served over the network; the client's fs and terminals are not used)".to_owned(),
+            ),
+            Some(_) => lines.push(
+                "- **Files and commands**: the client's (it opted in with `clientFs`)".to_owned(),
+            ),
+            None => {}
+        }
         lines.extend(session.skills.get().status_line());
         lines.extend(crate::agent::history::undo::background_status(session));
         lines.push(format!("- **Session**: `{}`", session.id));
