@@ -27,6 +27,7 @@
 //! | `BENCH_LOAD_MESSAGES` | 2000 | 2000 |
 //! | `BENCH_MCP_DELAY_MS` | 500 | 500 |
 //! | `BENCH_MCP_ROUNDS` | 5 | 1 |
+//! | `BENCH_SERVE_SESSIONS` (sessions at once over `serve`) | 100 | 10 |
 //! | `BENCH_ONLY` (comma list) | all | all |
 //! | `BENCH_THREAD_CPU=1` (stream rounds: agent CPU per chunk by thread) | off | off |
 //!
@@ -34,7 +35,8 @@
 //! `request` (request.rs), `stream` (stream.rs, with the libraries' floor in
 //! floor.rs), `cancel` (cancel.rs), `mcp` (mcp.rs), `load` and `soak`
 //! (sessions.rs), `size` (here), `a2a` (a2a.rs), `checkpoint` (checkpoint.rs;
-//! `BENCH_CHECKPOINT_FILES`: the large project, default 100000, quick 10000).
+//! `BENCH_CHECKPOINT_FILES`: the large project, default 100000, quick 10000),
+//! `serve` (serve.rs: N sessions over WebSocket against stdio).
 //! This file holds the harness: options, result rows, the agent as a child
 //! process driven like an editor; the fake model is model.rs, `/proc`
 //! readings procfs.rs. With `--report FILE` the result rows are written there
@@ -75,6 +77,8 @@ mod model;
 mod procfs;
 #[path = "agent/request.rs"]
 mod request;
+#[path = "agent/serve.rs"]
+mod serve;
 #[path = "agent/sessions.rs"]
 mod sessions;
 #[path = "agent/startup.rs"]
@@ -252,7 +256,7 @@ fn main() {
     let model = FakeModel::start();
     let mut rows = Vec::new();
     type Bench = fn(&Opts, &FakeModel) -> Vec<Row>;
-    let benches: [(&str, Bench); 11] = [
+    let benches: [(&str, Bench); 12] = [
         ("startup", startup::bench_startup),
         ("sandbox", startup::bench_sandbox),
         ("request", request::bench_request_size),
@@ -264,6 +268,7 @@ fn main() {
         ("size", bench_size),
         ("a2a", a2a::bench_a2a),
         ("checkpoint", checkpoint::bench_checkpoint),
+        ("serve", serve::bench_serve),
     ];
     for (name, bench) in benches {
         if !opts.wants(name) {

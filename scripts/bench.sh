@@ -21,7 +21,7 @@
 #                          quick: 2000 / 20, 3 runs)
 #   BENCH_CLEAN_BUILD=1    time `cargo build --release` in an empty target dir
 #   BENCH_ONLY=a,b         only these agent benches (startup, request, stream,
-#                          cancel, mcp, load, soak, size, a2a, checkpoint); BENCH_SKIP_SEARCH=1
+#                          cancel, mcp, load, soak, size, a2a, checkpoint, serve); BENCH_SKIP_SEARCH=1
 #   and the sizes benches/agent.rs documents (BENCH_RUNS, BENCH_TURNS, …).
 # Exit status: 1 when a full run misses a limit (never in quick mode).
 set -euo pipefail
@@ -263,6 +263,17 @@ How each figure is taken (see `benches/agent.rs` and `benches/agent/` for the co
   as the JSON reply. The figure is the ratio of the two medians; the
   median of per-pair ratios is printed next to it, and so is each agent
   process's CPU time per turn (`/proc/PID/task/*/schedstat`).
+- **serve** (`benches/agent/serve.rs`): one `acp-coder serve
+  --max-connections N` process and N WebSocket connections
+  (`BENCH_SERVE_SESSIONS`, default 100), each `initialize`, `session/new`,
+  then all N `session/prompt`s at once ("say ok", the fake model's short
+  reply); the turn is timed from the prompt sent to its response read. The
+  baseline is the same N sessions in one stdio agent with the N prompts
+  written at once. Memory a session is the server's VmRSS with the N
+  sessions open and their turns done, less its VmRSS before the first
+  connection, over N (the stdio agent's likewise). Connection N+1 is opened
+  while the N are live; every turn must end `end_turn` and no connection may
+  see a frame naming another's session.
 - **search**: `scripts/bench-search.sh` (our in-process `grep`/`glob` against
   `rg PATTERN` / `rg --files`, both with the page cache warm).
 - **clean build**: `cargo build --release --locked -j 2 --bin acp-coder` in an

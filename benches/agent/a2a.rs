@@ -22,7 +22,7 @@ fn spawn_server(env: &AgentEnv, port: u16) -> Child {
     cmd.spawn().expect("spawn acp-coder a2a")
 }
 
-fn stop(mut child: Child) {
+pub(super) fn stop(mut child: Child) {
     // SIGTERM: the server's orderly shutdown (Windows has none to send).
     #[cfg(unix)]
     // SAFETY: kill(2) on our own child's pid.
