@@ -2,7 +2,10 @@
 # Task benchmark with a real model: runs an agent headless on the small
 # coding tasks in scripts/tasks/, each in a fresh git repository, and checks
 # each by its files or its answer alone. Prints one line per task and the
-# pass rate and the median and mean time per task. A benchmark, never a CI test.
+# pass rate, the median and mean time per task, and (acp-coder) the share of
+# the model's call attempts that parsed and of its edits that applied
+# (scripts/task_metrics.py reads them from the protocol trace and the agent
+# log). A benchmark, never a CI test.
 #
 #   scripts/bench-tasks.sh [--agent acp-coder|opencode] [--bin PATH]
 #                          [--base-url URL] [--model ID] [--timeout SECS]
@@ -93,12 +96,11 @@ run_agent() {
   local dir=$1 prompt=$2 answer=$3 log=$4
   case $agent in
     acp-coder)
-      # --keep also keeps the protocol trace (every session/update) beside the log.
-      local trace=()
-      [ "$keep" = 1 ] && trace=(--trace "$dir.trace")
+      # The protocol trace (every session/update) is where the call metrics
+      # come from; --keep keeps it beside the log.
       (cd "$dir" && OPENAI_BASE_URL=$base_url ACP_CODER_MODEL=$model OPENAI_API_KEY= \
         XDG_CONFIG_HOME=$dir.config XDG_DATA_HOME=$dir.data XDG_STATE_HOME=$dir.state \
-        timeout "$timeout_s" "$bin" "${trace[@]}" exec --mode full-auto "$prompt" >"$answer" 2>"$log")
+        timeout "$timeout_s" "$bin" --trace "$dir.trace" exec --mode full-auto "$prompt" >"$answer" 2>"$log")
       ;;
     opencode)
       mkdir -p "$dir.config/opencode"
@@ -127,7 +129,8 @@ passed=0
 total=0
 sum_ms=0
 all_ms=()
-printf '%-26s %-6s %8s\n' task result seconds
+calls=0 unparsed=0 edits=0 applied=0
+printf '%-26s %-6s %8s  %s\n' task result seconds 'calls (unparsed) edits applied'
 for task in "$tasks"/$only/; do
   task=${task%/}
   name=$(basename "$task")
@@ -144,7 +147,14 @@ for task in "$tasks"/$only/; do
   total=$((total + 1))
   sum_ms=$((sum_ms + ms))
   all_ms+=("$ms")
-  printf '%-26s %-6s %8.1f\n' "$name" "$result" "$(echo "$ms / 1000" | bc -l)"
+  m=''
+  if [ "$agent" = acp-coder ]; then
+    read -r c u e a < <(python3 "$here/task_metrics.py" "$dir.trace" "$answer" "$dir.state" |
+      python3 -c 'import json,sys; m=json.load(sys.stdin); print(m["calls"], m["unparsed"], m["edits"], m["applied"])')
+    calls=$((calls + c)) unparsed=$((unparsed + u)) edits=$((edits + e)) applied=$((applied + a))
+    m="$c ($u) $e $a"
+  fi
+  printf '%-26s %-6s %8.1f  %s\n' "$name" "$result" "$(echo "$ms / 1000" | bc -l)" "$m"
   if [ "$keep" = 1 ]; then
     echo "    kept: $dir (answer $answer, log $log, agent log under $dir.state, trace $dir.trace)"
   else
@@ -156,3 +166,8 @@ median_ms=$(printf '%s\n' "${all_ms[@]}" | sort -n | awk '{v[NR] = $1} END {
   print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
 printf 'passed %d/%d, median %.1f s, mean %.1f s per task (%s, %s)\n' "$passed" "$total" \
   "$(echo "$median_ms / 1000" | bc -l)" "$(echo "$sum_ms / $total / 1000" | bc -l)" "$agent" "$model"
+if [ "$agent" = acp-coder ]; then
+  pct() { [ "$2" -gt 0 ] && echo "$((100 * $1 / $2)) %" || echo "-"; }
+  printf 'calls parsed %d/%d (%s), edits applied %d/%d (%s)\n' "$calls" "$((calls + unparsed))" \
+    "$(pct "$calls" "$((calls + unparsed))")" "$applied" "$edits" "$(pct "$applied" "$edits")"
+fi
