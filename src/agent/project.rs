@@ -225,6 +225,20 @@ enum Answer {
     No,
 }
 
+/// `_meta` of a permission request that asks whether to trust the
+/// project's own settings or servers: `{"acp-coder": {"trust": true}}`.
+pub fn trust_question_meta() -> serde_json::Map<String, serde_json::Value> {
+    let mut meta = serde_json::Map::new();
+    meta.insert("acp-coder".into(), json!({"trust": true}));
+    meta
+}
+
+/// Whether a `session/request_permission`'s tool call is a question of trust
+/// ([`trust_question_meta`]).
+pub fn is_trust_question(tool_call: &serde_json::Value) -> bool {
+    tool_call["_meta"]["acp-coder"]["trust"] == json!(true)
+}
+
 /// Asks the user with a tool call of its own.
 async fn ask(editor: &Editor, id: &str, title: &str, text: String, yes: &str, no: &str) -> Answer {
     editor.update(&SessionUpdate::ToolCall(ToolCall {
@@ -251,10 +265,11 @@ async fn ask(editor: &Editor, id: &str, title: &str, text: String, yes: &str, no
             kind: PermissionOptionKind::RejectOnce,
         },
     ];
-    let answer = match editor
-        .request_permission(ToolCallUpdate::new(id), options)
-        .await
-    {
+    // Marked as a question of trust: `exec --yes` allows what the model asks
+    // for, never a project's own settings or servers (src/exec/client.rs).
+    let mut update = ToolCallUpdate::new(id);
+    update.meta = Some(trust_question_meta());
+    let answer = match editor.request_permission(update, options).await {
         Ok(PermissionOutcome::Selected { option_id }) if option_id == "yes" => Answer::Yes,
         _ => Answer::No,
     };

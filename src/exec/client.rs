@@ -84,7 +84,16 @@ impl LocalEditor for ExecClient {
                     .and_then(|o| o.get("optionId")?.as_str().map(str::to_owned))
             })
         };
+        // `--yes` allows what the turn asks for, never trusting a project's
+        // own settings or servers: those need a person's answer.
+        let trust = crate::agent::project::is_trust_question(&tool_call);
         let (answer, option) = match self.permissions {
+            Permissions::AllowAll if trust => {
+                self.render().note(
+                    "--yes does not trust a project's own settings or servers: answer on a terminal without --yes, or in an editor, to apply them",
+                );
+                (Answer::Rejected, find(&["reject_once", "reject_always"]))
+            }
             Permissions::AllowAll => (Answer::AllowedByFlag, find(&["allow_once", "allow_always"])),
             Permissions::Refuse => {
                 self.refused.fetch_add(1, Ordering::Relaxed);
@@ -109,7 +118,8 @@ impl LocalEditor for ExecClient {
             }
         };
         self.bump(Some(true));
-        if !answer.allowed() {
+        // Not trusting a project is no refused edit or command (exit code 7).
+        if !answer.allowed() && !trust {
             self.declined.fetch_add(1, Ordering::Relaxed);
         }
         self.render()
