@@ -2,8 +2,9 @@
 //! session's directory. Read only once the user trusted the project (asked
 //! on `session/new`, kept per project like kept permissions, asked again
 //! when the file changes), and then only the safe keys apply: `model`,
-//! `default_mode` (never wider than the user's own), `instructions` and
-//! `mcp_servers` (each asked before its first start). Every other key could
+//! `default_mode` (never wider than the user's own), `instructions`,
+//! `mcp_servers` (each asked before its first start) and `skills` (folders
+//! inside the project). Every other key could
 //! widen the sandbox, the network, the permissions or send the prompts
 //! elsewhere: it is refused and reported, never applied.
 use std::path::{Path, PathBuf};
@@ -37,6 +38,8 @@ pub struct ProjectFile {
     pub mode: Option<Mode>,
     pub instructions: Option<String>,
     pub mcp_servers: Vec<McpServerSpec>,
+    /// `skills`: skill folders inside the project, relative to its root.
+    pub skills: Vec<PathBuf>,
     /// The keys it sets that may apply, for the question.
     pub safe_keys: Vec<String>,
     /// Keys refused, each with why.
@@ -47,6 +50,8 @@ pub struct ProjectFile {
 #[derive(Debug, Default, Clone)]
 pub struct Applied {
     pub instructions: Option<String>,
+    /// Skill folders the file added (absolute, beneath the project's root).
+    pub skills: Vec<PathBuf>,
     /// One line each: what was applied, refused or not started.
     pub report: Vec<String>,
 }
@@ -134,6 +139,24 @@ fn sort(
             }
             file.instructions = Some(s);
         }
+        "skills" => {
+            let dirs: Vec<String> = value
+                .try_into()
+                .map_err(|_| "must be a list of folders inside the project".to_owned())?;
+            for d in dirs {
+                let rel = PathBuf::from(&d);
+                let inside = !d.trim().is_empty()
+                    && rel
+                        .components()
+                        .all(|c| matches!(c, std::path::Component::Normal(_)));
+                if !inside {
+                    return Err(format!(
+                        "{d:?} is not a folder inside the project (a relative path without `..`)"
+                    ));
+                }
+                file.skills.push(rel);
+            }
+        }
         "mcp_servers" => {
             let servers: std::collections::BTreeMap<String, McpServerConfig> = value
                 .try_into()
@@ -163,11 +186,35 @@ fn sort(
         }
         _ => {
             return Err(
-                "not a project setting (a project may set model, default_mode, instructions and mcp_servers)".into(),
+                "not a project setting (a project may set model, default_mode, instructions, mcp_servers and skills)".into(),
             );
         }
     }
     Ok(())
+}
+
+/// The file's `skills` folders that are inside the project once links are
+/// resolved (a folder linked out of the project is reported, not read).
+fn skill_dirs(file: &ProjectFile, root: &Path, report: &mut Vec<String>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for rel in &file.skills {
+        let dir = root.join(rel);
+        match crate::platform::fs::canonicalize(&dir) {
+            Ok(real) if crate::platform::fs::is_beneath(&real, root) => {
+                report.push(format!("skills in `{}` from {FILE}", rel.display()));
+                out.push(real);
+            }
+            Ok(_) => report.push(format!(
+                "skills in `{}` from {FILE} not read: the folder is a link out of the project",
+                rel.display()
+            )),
+            Err(e) => report.push(format!(
+                "skills in `{}` from {FILE} not read: {e}",
+                rel.display()
+            )),
+        }
+    }
+    out
 }
 
 /// What was kept for a project: the file's hash it was trusted with, and
@@ -349,6 +396,8 @@ pub fn at_new_session(
         state.applied.instructions = Some(i.clone());
         report.push(format!("`instructions` from {FILE}"));
     }
+    let skills = skill_dirs(&file, &state.root, report);
+    state.applied.skills = skills;
     for spec in &file.mcp_servers {
         if settings.mcp_servers.iter().any(|s| s.name == spec.name) {
             report.push(format!(
@@ -373,6 +422,8 @@ pub struct Decided {
     pub model: Option<String>,
     pub mode: Option<Mode>,
     pub instructions: Option<String>,
+    /// Skill folders to read from now on (absolute, beneath the root).
+    pub skills: Vec<PathBuf>,
     pub report: Vec<String>,
 }
 
@@ -439,6 +490,7 @@ pub async fn settle(
             decided.instructions = Some(i.clone());
             decided.report.push(format!("`instructions` from {FILE}"));
         }
+        decided.skills = skill_dirs(&file, &state.root, &mut decided.report);
         decided.report.extend(refused);
         state.servers_to_ask = file.mcp_servers;
     }

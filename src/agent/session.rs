@@ -453,7 +453,21 @@ impl Session {
     /// in the system prompt, `load_skill` and the skill commands follow.
     pub fn reload_skills(&self) {
         let additional = self.additional_dirs();
-        let places = crate::skills::places_for_session(&self.cwd, &additional);
+        // The project's own skill folders (its trusted settings' `skills`)
+        // first: they are the most specific.
+        let mut places: Vec<crate::skills::Place> = self
+            .project
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .applied
+            .skills
+            .iter()
+            .map(|dir| crate::skills::Place {
+                dir: dir.clone(),
+                scope: crate::skills::Scope::Project,
+            })
+            .collect();
+        places.extend(crate::skills::places_for_session(&self.cwd, &additional));
         let catalog = crate::skills::discover(&places);
         let prompt = crate::agent::engine::model_text::system_prompt(
             &self.cwd,

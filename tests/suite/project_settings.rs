@@ -235,3 +235,50 @@ async fn a_guest_session_never_applies_project_settings() {
     assert_ne!(body["model"], "project-model");
     assert!(!body.to_string().contains("PROJECT-RULE-42"));
 }
+
+/// `skills` in a trusted project's settings: its folders inside the project
+/// are read like `.agents/skills` (the skill reaches the model and the
+/// commands, from the trusting prompt on and in later sessions at once); a
+/// folder outside the project is refused and reported.
+#[tokio::test]
+async fn trusted_project_skills_are_read_and_a_folder_outside_is_refused() {
+    let p = project("skills = [\"tools/skills\"]\n").await;
+    let skill = p.ws.path().join("tools/skills/deploy-notes/SKILL.md");
+    std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+    std::fs::write(
+        &skill,
+        "---\nname: deploy-notes\ndescription: How this project deploys\n---\nUse the blue pipeline.\n",
+    )
+    .unwrap();
+    p.editor.push_permission(PermissionDecision::Option("yes"));
+    let sid = session_with_prompt(&p, "hello").await;
+    assert!(
+        last_request(&p).to_string().contains("deploy-notes"),
+        "the project's skill is not in the model's index"
+    );
+    assert!(
+        p.editor
+            .agent_text(&sid)
+            .contains("skills in `tools/skills`")
+    );
+    // A later session of the trusted project has it from the start.
+    let again = p.editor.new_session(p.ws.path()).await;
+    let commands = p
+        .editor
+        .updates_of_kind(&again, "available_commands_update");
+    assert!(
+        commands
+            .iter()
+            .any(|u| u.to_string().contains("deploy-notes")),
+        "{commands:?}"
+    );
+
+    let q = project("skills = [\"../elsewhere\"]\nmodel = \"project-model\"\n").await;
+    q.editor.push_permission(PermissionDecision::Option("yes"));
+    let sid = session_with_prompt(&q, "hello").await;
+    assert!(
+        q.editor.agent_text(&sid).contains("`skills` refused"),
+        "{}",
+        q.editor.agent_text(&sid)
+    );
+}

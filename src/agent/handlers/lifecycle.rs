@@ -137,7 +137,11 @@ impl Agent {
             session.store_model(m);
         }
         let report = project.applied.report.clone();
+        let project_skills = !project.applied.skills.is_empty();
         *session.project.lock().unwrap_or_else(|e| e.into_inner()) = project;
+        if project_skills {
+            session.reload_skills();
+        }
         self.apply_initial_options(&session, &initial).await;
         tracing::info!(session = %id, "session created");
         let mut reply = self.answer_new(id, session.clone()).await;

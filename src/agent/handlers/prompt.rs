@@ -608,8 +608,17 @@ impl Agent {
         if decided.instructions.is_some() {
             state.applied.instructions = decided.instructions;
         }
+        let new_skills = !decided.skills.is_empty();
+        state.applied.skills.extend(decided.skills);
         state.applied.report.extend(decided.report.iter().cloned());
         *session.project.lock().unwrap_or_else(|e| e.into_inner()) = state;
+        if new_skills {
+            let s = session.clone();
+            if let Err(e) = tokio::task::spawn_blocking(move || s.reload_skills()).await {
+                tracing::warn!(error = %e, "skills not reloaded");
+            }
+            crate::agent::handlers::setup::send_commands(session);
+        }
         if !decided.report.is_empty() {
             say(
                 session,
