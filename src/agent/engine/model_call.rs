@@ -30,8 +30,8 @@ pub struct TurnEnv {
 
 impl TurnEnv {
     /// The model's window: as configured, else as the server said
-    /// ([`Model::context_window`], learned at the start of a turn), else
-    /// the default.
+    /// ([`Model::context_window`], asked at session start), else the
+    /// default.
     pub fn context_window(&self) -> u64 {
         self.settings
             .configured_context_window(&self.model_id)
@@ -39,15 +39,19 @@ impl TurnEnv {
             .unwrap_or(self.settings.context_window)
     }
 
-    /// Asks the server for the model's window unless the config gives it
-    /// (once per model; bounded).
+    /// Waits for the server's answer about the model's window unless the
+    /// config gives it, at most [`WINDOW_WAIT`]: the asking started with
+    /// the session ([`learn_window_in_background`]) and is usually done; a
+    /// server slow to say does not hold the turn, which goes on with the
+    /// default until the answer is in.
     pub async fn learn_context_window(&self) {
         if self
             .settings
             .configured_context_window(&self.model_id)
             .is_none()
         {
-            self.model.context_window(&self.model_id).await;
+            let asked = self.model.context_window(&self.model_id);
+            let _ = tokio::time::timeout(WINDOW_WAIT, asked).await;
         }
     }
 
@@ -58,6 +62,21 @@ impl TurnEnv {
             max_delay: Duration::from_secs(30),
         }
     }
+}
+
+/// The longest a turn waits for the server to say the model's window.
+pub const WINDOW_WAIT: Duration = Duration::from_secs(1);
+
+/// Starts asking the server for `model_id`'s window (at session start),
+/// unless the config gives it; the answer is kept for the process.
+pub fn learn_window_in_background(model: &Arc<dyn Model>, settings: &Settings, model_id: &str) {
+    if settings.configured_context_window(model_id).is_some() {
+        return;
+    }
+    let (model, model_id) = (model.clone(), model_id.to_owned());
+    tokio::spawn(async move {
+        model.context_window(&model_id).await;
+    });
 }
 
 pub fn message_id() -> String {

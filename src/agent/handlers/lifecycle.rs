@@ -316,6 +316,13 @@ impl Agent {
     /// registers it.
     async fn open(&self, mut o: Opening, settings: &Settings) -> Arc<Session> {
         crate::tools::sandbox::prefetch();
+        // The server's window is asked now, not by the first turn (issue
+        // 47 item 7): the first request does not wait for it.
+        if let (Some(model_id), Ok(model)) = (&o.meta.model, self.model()) {
+            crate::agent::engine::model_call::learn_window_in_background(
+                &model, settings, model_id,
+            );
+        }
         // A guest's session (`acp-coder a2a`) works in the served directory
         // alone, in the server's mode at most: no directory an editor's
         // `/add-dir` left in a loaded conversation, no wider mode it had.
