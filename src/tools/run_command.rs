@@ -185,8 +185,9 @@ impl Action for Run {
         // see it in the question below or the tool's result, as before).
         ctx.editor.notice(denied_notice(&self.command));
         // Issue 14: the sandbox probably stopped a write (or the network);
-        // the user may let this one command run again without it.
-        if self.ask_unsandboxed(ctx, policy, &first).await? {
+        // the user (never an A2A guest) may let this one command run again
+        // without it.
+        if ctx.may_leave_sandbox && self.ask_unsandboxed(ctx, policy, &first).await? {
             let mut second = self.once(ctx, None).await?;
             second.for_model = format!(
                 "The first run, in the sandbox, failed on a denied write or connection; the user allowed running the command once more without the sandbox. This second run:\n{}",
@@ -195,11 +196,15 @@ impl Action for Run {
             return Ok(second);
         }
         let mut first = first;
-        let note = sandbox::unreadable_note(&first.for_model, policy)
+        let note = sandbox::unreadable_note(&first.for_model, policy, ctx.may_leave_sandbox)
             .map(|n| format!(" {n}"))
             .unwrap_or_default();
+        let declined = match ctx.may_leave_sandbox {
+            true => "The user declined to run it without the sandbox",
+            false => "Commands of this client (A2A) never run without the sandbox",
+        };
         first.for_model.push_str(&format!(
-            "\n\n[The command ran in the sandbox: it may write only inside the project and its own temp directory (.git/config, hooks and other files that tools run on their own are read-only), may not read credential stores or the agent's own files, and reaches no outside UNIX socket; the failure looks like a denied write, read or connection.{note} The user declined to run it without the sandbox: do not retry it in another form; work inside the project or ask the user.]",
+            "\n\n[The command ran in the sandbox: it may write only inside the project and its own temp directory (.git/config, hooks and other files that tools run on their own are read-only), may not read credential stores or the agent's own files, and reaches no outside UNIX socket; the failure looks like a denied write, read or connection.{note} {declined}: do not retry it in another form; work inside the project or ask the user.]",
         ));
         Ok(first)
     }
@@ -365,7 +370,7 @@ impl Run {
             .map(|r| r.display().to_string())
             .collect();
         let mut dropped = 0;
-        let note = sandbox::unreadable_note(&first.for_model, policy)
+        let note = sandbox::unreadable_note(&first.for_model, policy, ctx.may_leave_sandbox)
             .map(|n| format!("\n\n{n}"))
             .unwrap_or_default();
         let text = format!(

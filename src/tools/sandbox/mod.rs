@@ -307,14 +307,21 @@ pub fn policy_for(
 }
 
 /// When a denied command's output names a path the sandbox hides, what to
-/// tell the model and the user about it: which path, why, how to allow it.
-pub fn unreadable_note(output: &str, policy: &Policy) -> Option<String> {
+/// tell the model and the user about it: which path and why, and, when
+/// `user_may_allow` (not to an A2A guest), how the user can allow it.
+pub fn unreadable_note(output: &str, policy: &Policy, user_may_allow: bool) -> Option<String> {
     let hit = policy
         .unreadable
         .iter()
         .find(|p| output.contains(&*p.to_string_lossy()))?;
+    let how = match user_may_allow {
+        true => {
+            " The user can let this command read it by running it once without the sandbox when asked, or by allowing it in ask mode (a command the user allows by itself runs unsandboxed)."
+        }
+        false => "",
+    };
     Some(format!(
-        "{} is unreadable to sandboxed commands: it holds credentials or the agent's own data. The user can let this command read it by running it once without the sandbox when asked, or by allowing it in ask mode (a command the user allows by itself runs unsandboxed).",
+        "{} is unreadable to sandboxed commands: it holds credentials or the agent's own data.{how}",
         hit.display()
     ))
 }
