@@ -25,6 +25,8 @@
 //!   user from reading the agent's memory (its API key).
 //! - **File watching** ([`watch`]): which `notify` backend watches trees.
 //! - **Sockets** ([`net`]): who owns a loopback listener.
+//! - **Command output** ([`console`]): its text, in the console's code page
+//!   on Windows.
 //!
 //! [`seatbelt`] and [`win`] are pure and compiled everywhere, so that their
 //! unit tests run on the Linux CI machine.
@@ -43,6 +45,7 @@ mod windows;
 #[cfg(windows)]
 use windows as os;
 
+mod decode;
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub mod seatbelt;
 #[cfg_attr(not(windows), allow(dead_code))]
@@ -550,6 +553,13 @@ pub mod net {
     pub fn listener_owner(port: u16) -> Owner {
         super::os::listener_owner(port)
     }
+}
+
+/// Text of what commands write to a pipe: UTF-8 as it is; on Windows,
+/// output that is not UTF-8 is read in the console's code page (cmd.exe and
+/// console programs write the OEM code page, e.g. 850, to a pipe).
+pub mod console {
+    pub use super::decode::Decoder;
 }
 
 /// File watching.

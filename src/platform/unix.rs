@@ -327,6 +327,20 @@ pub async fn terminated() {
     }
 }
 
+/// Command output on Unix is UTF-8: there is no other code page to read it
+/// in, and bytes that are not UTF-8 are shown as U+FFFD.
+pub mod console {
+    /// No code page besides UTF-8.
+    pub fn output_code_page() -> Option<u32> {
+        None
+    }
+
+    /// The one encoding here, UTF-8 ([`output_code_page`] names no other).
+    pub fn decode(_code_page: u32, carry: &mut Vec<u8>, bytes: &[u8], out: &mut String) {
+        crate::platform::decode::decode_utf8(carry, bytes, out);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
