@@ -288,6 +288,23 @@ pub async fn command_guard() -> tokio::sync::OwnedRwLockReadGuard<()> {
     gate().clone().read_owned().await
 }
 
+/// Whether a background command of any session runs now, as the list of
+/// background jobs says; it tells the gate with its first job
+/// ([`watch_background`]), and none runs before that.
+static BACKGROUND: std::sync::OnceLock<fn() -> bool> = std::sync::OnceLock::new();
+
+/// Lets [`gate`] ask the background jobs whether one runs now (the job
+/// list calls this when it first holds a job).
+pub fn watch_background(running: fn() -> bool) {
+    let _ = BACKGROUND.set(running);
+}
+
+/// Whether a background command runs now ([`watch_background`]): an
+/// editor write beneath a root is then made here.
+pub fn background_running() -> bool {
+    BACKGROUND.get().is_some_and(|running| running())
+}
+
 /// The exclusive side of [`gate`] for one editor write, if no command holds
 /// the shared one now.
 pub fn editor_write_gate() -> Option<tokio::sync::OwnedRwLockWriteGuard<()>> {

@@ -7,8 +7,9 @@
 //!
 //! - **Command sandbox** ([`sandbox`]): probe what confines commands here,
 //!   wrap a command line so that it runs confined by a
-//!   [`Policy`](crate::tools::sandbox::Policy) (the same rules on every
-//!   system, computed in `tools::sandbox`), and the launcher's entry point.
+//!   [`Policy`](sandbox::Policy) (the same rules on every system, computed
+//!   in `tools::sandbox`; the types are the platform's, `sandbox_policy.rs`),
+//!   and the launcher's entry point.
 //!   Linux: Landlock plus mount and PID namespaces; macOS: Seatbelt
 //!   (`/usr/bin/sandbox-exec`, profile from [`seatbelt`]); Windows: none,
 //!   and it says so.
@@ -46,6 +47,7 @@ mod windows;
 use windows as os;
 
 mod decode;
+mod sandbox_policy;
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub mod seatbelt;
 #[cfg_attr(not(windows), allow(dead_code))]
@@ -56,7 +58,7 @@ pub mod sandbox {
     use std::ffi::OsString;
     use std::path::{Path, PathBuf};
 
-    use crate::tools::sandbox::{Level, Policy};
+    pub use super::sandbox_policy::{Level, Policy};
 
     /// Words every message of the sandbox's own set-up starts with.
     pub use super::os::MESSAGE_PREFIX;

@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::tools::sandbox::{Level, Policy};
+use super::sandbox::{Level, Policy};
 
 pub const SUBCOMMAND: &str = "sandbox-exec";
 pub const MESSAGE_PREFIX: &str = "acp-coder sandbox:";

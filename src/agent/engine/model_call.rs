@@ -10,13 +10,15 @@ use tokio_util::sync::CancellationToken;
 use crate::acp::SessionUpdate;
 use crate::config::Settings;
 use crate::llm::{
-    ChatMessage, ChatRequest, Completion, Event, LlmError, Model, RetryPolicy, ToolSpec, text_calls,
+    ChatMessage, ChatRequest, Completion, Event, LlmError, Model, RetryPolicy, ToolCallRequest,
+    ToolSpec, text_calls,
 };
 use crate::rpc::RpcError;
 use crate::tools::ToolDescription;
 
 use crate::agent::engine::model_text;
 use crate::agent::engine::relay::Relay;
+use crate::agent::engine::tool_call::CallResult;
 use crate::agent::session::{History, Session};
 
 /// What a turn needs besides the session.
@@ -26,6 +28,36 @@ pub struct TurnEnv {
     pub model_id: String,
     pub reasoning_effort: Option<String>,
     pub settings: Arc<Settings>,
+    /// The `task` tool (subagents), when the turn offers it.
+    pub tasks: Option<Arc<dyn Tasks>>,
+}
+
+/// A tool the turn runs itself rather than through the session's tools:
+/// the `task` tool, whose call runs a subagent's own turn. The subagents
+/// are a layer above the turn, which gets the tool with its [`TurnEnv`].
+pub trait Tasks: Send + Sync {
+    /// The tool's name.
+    fn name(&self) -> &'static str;
+
+    /// The tool as the model is offered it, when `session` may use it.
+    fn tool_spec(&self, env: &TurnEnv, session: &Session) -> Option<ToolSpec>;
+
+    /// Runs one call of it in `parent`'s turn (whose history is `history`).
+    fn run<'a>(
+        &'a self,
+        env: &'a TurnEnv,
+        parent: &'a Arc<Session>,
+        history: &'a mut History,
+        req: &'a ToolCallRequest,
+        cancel: &'a CancellationToken,
+    ) -> futures::future::BoxFuture<'a, CallResult>;
+}
+
+impl TurnEnv {
+    /// Whether `name` is the [`Tasks`] tool's.
+    pub fn is_task(&self, name: &str) -> bool {
+        self.tasks.as_ref().is_some_and(|t| t.name() == name)
+    }
 }
 
 impl TurnEnv {
@@ -91,7 +123,7 @@ pub fn turn_request<'a>(env: &TurnEnv, session: &Session, history: &'a History) 
     let compact = env.settings.compact_prompt_for(env.context_window());
     // The `task` tool counts in the 128 a request may offer: it takes the
     // place of the registry's last (MCP) tool when the registry is full.
-    let task = crate::agent::subagent::tool_spec(env, session);
+    let task = env.tasks.as_ref().and_then(|t| t.tool_spec(env, session));
     let mut tools: Vec<_> = session
         .registry
         .specs()
