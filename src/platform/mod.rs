@@ -415,6 +415,14 @@ pub mod fs {
         super::os::relative_beneath(path, root)
     }
 
+    /// The name a file or folder that does not exist yet gets when it is
+    /// created as `name`: as it is on Unix; on Windows without trailing
+    /// dots and spaces (`foo.` and `foo ` name `foo`,
+    /// [`super::win::created_name`]).
+    pub fn created_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
+        super::os::created_name(name)
+    }
+
     /// The Unix permission bits, `None` on Windows.
     pub fn mode(meta: &Metadata) -> Option<u32> {
         super::os::mode(meta)

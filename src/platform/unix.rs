@@ -230,6 +230,10 @@ pub fn relative_beneath(path: &Path, root: &Path) -> Option<PathBuf> {
     path.strip_prefix(root).ok().map(Path::to_path_buf)
 }
 
+pub fn created_name(name: &OsStr) -> std::ffi::OsString {
+    name.to_owned()
+}
+
 pub fn mode(meta: &Metadata) -> Option<u32> {
     Some(meta.permissions().mode())
 }

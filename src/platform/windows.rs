@@ -404,6 +404,14 @@ pub fn is_beneath(path: &Path, root: &Path) -> bool {
     relative_beneath(path, root).is_some()
 }
 
+/// A name that is not valid Unicode stays as it is.
+pub fn created_name(name: &OsStr) -> OsString {
+    match name.to_str() {
+        Some(n) => super::win::created_name(n).into(),
+        None => name.to_owned(),
+    }
+}
+
 pub fn relative_beneath(path: &Path, root: &Path) -> Option<PathBuf> {
     let (path, root) = (long_names(path), long_names(root));
     super::win::relative(&path.to_string_lossy(), &root.to_string_lossy()).map(PathBuf::from)
