@@ -49,14 +49,13 @@ struct Args {
 /// (issue 43.2: `sh -c` made models write POSIX for cmd.exe).
 fn description(shell: &str) -> String {
     format!(
-        "Run a shell command and return its exit code and output (stdout and stderr \
-         together; the last 32 KB if longer). {shell}. No TTY and no input: use non-interactive \
-         flags. Default timeout 120000 ms, at most 600000. The result lists the files under the \
-         project that the command created, changed or deleted. For servers, watchers and long \
-         builds set background: true: the command keeps running while the conversation goes on, \
-         and you get a handle (e.g. \"bg1\") at once with its first output; read it later with \
-         command_output and stop it with command_kill. Handles stay valid across turns until \
-         killed or the session closes; at most a few run at once per session."
+        "Run a shell command; returns its exit code and output (stdout and stderr together; \
+         the last 32 KB if longer). {shell}. No TTY and no input: use non-interactive flags. \
+         The result lists the project's files the command created, changed or deleted. For \
+         servers, watchers and long builds set background: true: you get a handle (e.g. \
+         `bg1`) and the first output at once while the command keeps running; read it with \
+         command_output, stop it with command_kill. A handle lasts across turns until killed \
+         or the session closes; a few may run at once per session."
     )
 }
 
@@ -75,7 +74,7 @@ impl Tool for RunCommand {
                 "command": {"type": "string", "description": "The shell command line."},
                 "cwd": {"type": "string", "description": "Directory to run in. Default: the working directory."},
                 "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Kill the command after this many milliseconds. Default 120000. Ignored with background."},
-                "background": {"type": "boolean", "description": "Start the command in the background and return a handle at once (servers, watchers, long builds). Default false."}
+                "background": {"type": "boolean", "description": "Run in the background and return a handle at once. Default false."}
             }),
             &["command"],
         )

@@ -84,11 +84,10 @@ fn tool_spec(env: &TurnEnv, session: &Session) -> Option<ToolSpec> {
     (session.depth < env.settings.subagent_max_depth).then(|| ToolSpec {
         name: TOOL.into(),
         description: "Hand a self-contained piece of work to a subagent: a fresh assistant with \
-            its own context and the same project, tools and permissions, which works on it and \
-            answers with its result. Use it for work that needs many steps but whose result is \
-            short (researching a question across the code base, a focused change with its \
-            checks), so your own context stays small. The subagent sees only `prompt`: give it \
-            everything it needs to know."
+            its own context and your project, tools and permissions, which does it and answers \
+            with its result. Use it for work of many steps whose result is short (researching a \
+            question across the code, a focused change with its checks), to keep your own \
+            context small. The subagent sees only `prompt`: give it everything it needs."
             .into(),
         parameters: json!({
             "type": "object",
@@ -104,7 +103,7 @@ fn tool_spec(env: &TurnEnv, session: &Session) -> Option<ToolSpec> {
                 "mode": {
                     "type": "string",
                     "enum": Mode::ALL.map(Mode::id),
-                    "description": "Optional: a narrower mode for the subagent (e.g. read-only for research). Never wider than yours."
+                    "description": "A narrower mode for the subagent (e.g. read-only for research); never wider than yours."
                 }
             },
             "required": ["description", "prompt"],
