@@ -471,6 +471,21 @@ pub mod fs {
         super::os::open_file_path(file)
     }
 
+    /// For tests: a file at `path` that is not a regular file and whose
+    /// reading would wait for a writer (a FIFO, Unix); `false` where the
+    /// system cannot make one at any path (Windows: named pipes live in
+    /// `\\.\pipe\` only). Tests that prove a special file is not read make
+    /// one where they can, and prove the rest everywhere.
+    #[cfg(test)]
+    pub fn make_fifo_for_test(path: &Path) -> bool {
+        super::os::make_fifo_for_test(path)
+    }
+
+    /// For tests: a device whose reading never ends (`/dev/zero`), where
+    /// the system has one at a path a link can name.
+    #[cfg(test)]
+    pub const ENDLESS_DEVICE: Option<&str> = super::os::ENDLESS_DEVICE;
+
     /// A symbolic link at `link` to `target` (Windows: a directory link
     /// when `target`, read from `link`'s folder, is a directory). For
     /// tests that build trees with links.

@@ -269,6 +269,19 @@ pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
     std::os::unix::fs::symlink(target, link)
 }
 
+#[cfg(test)]
+pub fn make_fifo_for_test(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("a path without NUL");
+    // SAFETY: a valid C string for mkfifo(3).
+    let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) } == 0;
+    assert!(made, "mkfifo {}", path.display());
+    made
+}
+
+#[cfg(test)]
+pub const ENDLESS_DEVICE: Option<&str> = Some("/dev/zero");
+
 // ---------------------------------------------------------------------------
 // Terminal and stop requests.
 // ---------------------------------------------------------------------------

@@ -515,6 +515,16 @@ pub fn open_file_path(_file: &File) -> Option<PathBuf> {
     None
 }
 
+/// Named pipes exist only under `\\.\pipe\`, not at a path of a folder.
+#[cfg(test)]
+pub fn make_fifo_for_test(_path: &Path) -> bool {
+    false
+}
+
+/// `NUL` reads as empty, not endless: there is no such device.
+#[cfg(test)]
+pub const ENDLESS_DEVICE: Option<&str> = None;
+
 pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
     let resolved = link.parent().unwrap_or(Path::new(".")).join(target);
     if resolved.is_dir() {
