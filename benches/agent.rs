@@ -31,7 +31,8 @@
 //! | `BENCH_ONLY` (comma list) | all | all |
 //! | `BENCH_THREAD_CPU=1` (stream rounds: agent CPU per chunk by thread) | off | off |
 //!
-//! Benchmarks, each in `benches/agent/`: `startup` and `sandbox` (startup.rs),
+//! Benchmarks, each in `benches/agent/`: `startup`, `first-turn` and
+//! `sandbox` (startup.rs),
 //! `request` (request.rs), `stream` (stream.rs, with the libraries' floor in
 //! floor.rs), `cancel` (cancel.rs), `mcp` (mcp.rs), `load` and `soak`
 //! (sessions.rs), `size` (here), `a2a` (a2a.rs), `checkpoint` (checkpoint.rs;
@@ -256,8 +257,9 @@ fn main() {
     let model = FakeModel::start();
     let mut rows = Vec::new();
     type Bench = fn(&Opts, &FakeModel) -> Vec<Row>;
-    let benches: [(&str, Bench); 12] = [
+    let benches: [(&str, Bench); 13] = [
         ("startup", startup::bench_startup),
+        ("first-turn", startup::bench_first_turn),
         ("sandbox", startup::bench_sandbox),
         ("request", request::bench_request_size),
         ("stream", stream::bench_stream),

@@ -20,8 +20,9 @@
 #                          search tree (default 100000 files / 1024 MiB, 7 runs;
 #                          quick: 2000 / 20, 3 runs)
 #   BENCH_CLEAN_BUILD=1    time `cargo build --release` in an empty target dir
-#   BENCH_ONLY=a,b         only these agent benches (startup, request, stream,
-#                          cancel, mcp, load, soak, size, a2a, checkpoint, serve); BENCH_SKIP_SEARCH=1
+#   BENCH_ONLY=a,b         only these agent benches (startup, first-turn, request, stream,
+#                          cancel, mcp, load, soak, size, a2a, checkpoint, serve);
+#                          BENCH_SKIP_SEARCH=1
 #   and the sizes benches/agent.rs documents (BENCH_RUNS, BENCH_TURNS, …).
 # Exit status: 1 when a full run misses a limit (never in quick mode).
 set -euo pipefail
@@ -179,6 +180,15 @@ How each figure is taken (see `benches/agent.rs` and `benches/agent/` for the co
   every start, ~150 copy-on-write page faults, which were the largest part
   of start-up and 1 MB of its memory (and of every sandboxed command's
   launcher). `ACP_CODER_PIE=1` builds a PIE.
+- **first turn**: a fresh agent, `session/new`, then at once (as `exec`
+  does) a one-line prompt; the time from the `session/prompt` line to its
+  response. One side asks the loopback server for the window (it answers
+  llama-server's `GET /props`; the asking starts with the session and the
+  first request waits for it at most 1 s), the other has `context_window`
+  in the config and asks nothing; fresh agents, the sides alternating. The
+  fake server sets TCP_NODELAY: one that writes a reply's head and body
+  apart without it holds the body ~40 ms on a kept-alive connection (Nagle
+  meets the client's delayed ACK), which was the 45 ms issue 47 measured.
 - **streaming**: the fake OpenAI server writes each SSE chunk as one HTTP chunk
   (TCP_NODELAY), stamping its text with the send time; the editor's reader
   thread stamps each `session/update` line it reads. The target is the

@@ -89,7 +89,9 @@ unit_skips=(
   tools::search::grep::tests::glob_filters_files_relative_to_root
   tools::search::grep::tests::paths_outside_display_base_are_absolute
   # Symbolic links: Wine's are not Windows' (no reparse points).
+  agent::engine::model_text::tests::agents_md_that_is_not_a_project_file_is_skipped
   agent::policy::add_dir::tests::resolves_existing_directories_only
+  agent::policy::commands::tests::project_prompt_files_are_read_like_project_files
   editor::files::tests::writes_stay_beneath_the_root
   skills::tests::project_skills_linking_outside_the_project_are_not_read
   tools::paths::tests::resolution_handles_dots_tilde_and_symlinks

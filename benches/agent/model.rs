@@ -27,6 +27,8 @@ pub(super) struct ModelState {
     pub(super) chat_requests: AtomicUsize,
     pub(super) capture_next: AtomicBool,
     pub(super) captured: Mutex<Option<Vec<u8>>>,
+    /// llama-server's `GET /props` answer (`n_ctx`), when it says one.
+    pub(super) props_n_ctx: Option<u64>,
 }
 
 pub(super) struct FakeModel {
@@ -36,6 +38,15 @@ pub(super) struct FakeModel {
 
 impl FakeModel {
     pub(super) fn start() -> FakeModel {
+        Self::start_with(None)
+    }
+
+    /// A server that also answers llama-server's `GET /props` with `n_ctx`.
+    pub(super) fn start_with_props(n_ctx: u64) -> FakeModel {
+        Self::start_with(Some(n_ctx))
+    }
+
+    fn start_with(props_n_ctx: Option<u64>) -> FakeModel {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake model");
         let addr = listener.local_addr().expect("local addr");
         let state = Arc::new(ModelState {
@@ -44,6 +55,7 @@ impl FakeModel {
             chat_requests: AtomicUsize::new(0),
             capture_next: AtomicBool::new(false),
             captured: Mutex::new(None),
+            props_n_ctx,
         });
         let st = state.clone();
         std::thread::spawn(move || {
@@ -144,6 +156,10 @@ pub(super) fn read_request(rd: &mut BufReader<TcpStream>) -> Option<HttpRequest>
 }
 
 pub(super) fn serve_connection(st: &ModelState, stream: TcpStream) {
+    // A reply is written in more than one piece (head, body): without
+    // TCP_NODELAY the second waits for the client's ACK of the first, which
+    // Linux delays by up to 40 ms on a kept-alive connection (Nagle meets
+    // delayed ACK). Real servers set it (llama-server, Go, Node).
     let _ = stream.set_nodelay(true);
     let Ok(read_half) = stream.try_clone() else {
         return;
@@ -158,6 +174,11 @@ pub(super) fn serve_connection(st: &ModelState, stream: TcpStream) {
                 200,
                 &json!({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
                     .to_string(),
+            ),
+            ("GET", "/props") if st.props_n_ctx.is_some() => write_fixed(
+                &mut wr,
+                200,
+                &json!({"default_generation_settings": {"n_ctx": st.props_n_ctx}}).to_string(),
             ),
             ("POST", "/v1/chat/completions") => {
                 st.chat_requests.fetch_add(1, Ordering::SeqCst);

@@ -80,6 +80,75 @@ pub(super) fn bench_startup(o: &Opts, model: &FakeModel) -> Vec<Row> {
     ]
 }
 
+// ------------------------------------------------------------------ first turn
+
+/// The first turn of a new session (issue 47 item 7): `session/prompt` →
+/// its response, against a loopback server that answers llama-server's
+/// `/props` (the window is asked at session start), and with
+/// `context_window` in the config (nothing asked). The prompt goes as soon
+/// as `session/new` is answered (as `exec` does), or 200 ms later (as a
+/// user types). Fresh agents, the sides alternating.
+pub(super) fn bench_first_turn(o: &Opts, _model: &FakeModel) -> Vec<Row> {
+    let server = FakeModel::start_with_props(131_072);
+    let asked = AgentEnv::new(o, "first-turn-asked", &server, "");
+    let set = AgentEnv::new(o, "first-turn-set", &server, "context_window = 131072\n");
+    let turn = |env: &AgentEnv, pause: Duration| -> u64 {
+        let mut agent = env.spawn();
+        agent.initialize();
+        let sid = agent.new_session(&env.ws(), json!([]));
+        std::thread::sleep(pause);
+        let t0 = now_ns();
+        let id = agent.prompt(&sid, "say ok");
+        let r = agent.wait_for(id);
+        assert_eq!(r.result()["stopReason"], "end_turn");
+        let t = r.at - t0;
+        agent.p.close();
+        t
+    };
+    let pause = Duration::from_millis(200);
+    let (mut at_once, mut later, mut without) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..o.runs {
+        let mut sides: [&mut dyn FnMut(); 3] = [
+            &mut || at_once.push(turn(&asked, Duration::ZERO)),
+            &mut || later.push(turn(&asked, pause)),
+            &mut || without.push(turn(&set, Duration::ZERO)),
+        ];
+        sides.rotate_left(i % 3);
+        for side in sides {
+            side();
+        }
+    }
+    let (a, l, s) = (median(&at_once), median(&later), median(&without));
+    println!(
+        "  first turn: window asked, prompt at once p50 {:.2} ms p90 {:.2} ms; prompt 200 ms later p50 {:.2} ms p90 {:.2} ms; context_window set p50 {:.2} ms p90 {:.2} ms",
+        ms(a),
+        ms(quantile(&at_once, 0.9)),
+        ms(l),
+        ms(quantile(&later, 0.9)),
+        ms(s),
+        ms(quantile(&without, 0.9))
+    );
+    let row = |what: &str, m: u64| {
+        Row::new(
+            what,
+            format!("{:.2} ms", ms(m)),
+            format!("`context_window` set {:.2} ms", ms(s)),
+            format!("{:.2}×", m as f64 / s.max(1) as f64),
+            "—",
+        )
+    };
+    vec![
+        row(
+            "first turn, window asked of the server (`/props`), prompt right after `session/new` (median)",
+            a,
+        ),
+        row(
+            "first turn, window asked of the server (`/props`), prompt 200 ms after `session/new` (median)",
+            l,
+        ),
+    ]
+}
+
 // ------------------------------------------------------------------ sandbox
 
 /// The cost of the command sandbox (issue 14): `sh -c true` started directly

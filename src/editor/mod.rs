@@ -12,7 +12,9 @@ pub mod local;
 pub mod status;
 
 pub use elicit::{Answer, ElicitError, UrlElicitation};
-pub use files::{FileError, command_guard, looks_binary, read_local, remove_local, write_local};
+pub use files::{
+    FileError, command_guard, looks_binary, read_local, remove_local, watch_background, write_local,
+};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -279,7 +281,7 @@ impl Editor {
         // editor's write is checked.
         let _no_command = if files::is_beneath_a_root(roots, path) {
             match files::editor_write_gate() {
-                Some(guard) if !crate::tools::process::background::any_running() => Some(guard),
+                Some(guard) if !files::background_running() => Some(guard),
                 _ => {
                     tracing::debug!(path = %path.display(), "a command is running: written beneath the root, not through the editor");
                     return files::write_local(roots, path, content).await;

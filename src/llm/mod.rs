@@ -215,7 +215,8 @@ pub trait Model: Send + Sync {
     async fn list_models(&self) -> Result<Vec<String>, LlmError>;
 
     /// The context window the server runs `model` with, when it says
-    /// (`window`): asked once per model, then remembered.
+    /// (`window`): asked once per endpoint and model in the process, then
+    /// remembered. The asking goes on if the caller stops waiting.
     async fn context_window(&self, _model: &str) -> Option<u64> {
         None
     }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use async_openai::config::Config;
 use async_openai::error::OpenAIError;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use secrecy::SecretString;
 use serde_json::Value;
@@ -56,8 +56,6 @@ pub struct OpenAiModel {
     credentials: Arc<Vec<HeaderName>>,
     idle_timeout: Duration,
     limits: StreamLimits,
-    /// Context windows the server reported, per model (`None`: it did not say).
-    windows: std::sync::Mutex<std::collections::HashMap<String, Option<super::ServerWindow>>>,
     /// The last `GET /models` answer, which also says windows (asked once).
     listing: std::sync::Mutex<Option<Value>>,
 }
@@ -130,7 +128,6 @@ impl OpenAiModel {
             credentials: Arc::new(credentials),
             idle_timeout,
             limits: StreamLimits::default(),
-            windows: Default::default(),
             listing: Default::default(),
         })
     }
@@ -207,33 +204,33 @@ impl Model for OpenAiModel {
     }
 
     async fn context_window(&self, model: &str) -> Option<u64> {
-        if let Some(known) = self.windows.lock().ok()?.get(model) {
-            return known.map(|w| w.tokens);
-        }
-        let listing = self.listing.lock().ok().and_then(|l| l.clone());
-        let found = super::window::probe(
-            &self.client,
-            &self.endpoint.base,
-            &self.endpoint.headers,
-            model,
-            listing,
-            WINDOW_TIMEOUT,
-        )
-        .await;
-        if let Some(w) = found {
-            tracing::info!(
-                model,
-                window = w.tokens,
-                source = w.source,
-                "context window reported by the server"
-            );
-        }
-        self.windows.lock().ok()?.insert(model.to_owned(), found);
-        found.map(|w| w.tokens)
+        let answer = super::window::ask(&self.endpoint.base, model, || {
+            let listing = self.listing.lock().ok().and_then(|l| l.clone());
+            let client = self.client.clone();
+            let base = self.endpoint.base.clone();
+            let headers = self.endpoint.headers.clone();
+            let model = model.to_owned();
+            async move {
+                let found =
+                    super::window::probe(&client, &base, &headers, &model, listing, WINDOW_TIMEOUT)
+                        .await;
+                if let Some(w) = found {
+                    tracing::info!(
+                        model,
+                        window = w.tokens,
+                        source = w.source,
+                        "context window reported by the server"
+                    );
+                }
+                found
+            }
+            .boxed()
+        });
+        answer.await.map(|w| w.tokens)
     }
 
     fn known_server_window(&self, model: &str) -> Option<super::ServerWindow> {
-        self.windows.lock().ok()?.get(model).copied().flatten()
+        super::window::known(&self.endpoint.base, model)
     }
 
     async fn list_models(&self) -> Result<Vec<String>, LlmError> {
@@ -343,5 +340,65 @@ mod kept_alive_tests {
             drop(stream);
         }
         server.await.unwrap();
+    }
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Issue 47 item 7: the window is kept per endpoint and model for the
+    /// process: a second client of the same endpoint (another session's,
+    /// or one rebuilt by `authenticate`) knows it without asking again.
+    #[tokio::test]
+    async fn a_second_client_of_the_endpoint_does_not_ask_again() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let props = Arc::new(AtomicUsize::new(0));
+        let counted = props.clone();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match sock.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf).to_string();
+                let body = if head.starts_with("GET /props ") {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    r#"{"default_generation_settings":{"n_ctx":8192}}"#
+                } else {
+                    "{}"
+                };
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(reply.as_bytes()).await;
+            }
+        });
+        let client = || {
+            OpenAiModel::new(
+                &format!("http://{addr}/v1"),
+                None,
+                &[],
+                Duration::from_secs(5),
+                Duration::from_secs(5),
+            )
+            .unwrap()
+        };
+        let first = client();
+        assert_eq!(first.context_window("m").await, Some(8192));
+        let second = client();
+        assert_eq!(second.known_context_window("m"), Some(8192));
+        assert_eq!(second.context_window("m").await, Some(8192));
+        assert_eq!(props.load(Ordering::SeqCst), 1);
+        // Another model of the same server is its own question.
+        assert_eq!(second.known_context_window("other"), None);
     }
 }

@@ -14,8 +14,18 @@
 //!   (`loaded_context_length`, else `max_context_length`).
 //!
 //! The window the server runs with wins over the model's maximum.
+//!
+//! The answer is kept per endpoint and model for the whole process
+//! ([`ask`]): a second session, or a client rebuilt by `authenticate`,
+//! never asks again. The asking runs on a task of its own, so that a caller
+//! that stops waiting (the first request of a turn waits only briefly)
+//! does not stop it.
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
@@ -24,6 +34,41 @@ use super::ServerWindow;
 /// The most of one answer read (Ollama's `/api/show` carries the license
 /// and the template).
 const MAX_BODY: usize = 4 << 20;
+
+/// A server's answer, once it is in.
+pub(super) type Answer = Shared<BoxFuture<'static, Option<ServerWindow>>>;
+
+/// Every answer asked for in this process, by (endpoint, model).
+static ASKED: LazyLock<Mutex<HashMap<(String, String), Answer>>> = LazyLock::new(Default::default);
+
+/// The answer for `model` at `base`: the one asked for earlier in this
+/// process, else `start()`'s, driven from now on by a task of its own
+/// (needs a Tokio runtime).
+pub(super) fn ask(
+    base: &str,
+    model: &str,
+    start: impl FnOnce() -> BoxFuture<'static, Option<ServerWindow>>,
+) -> Answer {
+    let mut asked = ASKED.lock().unwrap_or_else(PoisonError::into_inner);
+    let key = (base.to_owned(), model.to_owned());
+    if let Some(answer) = asked.get(&key) {
+        return answer.clone();
+    }
+    let answer = start().shared();
+    tokio::spawn(answer.clone());
+    asked.insert(key, answer.clone());
+    answer
+}
+
+/// The answer for `model` at `base` if it is in, without asking.
+pub(super) fn known(base: &str, model: &str) -> Option<ServerWindow> {
+    let asked = ASKED.lock().unwrap_or_else(PoisonError::into_inner);
+    asked
+        .get(&(base.to_owned(), model.to_owned()))?
+        .peek()
+        .copied()
+        .flatten()
+}
 
 /// What each source said, best first when picking.
 #[derive(Debug, Default, PartialEq, Eq)]

@@ -10,12 +10,13 @@ use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::{Notice, NoticeSeverity, SessionUpdate};
+use crate::acp::{Notice, SessionUpdate};
 use crate::config::McpServerSpec;
 use crate::editor::Editor;
 use crate::tools::{Tool, ToolSource};
 
 pub use super::options::McpOptions;
+pub use super::told::Told;
 use super::tool::McpTool;
 use super::{client, input, names, oauth, prompts, resources};
 
@@ -70,30 +71,6 @@ struct Notices {
     /// The client knows the session (`session/new` was answered): notices
     /// go out at once, in a turn or not.
     known: bool,
-}
-
-/// What to tell the user: `notice` for a client that shows notices, else `text`.
-pub struct Told {
-    pub text: String,
-    pub notice: Notice,
-}
-
-impl Told {
-    /// A server failed (to start, or while running).
-    pub fn failed(text: String, title: String, description: String) -> Told {
-        Told {
-            text,
-            notice: Notice::new(NoticeSeverity::Warning, title, Some(description)),
-        }
-    }
-
-    /// Good news or a request to the user (a server is ready, a sign-in link).
-    pub fn info(text: String, title: String, description: String) -> Told {
-        Told {
-            text,
-            notice: Notice::new(NoticeSeverity::Info, title, Some(description)),
-        }
-    }
 }
 
 struct Inner {

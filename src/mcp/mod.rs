@@ -24,6 +24,7 @@ pub mod client;
 mod connect;
 pub mod elicit;
 mod handler;
+mod handshake;
 pub mod http;
 pub mod input;
 pub mod manager;
@@ -41,6 +42,7 @@ pub mod servers;
 pub mod sse;
 pub mod stdio;
 mod stdio_lines;
+mod told;
 pub mod tool;
 
 pub use manager::{McpManager, McpOptions};

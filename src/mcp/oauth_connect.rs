@@ -10,6 +10,7 @@ use rmcp::ClientHandler;
 use rmcp::service::{RoleClient, RunningService};
 use tokio_util::sync::CancellationToken;
 
+use super::handshake::{self, init_error};
 use super::oauth::{AuthStatus, TokenStore};
 use super::oauth_flow::{self, Bearer};
 use super::{McpError, http, sse};
@@ -23,8 +24,6 @@ pub struct SignIn<'a> {
     pub status: &'a AuthStatus,
     /// Shows the sign-in link to the user (see [`oauth_flow::Present`]).
     pub present: oauth_flow::Present<'a>,
-    /// A failed handshake in words (`connect::init_error`).
-    pub init_error: fn(&rmcp::service::ClientInitializeError) -> String,
 }
 
 impl SignIn<'_> {
@@ -72,8 +71,7 @@ impl SignIn<'_> {
         ct: CancellationToken,
     ) -> Result<RunningService<RoleClient, H>, McpError> {
         let (store, manager) = self.stored(url).await?;
-        let handshake =
-            |e: rmcp::service::ClientInitializeError| McpError::Handshake((self.init_error)(&e));
+        let failed = |e: rmcp::service::ClientInitializeError| McpError::Handshake(init_error(&e));
         if legacy_sse {
             let (client, headers) = http::client_and_headers(headers)?;
             let connected = sse::SseTransport::connect(
@@ -90,22 +88,22 @@ impl SignIn<'_> {
                 }
                 other => other?,
             };
-            return super::connect::handshake(handler, transport, ct)
+            return handshake::handshake(handler, transport, ct)
                 .await
-                .map_err(handshake);
+                .map_err(failed);
         }
         let transport = http::streamable(url, headers, manager)?;
-        let e = match super::connect::handshake(handler.clone(), transport, ct.clone()).await {
+        let e = match handshake::handshake(handler.clone(), transport, ct.clone()).await {
             Ok(service) => return Ok(service),
             Err(e) => e,
         };
         let Some(challenge) = oauth_flow::challenge_of(&e) else {
-            return Err(handshake(e));
+            return Err(failed(e));
         };
         let manager = self.run(url, &challenge, store).await?;
         let transport = http::streamable(url, headers, manager)?;
-        super::connect::handshake(handler, transport, ct)
+        handshake::handshake(handler, transport, ct)
             .await
-            .map_err(handshake)
+            .map_err(failed)
     }
 }

@@ -20,8 +20,8 @@ use rmcp::transport::auth::{
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use super::manager::Told;
 use super::oauth::TokenStore;
+use super::told::Told;
 use crate::config::McpOAuthClient;
 
 /// How long the browser gets to come back (inside the 300 s an MCP server

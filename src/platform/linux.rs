@@ -1,8 +1,10 @@
 //! Linux: the command sandbox is the agent's own binary in its launcher
 //! mode (`linux/launcher.rs`): Landlock (`linux/rules.rs`), a private mount
-//! namespace that keeps git's configuration read-only (`linux/mounts.rs`)
+//! namespace that keeps git's configuration read-only (`linux/mounts.rs`,
+//! the files found by `linux/git_dirs.rs`)
 //! and a PID namespace; it also supervises unsandboxed commands and MCP
 //! servers so that they die with the agent.
+mod git_dirs;
 pub mod launcher;
 mod mounts;
 mod net;
@@ -15,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub use launcher::{MESSAGE_PREFIX, SUBCOMMAND};
 pub use net::listener_owner;
 
-use crate::tools::sandbox::{Level, Policy};
+use super::sandbox::{Level, Policy};
 
 pub use super::unix::*;
 

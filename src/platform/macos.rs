@@ -5,8 +5,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::sandbox::{Level, Policy};
 use super::seatbelt::{self, SANDBOX_EXEC};
-use crate::tools::sandbox::{Level, Policy};
 
 pub const SUBCOMMAND: &str = "sandbox-exec";
 pub const MESSAGE_PREFIX: &str = "acp-coder sandbox:";

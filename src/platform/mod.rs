@@ -7,8 +7,9 @@
 //!
 //! - **Command sandbox** ([`sandbox`]): probe what confines commands here,
 //!   wrap a command line so that it runs confined by a
-//!   [`Policy`](crate::tools::sandbox::Policy) (the same rules on every
-//!   system, computed in `tools::sandbox`), and the launcher's entry point.
+//!   [`Policy`](sandbox::Policy) (the same rules on every system, computed
+//!   in `tools::sandbox`; the types are the platform's, `sandbox_policy.rs`),
+//!   and the launcher's entry point.
 //!   Linux: Landlock plus mount and PID namespaces; macOS: Seatbelt
 //!   (`/usr/bin/sandbox-exec`, profile from [`seatbelt`]); Windows: none,
 //!   and it says so.
@@ -25,6 +26,8 @@
 //!   user from reading the agent's memory (its API key).
 //! - **File watching** ([`watch`]): which `notify` backend watches trees.
 //! - **Sockets** ([`net`]): who owns a loopback listener.
+//! - **Command output** ([`console`]): its text, in the console's code page
+//!   on Windows.
 //!
 //! [`seatbelt`] and [`win`] are pure and compiled everywhere, so that their
 //! unit tests run on the Linux CI machine.
@@ -43,6 +46,8 @@ mod windows;
 #[cfg(windows)]
 use windows as os;
 
+mod decode;
+mod sandbox_policy;
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub mod seatbelt;
 #[cfg_attr(not(windows), allow(dead_code))]
@@ -53,7 +58,7 @@ pub mod sandbox {
     use std::ffi::OsString;
     use std::path::{Path, PathBuf};
 
-    use crate::tools::sandbox::{Level, Policy};
+    pub use super::sandbox_policy::{Level, Policy};
 
     /// Words every message of the sandbox's own set-up starts with.
     pub use super::os::MESSAGE_PREFIX;
@@ -410,6 +415,14 @@ pub mod fs {
         super::os::relative_beneath(path, root)
     }
 
+    /// The name a file or folder that does not exist yet gets when it is
+    /// created as `name`: as it is on Unix; on Windows without trailing
+    /// dots and spaces (`foo.` and `foo ` name `foo`,
+    /// [`super::win::created_name`]).
+    pub fn created_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
+        super::os::created_name(name)
+    }
+
     /// The Unix permission bits, `None` on Windows.
     pub fn mode(meta: &Metadata) -> Option<u32> {
         super::os::mode(meta)
@@ -457,6 +470,21 @@ pub mod fs {
     pub fn open_file_path(file: &File) -> Option<std::path::PathBuf> {
         super::os::open_file_path(file)
     }
+
+    /// For tests: a file at `path` that is not a regular file and whose
+    /// reading would wait for a writer (a FIFO, Unix); `false` where the
+    /// system cannot make one at any path (Windows: named pipes live in
+    /// `\\.\pipe\` only). Tests that prove a special file is not read make
+    /// one where they can, and prove the rest everywhere.
+    #[cfg(test)]
+    pub fn make_fifo_for_test(path: &Path) -> bool {
+        super::os::make_fifo_for_test(path)
+    }
+
+    /// For tests: a device whose reading never ends (`/dev/zero`), where
+    /// the system has one at a path a link can name.
+    #[cfg(test)]
+    pub const ENDLESS_DEVICE: Option<&str> = super::os::ENDLESS_DEVICE;
 
     /// A symbolic link at `link` to `target` (Windows: a directory link
     /// when `target`, read from `link`'s folder, is a directory). For
@@ -550,6 +578,13 @@ pub mod net {
     pub fn listener_owner(port: u16) -> Owner {
         super::os::listener_owner(port)
     }
+}
+
+/// Text of what commands write to a pipe: UTF-8 as it is; on Windows,
+/// output that is not UTF-8 is read in the console's code page (cmd.exe and
+/// console programs write the OEM code page, e.g. 850, to a pipe).
+pub mod console {
+    pub use super::decode::Decoder;
 }
 
 /// File watching.

@@ -230,6 +230,10 @@ pub fn relative_beneath(path: &Path, root: &Path) -> Option<PathBuf> {
     path.strip_prefix(root).ok().map(Path::to_path_buf)
 }
 
+pub fn created_name(name: &OsStr) -> std::ffi::OsString {
+    name.to_owned()
+}
+
 pub fn mode(meta: &Metadata) -> Option<u32> {
     Some(meta.permissions().mode())
 }
@@ -264,6 +268,19 @@ pub fn link_count(path: &Path) -> Option<u64> {
 pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
     std::os::unix::fs::symlink(target, link)
 }
+
+#[cfg(test)]
+pub fn make_fifo_for_test(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("a path without NUL");
+    // SAFETY: a valid C string for mkfifo(3).
+    let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) } == 0;
+    assert!(made, "mkfifo {}", path.display());
+    made
+}
+
+#[cfg(test)]
+pub const ENDLESS_DEVICE: Option<&str> = Some("/dev/zero");
 
 // ---------------------------------------------------------------------------
 // Terminal and stop requests.
@@ -324,6 +341,20 @@ pub async fn terminated() {
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
+    }
+}
+
+/// Command output on Unix is UTF-8: there is no other code page to read it
+/// in, and bytes that are not UTF-8 are shown as U+FFFD.
+pub mod console {
+    /// No code page besides UTF-8.
+    pub fn output_code_page() -> Option<u32> {
+        None
+    }
+
+    /// The one encoding here, UTF-8 ([`output_code_page`] names no other).
+    pub fn decode(_code_page: u32, carry: &mut Vec<u8>, bytes: &[u8], out: &mut String) {
+        crate::platform::decode::decode_utf8(carry, bytes, out);
     }
 }
 

@@ -412,8 +412,27 @@ pub fn file_name(name: &str) -> &str {
         return name;
     }
     let base = name.split(':').next().unwrap_or(name);
-    let trimmed = base.trim_end_matches(['.', ' ']);
-    if trimmed.is_empty() { name } else { trimmed }
+    match without_trailing(base) {
+        "" => name,
+        trimmed => trimmed,
+    }
+}
+
+/// The name a file or folder gets when it is created as `name`: without
+/// trailing dots and spaces (`foo.` and `foo ` name `foo`), which Win32
+/// path parsing strips; `.`, `..` and a name that would become empty stay.
+pub fn created_name(name: &str) -> &str {
+    if name == "." || name == ".." {
+        return name;
+    }
+    match without_trailing(name) {
+        "" => name,
+        trimmed => trimmed,
+    }
+}
+
+fn without_trailing(name: &str) -> &str {
+    name.trim_end_matches(['.', ' '])
 }
 
 /// Whether `path` is `root` or beneath it, comparing names as Windows
@@ -772,5 +791,20 @@ mod tests {
         assert_eq!(file_name("..."), "...");
         assert_eq!(file_name("a.txt::$DATA"), "a.txt");
         assert!(!same("C:\\repo\\a", "D:\\repo\\a"));
+    }
+
+    /// A name that does not exist yet is created without its trailing dots
+    /// and spaces; a stream name stays (it names a stream, not the file).
+    #[test]
+    fn created_names_lose_trailing_dots_and_spaces() {
+        assert_eq!(created_name("foo."), "foo");
+        assert_eq!(created_name("foo "), "foo");
+        assert_eq!(created_name("foo. . "), "foo");
+        assert_eq!(created_name("tasks.json"), "tasks.json");
+        assert_eq!(created_name(".env"), ".env");
+        assert_eq!(created_name("a:b."), "a:b");
+        for kept in [".", "..", "...", " "] {
+            assert_eq!(created_name(kept), kept);
+        }
     }
 }

@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::tools::sandbox::{Level, Policy};
+use super::sandbox::{Level, Policy};
 
 pub const SUBCOMMAND: &str = "sandbox-exec";
 pub const MESSAGE_PREFIX: &str = "acp-coder sandbox:";
@@ -404,6 +404,14 @@ pub fn is_beneath(path: &Path, root: &Path) -> bool {
     relative_beneath(path, root).is_some()
 }
 
+/// A name that is not valid Unicode stays as it is.
+pub fn created_name(name: &OsStr) -> OsString {
+    match name.to_str() {
+        Some(n) => super::win::created_name(n).into(),
+        None => name.to_owned(),
+    }
+}
+
 pub fn relative_beneath(path: &Path, root: &Path) -> Option<PathBuf> {
     let (path, root) = (long_names(path), long_names(root));
     super::win::relative(&path.to_string_lossy(), &root.to_string_lossy()).map(PathBuf::from)
@@ -506,6 +514,16 @@ pub fn link_count(path: &Path) -> Option<u64> {
 pub fn open_file_path(_file: &File) -> Option<PathBuf> {
     None
 }
+
+/// Named pipes exist only under `\\.\pipe\`, not at a path of a folder.
+#[cfg(test)]
+pub fn make_fifo_for_test(_path: &Path) -> bool {
+    false
+}
+
+/// `NUL` reads as empty, not endless: there is no such device.
+#[cfg(test)]
+pub const ENDLESS_DEVICE: Option<&str> = None;
 
 pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
     let resolved = link.parent().unwrap_or(Path::new(".")).join(target);
@@ -621,9 +639,111 @@ pub fn listener_owner(_port: u16) -> super::net::Owner {
     super::net::Owner::Unknown
 }
 
+/// Command output in the console's code page.
+pub mod console {
+    use windows_sys::Win32::Globalization::{
+        CP_UTF8, GetOEMCP, IsDBCSLeadByteEx, MultiByteToWideChar,
+    };
+    use windows_sys::Win32::System::Console::GetConsoleOutputCP;
+
+    /// The code page console programs write to a pipe in: the console's
+    /// output code page, or the OEM one (850, 437, 932…) when the agent has
+    /// no console (an editor started it); `None` when that is UTF-8.
+    pub fn output_code_page() -> Option<u32> {
+        // SAFETY: neither call takes an argument or can fail unsafely.
+        let cp = match unsafe { GetConsoleOutputCP() } {
+            0 => unsafe { GetOEMCP() },
+            cp => cp,
+        };
+        (cp != CP_UTF8).then_some(cp)
+    }
+
+    /// Decodes `carry ++ bytes` in `code_page` into `out`
+    /// (`MultiByteToWideChar`); a lead byte of a double-byte code page
+    /// (932, 936, 949, 950) cut from its trail byte by the end of the read
+    /// waits in `carry` for the next.
+    pub fn decode(code_page: u32, carry: &mut Vec<u8>, bytes: &[u8], out: &mut String) {
+        carry.extend_from_slice(bytes);
+        let mut whole = 0;
+        while whole < carry.len() {
+            // SAFETY: a plain query on a byte.
+            let lead = unsafe { IsDBCSLeadByteEx(code_page, carry[whole]) } != 0;
+            match (lead, whole + 1 < carry.len()) {
+                (true, true) => whole += 2,
+                (true, false) => break,
+                (false, _) => whole += 1,
+            }
+        }
+        for piece in carry[..whole].chunks(1 << 20) {
+            out.push_str(&wide(code_page, piece));
+        }
+        carry.drain(..whole);
+    }
+
+    /// `bytes` (whole characters, fewer than 2^31) in `code_page` as text.
+    fn wide(code_page: u32, bytes: &[u8]) -> String {
+        if bytes.is_empty() {
+            return String::new();
+        }
+        let len = bytes.len() as i32;
+        // SAFETY: `bytes` is valid for `len` bytes; a null output with
+        // size 0 asks for the length needed.
+        let need = unsafe {
+            MultiByteToWideChar(code_page, 0, bytes.as_ptr(), len, std::ptr::null_mut(), 0)
+        };
+        if need <= 0 {
+            return String::from_utf8_lossy(bytes).into_owned();
+        }
+        let mut wide = vec![0u16; need as usize];
+        // SAFETY: `wide` has room for `need` UTF-16 units.
+        let got = unsafe {
+            MultiByteToWideChar(code_page, 0, bytes.as_ptr(), len, wide.as_mut_ptr(), need)
+        };
+        wide.truncate(got.max(0) as usize);
+        String::from_utf16_lossy(&wide)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 43.2: cmd.exe's output in the OEM code page reads as text:
+    /// 0x82 0x8A are "éè" in code page 850; UTF-8 stays as it is; a
+    /// Shift-JIS (932) character cut between two reads is whole.
+    #[test]
+    fn console_output_is_decoded_in_its_code_page() {
+        let decode = |cp: u32, chunks: &[&[u8]]| {
+            let (mut carry, mut out) = (Vec::new(), String::new());
+            for c in chunks {
+                console::decode(cp, &mut carry, c, &mut out);
+            }
+            (out, carry)
+        };
+        assert_eq!(decode(850, &[b"caf\x82 \x8a\r\n"]).0, "café è\r\n");
+        assert_eq!(decode(850, &[&[0x82, 0x8A]]).0, "éè");
+        // 日本 in Shift-JIS, cut inside the first character.
+        let sjis = [0x93, 0xFA, 0x96, 0x7B];
+        let (out, carry) = decode(932, &[&sjis[..1]]);
+        assert_eq!((out.as_str(), carry.as_slice()), ("", &sjis[..1]));
+        assert_eq!(decode(932, &[&sjis[..1], &sjis[1..]]).0, "日本");
+        // UTF-8 output passes the platform decoder as it is, whatever the
+        // console's code page, and bytes that are not UTF-8 are read in it.
+        let mut d = crate::platform::console::Decoder::new();
+        let mut out = String::new();
+        d.push("héllo".as_bytes(), &mut out);
+        d.finish(&mut out);
+        assert_eq!(out, "héllo");
+        if let Some(cp) = console::output_code_page() {
+            let mut d = crate::platform::console::Decoder::new();
+            let mut out = String::new();
+            d.push(&[b'a', 0x82, b'\n'], &mut out);
+            d.finish(&mut out);
+            let (expected, _) = decode(cp, &[&[b'a', 0x82, b'\n']]);
+            assert_eq!(out, expected);
+            assert!(!out.contains('\u{fffd}'), "{out:?} in code page {cp}");
+        }
+    }
 
     /// Issue 43.5: a tree starts suspended, is put into its job, then runs:
     /// it finishes with its own exit code, inside the job.

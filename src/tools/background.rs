@@ -43,7 +43,7 @@ impl Tool for CommandOutput {
         "command_output"
     }
     fn description(&self) -> &str {
-        "Read a background command started with run_command(background: true): what it printed since the last read (the last 64 KB at most; a note says when earlier output was dropped), whether it is still running, and its exit code once it ended. Handles stay valid across turns until the command is killed or the session closes. wait_ms (default 0, at most 120000) waits for the command to end first, returning early when it does; use it to wait for a build instead of polling."
+        "Read a background command's output since the last read (at most the last 64 KB; a note says when earlier output was dropped), whether it still runs, and its exit code once it ended. wait_ms waits for it to end first, returning as soon as it does: use it to wait for a build instead of polling."
     }
     fn parameters(&self) -> Value {
         args_schema(
@@ -110,7 +110,7 @@ impl Tool for CommandKill {
         "command_kill"
     }
     fn description(&self) -> &str {
-        "Stop a background command started with run_command(background: true), with every process it started (its whole process group), and return its last output. The handle is gone afterwards."
+        "Stop a background command and every process it started (its whole process group); returns its last output. The handle is gone afterwards."
     }
     fn parameters(&self) -> Value {
         args_schema(json!({"handle": handle_property()}), &["handle"])
@@ -154,7 +154,7 @@ impl Action for Kill {
 
 /// The `handle` parameter both tools take.
 fn handle_property() -> Value {
-    json!({"type": "string", "description": "The handle run_command returned (e.g. \"bg1\")."})
+    json!({"type": "string", "description": "The handle from run_command (e.g. `bg1`)."})
 }
 
 /// A call's title before its handle is looked up.

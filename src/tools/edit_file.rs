@@ -51,7 +51,7 @@ impl Tool for EditFile {
     fn parameters(&self) -> Value {
         args_schema(
             json!({
-                "path": {"type": "string", "description": "File path, absolute or relative to the working directory."},
+                "path": {"type": "string", "description": "Absolute, or relative to the working directory."},
                 "old_string": {"type": "string", "description": "Exact text to replace."},
                 "new_string": {"type": "string", "description": "Replacement text (must differ from old_string)."},
                 "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."}

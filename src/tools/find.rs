@@ -188,14 +188,14 @@ impl Tool for Grep {
     fn description(&self) -> &str {
         "Search file contents with a regular expression (ripgrep syntax). Returns `path:line:text` \
          lines, sorted, paths relative to the working directory. Respects .gitignore; skips hidden \
-         and binary files. Narrow with path and glob (e.g. \"*.rs\", \"src/**/*.ts\")."
+         and binary files."
     }
     fn parameters(&self) -> Value {
         args_schema(
             json!({
                 "pattern": {"type": "string", "description": "Regular expression to search for."},
                 "path": {"type": "string", "description": "File or directory to search. Default: the working directory."},
-                "glob": {"type": "string", "description": "Only search files whose path matches this glob."},
+                "glob": {"type": "string", "description": "Only files whose path matches this glob (e.g. `*.rs`, `src/**/*.ts`)."},
                 "case_insensitive": {"type": "boolean", "description": "Ignore case. Default false."},
                 "context": {"type": "integer", "minimum": 0, "maximum": 10, "description": "Lines of context around each match. Default 0."}
             }),
@@ -244,7 +244,7 @@ impl Tool for Glob {
         "glob"
     }
     fn description(&self) -> &str {
-        "Find files by path pattern (e.g. \"**/*.rs\", \"src/**/test_*.py\", \"Cargo.toml\"; a pattern \
+        "Find files by path pattern (e.g. `**/*.rs`, `src/**/test_*.py`, `Cargo.toml`; a pattern \
          without `/` matches file names at any depth). Returns sorted paths relative to the working \
          directory. Respects .gitignore and skips hidden files."
     }

@@ -61,6 +61,12 @@ pub struct ToolContext {
     /// once the permission decision is made; `None` runs it unconfined (the
     /// user allowed this very command, or there is no sandbox).
     pub sandbox: Option<sandbox::Policy>,
+    /// Whether the one who answers this session's questions may let a
+    /// command out of the sandbox: the user, never an A2A guest (DESIGN
+    /// "Who holds which rights"). A guest's commands run confined even when
+    /// the guest allowed them, and a denied one is not offered a run
+    /// without the sandbox.
+    pub may_leave_sandbox: bool,
     /// The files the session's model has seen; `None` where nothing is
     /// tracked. The editing tools answer a blind edit with the file.
     pub seen: Option<Arc<dyn SeenFiles>>,

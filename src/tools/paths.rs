@@ -47,12 +47,14 @@ const MAX_LINK_HOPS: u32 = 40;
 
 fn canonicalize_following(path: &Path, hops: u32) -> PathBuf {
     let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
     loop {
         if let Ok(canon) = crate::platform::fs::canonicalize(&existing) {
             let mut out = canon;
+            // What does not exist yet is spelled as it would be created
+            // (Windows: `foo.` and `foo ` are `foo`).
             for part in rest.iter().rev() {
-                out.push(part);
+                out.push(crate::platform::fs::created_name(part));
             }
             return out;
         }
@@ -470,6 +472,21 @@ mod tests {
             expand_windows_vars("%USERPROFILE%x%UNSET%$env:PROJ;", &env),
             format!("{}x%UNSET%{project};", profile.display())
         );
+    }
+
+    /// A part that does not exist yet is spelled as it will be once created
+    /// (issue 43 item 3): on Windows `new.` and `new ` are `new`, so a check
+    /// of the lenient path is a check of the file that gets made.
+    #[test]
+    fn parts_that_do_not_exist_yet_are_spelled_as_created() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["made. ", "made.", "made "] {
+            let lenient = canonicalize_lenient(&dir.path().join(name).join("f.txt"));
+            std::fs::create_dir(dir.path().join(name)).unwrap();
+            let made = crate::platform::fs::canonicalize(&dir.path().join(name)).unwrap();
+            assert_eq!(lenient, made.join("f.txt"), "{name:?}");
+            std::fs::remove_dir(&made).unwrap();
+        }
     }
 
     /// Issue 43.3: a resolved path is one Windows programs accept: no

@@ -34,10 +34,10 @@ impl Tool for UpdatePlan {
         "update_plan"
     }
     fn description(&self) -> &str {
-        "Only for a task of several steps: record or update your plan (skip it for a \
-         one-step task, and never use it instead of doing the work). Send the complete list \
-         every time (it replaces the previous one); keep exactly one entry in_progress while \
-         working and mark entries completed as soon as they are done."
+        "Only for a task of several steps: record or update your plan (never instead of \
+         doing the work). Send the whole list each time (it replaces the last one); keep \
+         exactly one entry in_progress while working, and mark each completed as soon as it \
+         is done."
     }
     fn parameters(&self) -> Value {
         args_schema(

@@ -33,12 +33,12 @@ impl Tool for ReadFile {
     fn description(&self) -> &str {
         "Read a text file. Returns numbered lines (`  LINE\\tTEXT`; the number and tab are not part \
          of the file). Reads at most 2000 lines at a time; use offset/limit to page through long files. \
-         Shows the editor's current buffer, including unsaved changes."
+         Reads the editor's buffer (unsaved changes included)."
     }
     fn parameters(&self) -> Value {
         args_schema(
             json!({
-                "path": {"type": "string", "description": "File path, absolute or relative to the working directory."},
+                "path": {"type": "string", "description": "Absolute, or relative to the working directory."},
                 "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based). Default 1."},
                 "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to read. Default 2000."}
             }),

@@ -49,14 +49,13 @@ struct Args {
 /// (issue 43.2: `sh -c` made models write POSIX for cmd.exe).
 fn description(shell: &str) -> String {
     format!(
-        "Run a shell command and return its exit code and output (stdout and stderr \
-         together; the last 32 KB if longer). {shell}. No TTY and no input: use non-interactive \
-         flags. Default timeout 120000 ms, at most 600000. The result lists the files under the \
-         project that the command created, changed or deleted. For servers, watchers and long \
-         builds set background: true: the command keeps running while the conversation goes on, \
-         and you get a handle (e.g. \"bg1\") at once with its first output; read it later with \
-         command_output and stop it with command_kill. Handles stay valid across turns until \
-         killed or the session closes; at most a few run at once per session."
+        "Run a shell command; returns its exit code and output (stdout and stderr together; \
+         the last 32 KB if longer). {shell}. No TTY and no input: use non-interactive flags. \
+         The result lists the project's files the command created, changed or deleted. For \
+         servers, watchers and long builds set background: true: you get a handle (e.g. \
+         `bg1`) and the first output at once while the command keeps running; read it with \
+         command_output, stop it with command_kill. A handle lasts across turns until killed \
+         or the session closes; a few may run at once per session."
     )
 }
 
@@ -75,7 +74,7 @@ impl Tool for RunCommand {
                 "command": {"type": "string", "description": "The shell command line."},
                 "cwd": {"type": "string", "description": "Directory to run in. Default: the working directory."},
                 "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Kill the command after this many milliseconds. Default 120000. Ignored with background."},
-                "background": {"type": "boolean", "description": "Start the command in the background and return a handle at once (servers, watchers, long builds). Default false."}
+                "background": {"type": "boolean", "description": "Run in the background and return a handle at once. Default false."}
             }),
             &["command"],
         )
@@ -185,8 +184,9 @@ impl Action for Run {
         // see it in the question below or the tool's result, as before).
         ctx.editor.notice(denied_notice(&self.command));
         // Issue 14: the sandbox probably stopped a write (or the network);
-        // the user may let this one command run again without it.
-        if self.ask_unsandboxed(ctx, policy, &first).await? {
+        // the user (never an A2A guest) may let this one command run again
+        // without it.
+        if ctx.may_leave_sandbox && self.ask_unsandboxed(ctx, policy, &first).await? {
             let mut second = self.once(ctx, None).await?;
             second.for_model = format!(
                 "The first run, in the sandbox, failed on a denied write or connection; the user allowed running the command once more without the sandbox. This second run:\n{}",
@@ -195,11 +195,15 @@ impl Action for Run {
             return Ok(second);
         }
         let mut first = first;
-        let note = sandbox::unreadable_note(&first.for_model, policy)
+        let note = sandbox::unreadable_note(&first.for_model, policy, ctx.may_leave_sandbox)
             .map(|n| format!(" {n}"))
             .unwrap_or_default();
+        let declined = match ctx.may_leave_sandbox {
+            true => "The user declined to run it without the sandbox",
+            false => "Commands of this client (A2A) never run without the sandbox",
+        };
         first.for_model.push_str(&format!(
-            "\n\n[The command ran in the sandbox: it may write only inside the project and its own temp directory (.git/config, hooks and other files that tools run on their own are read-only), may not read credential stores or the agent's own files, and reaches no outside UNIX socket; the failure looks like a denied write, read or connection.{note} The user declined to run it without the sandbox: do not retry it in another form; work inside the project or ask the user.]",
+            "\n\n[The command ran in the sandbox: it may write only inside the project and its own temp directory (.git/config, hooks and other files that tools run on their own are read-only), may not read credential stores or the agent's own files, and reaches no outside UNIX socket; the failure looks like a denied write, read or connection.{note} {declined}: do not retry it in another form; work inside the project or ask the user.]",
         ));
         Ok(first)
     }
@@ -366,7 +370,7 @@ impl Run {
             .map(|r| r.display().to_string())
             .collect();
         let mut dropped = 0;
-        let note = sandbox::unreadable_note(&first.for_model, policy)
+        let note = sandbox::unreadable_note(&first.for_model, policy, ctx.may_leave_sandbox)
             .map(|n| format!("\n\n{n}"))
             .unwrap_or_default();
         let text = format!(

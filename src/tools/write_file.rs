@@ -27,14 +27,14 @@ impl Tool for WriteFile {
         "write_file"
     }
     fn description(&self) -> &str {
-        "Create a file, or replace a file's whole content. Parent directories are created. \
-         For changes to part of an existing file, prefer edit_file. Read an existing file before \
-         overwriting it (a file you have not read is not overwritten: you get its content instead)."
+        "Create a file, or replace its whole content (parent directories are created). To \
+         change part of a file, prefer edit_file. Read an existing file before overwriting it: \
+         an unread file is not overwritten, you get its content instead."
     }
     fn parameters(&self) -> Value {
         args_schema(
             json!({
-                "path": {"type": "string", "description": "File path, absolute or relative to the working directory."},
+                "path": {"type": "string", "description": "Absolute, or relative to the working directory."},
                 "content": {"type": "string", "description": "The complete new content of the file."}
             }),
             &["path", "content"],

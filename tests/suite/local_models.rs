@@ -125,6 +125,69 @@ async fn context_window_comes_from_llama_server_props() {
     );
 }
 
+/// Issue 47 item 7: the window is asked at session start and never holds
+/// the first request. This server answers `/props` only once the first chat
+/// request has come: a probe that held the request waited for it until its
+/// own timeout and learned nothing. Here the first turn goes on with the
+/// default window, the answer comes, and the next turn uses it.
+#[tokio::test]
+async fn the_window_probe_does_not_hold_the_first_request() {
+    let model = FakeModel::start().await;
+    model.set_route(
+        "GET",
+        "/props",
+        Reply::json(json!({"default_generation_settings": {"n_ctx": 8192}}))
+            .held_until_chat_requests(1),
+    );
+    model.push(Reply::text("first").with_usage(900, 10));
+    model.push(Reply::text("second").with_usage(900, 10));
+    let r = ready(&model).await;
+    let first = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        r.editor.prompt(&r.sid, "hello"),
+    )
+    .await
+    .expect("the first turn waits for no window");
+    assert_eq!(first["stopReason"], "end_turn");
+    let system = |i: usize| model.chat_requests()[i].text(0).to_owned();
+    assert!(
+        !system(0).contains("Use tools to act"),
+        "the default window"
+    );
+    r.editor.prompt(&r.sid, "/status").await;
+    let text = r.editor.agent_text(&r.sid);
+    assert!(
+        text.contains("of 8192 tokens used")
+            && text.contains("window reported by the server (llama-server `/props` (n_ctx))"),
+        "{text}"
+    );
+    r.editor.prompt(&r.sid, "again").await;
+    assert!(system(1).contains("Use tools to act"), "the learned window");
+    assert_eq!(usage_size(&r), 8192);
+}
+
+/// The answer is kept for the process: a second session asks nothing, and
+/// its first request already has the learned window.
+#[tokio::test]
+async fn a_second_session_does_not_ask_for_the_window_again() {
+    let model = FakeModel::start().await;
+    small_window(&model);
+    model.push(Reply::text("one"));
+    model.push(Reply::text("two"));
+    let r = ready(&model).await;
+    r.editor.prompt(&r.sid, "hello").await;
+    let second = r.editor.new_session(r.ws.path()).await;
+    r.editor.prompt(&second, "hello").await;
+    let asked = |path: &str| model.requests().iter().filter(|q| q.path == path).count();
+    assert_eq!(
+        (asked("/props"), asked("/api/show"), asked("/api/v0/models")),
+        (1, 1, 1)
+    );
+    let requests = model.chat_requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[1].text(0).contains("Use tools to act"));
+}
+
 /// `/status` before any turn asks the server; with nothing said, it shows
 /// the default and how to set it.
 #[tokio::test]

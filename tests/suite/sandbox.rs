@@ -631,3 +631,120 @@ async fn exec_without_a_terminal_refuses_the_unsandboxed_rerun() {
         "{text}"
     );
 }
+
+// ------------------------------------------------------------ A2A guests
+
+/// Answers a task waiting for input with `option_id`, as an A2A client.
+async fn answer_as_guest(
+    s: &super::a2a::Served,
+    task: &serde_json::Value,
+    option_id: &str,
+) -> serde_json::Value {
+    use super::a2a_http::{post, rpc};
+    let message = json!({"message": {"role": "ROLE_USER", "messageId": format!("a-{option_id}"),
+        "taskId": task["id"], "contextId": task["contextId"],
+        "parts": [{"data": {"optionId": option_id}}]}});
+    let (_, b) = post(s, Some(s.token.as_str()), rpc("SendMessage", message)).await;
+    b["result"]["task"].clone()
+}
+
+/// The option ids a task waiting for input offers.
+fn offered(task: &serde_json::Value) -> Vec<String> {
+    task["status"]["message"]["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["data"]["options"].as_array())
+        .flatten()
+        .filter_map(|o| o["optionId"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// An A2A client is a guest: it is never offered "Run once without the
+/// sandbox" for a command the sandbox stopped, and naming that option
+/// does not run it unconfined. It used to be asked, and its answer wrote
+/// outside the served directory.
+#[tokio::test]
+async fn a_guest_is_never_offered_a_run_outside_the_sandbox() {
+    use super::a2a_http::{post, rpc, user_message};
+    if !landlock() {
+        return;
+    }
+    let model = crate::support::FakeModel::start().await;
+    let ws = Workspace::new();
+    let out = outside();
+    let escaped = out.path().join("escaped.txt");
+    let s = super::a2a::serve(&model, ws.path(), &["--mode", "full-auto"], &[]).await;
+    model.push(crate::support::Reply::tool_call(
+        "c1",
+        "run_command",
+        json!({"command": format!("echo x > {}", escaped.display())}),
+    ));
+    model.push(crate::support::Reply::text("done"));
+    let (_, b) = post(
+        &s,
+        Some(s.token.as_str()),
+        rpc("SendMessage", user_message("write it")),
+    )
+    .await;
+    let mut task = b["result"]["task"].clone();
+    let mut offers = Vec::new();
+    // The attack: whatever is asked, answer "run without the sandbox".
+    while task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED" && offers.len() < 3 {
+        offers.extend(offered(&task));
+        task = answer_as_guest(&s, &task, "run-unsandboxed").await;
+    }
+    assert!(!escaped.exists(), "the guest's command wrote outside");
+    assert!(
+        !offers.iter().any(|o| o == "run-unsandboxed"),
+        "offered: {offers:?}"
+    );
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    let result = model.tool_result_for("c1").unwrap_or_default();
+    assert!(result.contains("never run without the sandbox"), "{result}");
+}
+
+/// In ask mode, a command an A2A guest allows still runs in the sandbox
+/// (a command the user allows runs as allowed): the write outside the
+/// served directory is denied. It used to run unconfined.
+#[tokio::test]
+async fn a_command_a_guest_allows_still_runs_in_the_sandbox() {
+    use super::a2a_http::{post, rpc, user_message};
+    if !landlock() {
+        return;
+    }
+    let model = crate::support::FakeModel::start().await;
+    let ws = Workspace::new();
+    let out = outside();
+    let escaped = out.path().join("allowed.txt");
+    let s = super::a2a::serve(&model, ws.path(), &["--mode", "ask"], &[]).await;
+    model.push(crate::support::Reply::tool_call(
+        "c1",
+        "run_command",
+        json!({"command": format!("echo x > {}; echo inside > inside.txt", escaped.display())}),
+    ));
+    model.push(crate::support::Reply::text("done"));
+    let (_, b) = post(
+        &s,
+        Some(s.token.as_str()),
+        rpc("SendMessage", user_message("write it")),
+    )
+    .await;
+    let task = b["result"]["task"].clone();
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "the command asks: {task}"
+    );
+    let task = answer_as_guest(&s, &task, "allow-once").await;
+    assert_eq!(
+        task["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{:?} {task}",
+        offered(&task)
+    );
+    assert!(!escaped.exists(), "the allowed command ran unconfined");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("inside.txt")).unwrap_or_default(),
+        "inside\n"
+    );
+}

@@ -10,13 +10,15 @@ use tokio_util::sync::CancellationToken;
 use crate::acp::SessionUpdate;
 use crate::config::Settings;
 use crate::llm::{
-    ChatMessage, ChatRequest, Completion, Event, LlmError, Model, RetryPolicy, ToolSpec, text_calls,
+    ChatMessage, ChatRequest, Completion, Event, LlmError, Model, RetryPolicy, ToolCallRequest,
+    ToolSpec, text_calls,
 };
 use crate::rpc::RpcError;
 use crate::tools::ToolDescription;
 
 use crate::agent::engine::model_text;
 use crate::agent::engine::relay::Relay;
+use crate::agent::engine::tool_call::CallResult;
 use crate::agent::session::{History, Session};
 
 /// What a turn needs besides the session.
@@ -26,12 +28,42 @@ pub struct TurnEnv {
     pub model_id: String,
     pub reasoning_effort: Option<String>,
     pub settings: Arc<Settings>,
+    /// The `task` tool (subagents), when the turn offers it.
+    pub tasks: Option<Arc<dyn Tasks>>,
+}
+
+/// A tool the turn runs itself rather than through the session's tools:
+/// the `task` tool, whose call runs a subagent's own turn. The subagents
+/// are a layer above the turn, which gets the tool with its [`TurnEnv`].
+pub trait Tasks: Send + Sync {
+    /// The tool's name.
+    fn name(&self) -> &'static str;
+
+    /// The tool as the model is offered it, when `session` may use it.
+    fn tool_spec(&self, env: &TurnEnv, session: &Session) -> Option<ToolSpec>;
+
+    /// Runs one call of it in `parent`'s turn (whose history is `history`).
+    fn run<'a>(
+        &'a self,
+        env: &'a TurnEnv,
+        parent: &'a Arc<Session>,
+        history: &'a mut History,
+        req: &'a ToolCallRequest,
+        cancel: &'a CancellationToken,
+    ) -> futures::future::BoxFuture<'a, CallResult>;
+}
+
+impl TurnEnv {
+    /// Whether `name` is the [`Tasks`] tool's.
+    pub fn is_task(&self, name: &str) -> bool {
+        self.tasks.as_ref().is_some_and(|t| t.name() == name)
+    }
 }
 
 impl TurnEnv {
     /// The model's window: as configured, else as the server said
-    /// ([`Model::context_window`], learned at the start of a turn), else
-    /// the default.
+    /// ([`Model::context_window`], asked at session start), else the
+    /// default.
     pub fn context_window(&self) -> u64 {
         self.settings
             .configured_context_window(&self.model_id)
@@ -39,15 +71,19 @@ impl TurnEnv {
             .unwrap_or(self.settings.context_window)
     }
 
-    /// Asks the server for the model's window unless the config gives it
-    /// (once per model; bounded).
+    /// Waits for the server's answer about the model's window unless the
+    /// config gives it, at most [`WINDOW_WAIT`]: the asking started with
+    /// the session ([`learn_window_in_background`]) and is usually done; a
+    /// server slow to say does not hold the turn, which goes on with the
+    /// default until the answer is in.
     pub async fn learn_context_window(&self) {
         if self
             .settings
             .configured_context_window(&self.model_id)
             .is_none()
         {
-            self.model.context_window(&self.model_id).await;
+            let asked = self.model.context_window(&self.model_id);
+            let _ = tokio::time::timeout(WINDOW_WAIT, asked).await;
         }
     }
 
@@ -58,6 +94,21 @@ impl TurnEnv {
             max_delay: Duration::from_secs(30),
         }
     }
+}
+
+/// The longest a turn waits for the server to say the model's window.
+pub const WINDOW_WAIT: Duration = Duration::from_secs(1);
+
+/// Starts asking the server for `model_id`'s window (at session start),
+/// unless the config gives it; the answer is kept for the process.
+pub fn learn_window_in_background(model: &Arc<dyn Model>, settings: &Settings, model_id: &str) {
+    if settings.configured_context_window(model_id).is_some() {
+        return;
+    }
+    let (model, model_id) = (model.clone(), model_id.to_owned());
+    tokio::spawn(async move {
+        model.context_window(&model_id).await;
+    });
 }
 
 pub fn message_id() -> String {
@@ -72,7 +123,7 @@ pub fn turn_request<'a>(env: &TurnEnv, session: &Session, history: &'a History) 
     let compact = env.settings.compact_prompt_for(env.context_window());
     // The `task` tool counts in the 128 a request may offer: it takes the
     // place of the registry's last (MCP) tool when the registry is full.
-    let task = crate::agent::subagent::tool_spec(env, session);
+    let task = env.tasks.as_ref().and_then(|t| t.tool_spec(env, session));
     let mut tools: Vec<_> = session
         .registry
         .specs()

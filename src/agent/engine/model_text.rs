@@ -334,8 +334,8 @@ mod tests {
     use super::*;
 
     /// An outside review: `AGENTS.md` as a symlink out of the project, to
-    /// `/dev/zero`, or a FIFO. None is read; a link inside is.
-    #[cfg(unix)] // file modes and FIFOs are Unix's
+    /// `/dev/zero`, or a FIFO (where the system has them). None is read; a
+    /// link inside is.
     #[test]
     fn agents_md_that_is_not_a_project_file_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
@@ -345,10 +345,10 @@ mod tests {
         std::fs::write(root.join("secret.txt"), "SECRET").unwrap();
         std::fs::write(proj.join("real.md"), "be brief").unwrap();
         crate::platform::fs::symlink(root.join("secret.txt"), proj.join("AGENTS.md")).unwrap();
-        crate::platform::fs::symlink("/dev/zero", proj.join("a/AGENTS.md")).unwrap();
-        let fifo = std::ffi::CString::new(proj.join("a/b/AGENTS.md").to_str().unwrap()).unwrap();
-        // SAFETY: a valid C string for mkfifo(3).
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        if let Some(device) = crate::platform::fs::ENDLESS_DEVICE {
+            crate::platform::fs::symlink(device, proj.join("a/AGENTS.md")).unwrap();
+        }
+        crate::platform::fs::make_fifo_for_test(&proj.join("a/b/AGENTS.md"));
         crate::platform::fs::symlink("../../../real.md", proj.join("a/b/c/AGENTS.md")).unwrap();
         let found = memory_files(&proj.join("a/b/c"), Some(&proj), None);
         let texts: Vec<&str> = found.iter().map(|(_, t)| t.as_str()).collect();

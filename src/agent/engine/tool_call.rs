@@ -188,11 +188,13 @@ impl Call<'_> {
             )));
         }
         // Issue 14: a command that runs without the user allowing it (the mode, a
-        // remembered grant) is confined; one the user just allowed runs as allowed.
+        // remembered grant) is confined; one the user just allowed runs as
+        // allowed. An A2A guest's answer never lets a command out.
         let unasked = self
             .authorize(tool.name(), &access, &details, &args)
             .await?;
-        if let (true, crate::tools::Access::Execute { cwd, .. }) = (unasked, &access) {
+        let confined = unasked || !ctx.may_leave_sandbox;
+        if let (true, crate::tools::Access::Execute { cwd, .. }) = (confined, &access) {
             ctx.sandbox = Some(crate::tools::sandbox::policy_for(
                 &self.session.roots(),
                 cwd,
@@ -284,6 +286,7 @@ impl Call<'_> {
             tool_call_id: self.id.clone(),
             secret_env: secret_env.to_vec(),
             sandbox: None,
+            may_leave_sandbox: self.session.asker == crate::agent::session::Asker::User,
             seen: Some(Arc::new(SessionSeen(
                 self.session.clone(),
                 self.limits.guard_overwrites,

@@ -376,8 +376,8 @@ fn broken_call(text: &str, offered: &[String]) -> Option<String> {
 /// that does not exist fit (every required one there, every one given a
 /// parameter of its type): a model that calls `create_file` with
 /// `write_file`'s arguments means `write_file`. Never a command tool.
-fn fitting_tool(session: &Session, req: &ToolCallRequest) -> Option<String> {
-    if session.registry.get(&req.name).is_some() || req.name == crate::agent::subagent::TOOL {
+fn fitting_tool(env: &TurnEnv, session: &Session, req: &ToolCallRequest) -> Option<String> {
+    if session.registry.get(&req.name).is_some() || env.is_task(&req.name) {
         return None;
     }
     let args: serde_json::Value = serde_json::from_str(&req.arguments).ok()?;
@@ -557,7 +557,7 @@ async fn run_calls(
                 redact_string(text)
             }
         } else {
-            let renamed = fitting_tool(session, req);
+            let renamed = fitting_tool(env, session, req);
             let taken_as;
             let original = req.name.clone();
             let req = match renamed {
@@ -571,8 +571,9 @@ async fn run_calls(
                 }
                 None => req,
             };
-            let result = if req.name == crate::agent::subagent::TOOL {
-                crate::agent::subagent::run(env, session, history, req, cancel).await
+            let task = env.tasks.as_ref().filter(|t| t.name() == req.name);
+            let result = if let Some(task) = task {
+                task.run(env, session, history, req, cancel).await
             } else {
                 tool_call::run(session, req, cancel, &env.settings, limits).await
             };

@@ -10,7 +10,7 @@ use crate::acp::{
 };
 use crate::rpc::RpcError;
 
-use super::lifecycle::{absolute_dir, additional_dirs};
+use super::dirs::{absolute_dir, additional_dirs};
 use crate::agent::Agent;
 use crate::agent::policy::options::{self, MODE, MODEL, REASONING_EFFORT};
 use crate::agent::session::Session;

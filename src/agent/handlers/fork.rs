@@ -16,7 +16,8 @@ use std::sync::Arc;
 use crate::acp::LoadSessionRequest;
 use crate::rpc::{Reply, RpcError};
 
-use super::lifecycle::{absolute_dir, new_session_id};
+use super::dirs::absolute_dir;
+use super::lifecycle::new_session_id;
 use crate::agent::Agent;
 use crate::agent::history::cursors;
 use crate::agent::store::{self, Record, Summary};

@@ -3,7 +3,7 @@
 //! stored sessions are in `stored.rs`; what a session is built with in
 //! `setup.rs`; config options before and at setup in `config.rs`.
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::acp::{
@@ -16,6 +16,7 @@ use crate::llm::ChatMessage;
 use crate::rpc::{Reply, RpcError};
 
 use super::config::initial_options;
+use super::dirs::{absolute_dir, additional_dirs, existing_dir};
 use super::setup::{find_skills, protected_for, send_commands, tools_for, watch_commands};
 use crate::agent::Agent;
 use crate::agent::policy::options;
@@ -372,6 +373,13 @@ impl Agent {
     /// registers it.
     async fn open(&self, mut o: Opening, settings: &Settings) -> Arc<Session> {
         crate::tools::sandbox::prefetch();
+        // The server's window is asked now, not by the first turn (issue
+        // 47 item 7): the first request does not wait for it.
+        if let (Some(model_id), Ok(model)) = (&o.meta.model, self.model()) {
+            crate::agent::engine::model_call::learn_window_in_background(
+                &model, settings, model_id,
+            );
+        }
         // A guest's session (`acp-coder a2a`) works in the served directory
         // alone, in the server's mode at most: no directory an editor's
         // `/add-dir` left in a loaded conversation, no wider mode it had.
@@ -535,37 +543,4 @@ pub(in crate::agent) fn read_only_note(holder: &Option<u32>) -> String {
          server lets a conversation go 30 minutes after its last task, or when it stops), \
          then open the session again; or start a new session."
     )
-}
-
-pub(in crate::agent) fn absolute_dir(field: &str, path: &str) -> Result<PathBuf, RpcError> {
-    let p = Path::new(path);
-    if !p.is_absolute() {
-        return Err(RpcError::invalid_params(format!(
-            "{field}: expected an absolute path, got {path:?}"
-        )));
-    }
-    Ok(p.to_path_buf())
-}
-
-/// An absolute path naming a directory that exists now: a new session's
-/// working directory and its extra roots (a missing one or a file would
-/// only fail later, in the middle of a turn).
-fn existing_dir(field: &str, path: &str) -> Result<PathBuf, RpcError> {
-    let p = absolute_dir(field, path)?;
-    match std::fs::metadata(&p) {
-        Ok(m) if m.is_dir() => Ok(p),
-        Ok(_) => Err(RpcError::invalid_params(format!(
-            "{field}: {path:?} is a file, not a directory; send the project's directory"
-        ))),
-        Err(e) => Err(RpcError::invalid_params(format!(
-            "{field}: {path:?} is not a readable directory ({e}); send an existing directory"
-        ))),
-    }
-}
-
-pub(in crate::agent) fn additional_dirs(dirs: &[String]) -> Result<Vec<PathBuf>, RpcError> {
-    dirs.iter()
-        .enumerate()
-        .map(|(i, d)| absolute_dir(&format!("params.additionalDirectories[{i}]"), d))
-        .collect()
 }

@@ -125,7 +125,13 @@ impl Agent {
         };
         let ending = crate::agent::handlers::plan::PromptEnding::new(self, settings);
         let run = turn::run(&env, session, &prompt, token, &ending);
-        crate::agent::history::changes::checkpointed(session, gate, &title, max, token, run).await
+        let stop =
+            crate::agent::history::changes::checkpointed(session, &gate, &title, max, token, run)
+                .await;
+        // The turn's end, with its checkpoint, while the gate is held.
+        crate::agent::history::cursors::after_turn(session);
+        drop(gate);
+        stop
     }
 
     /// A slash command (ACP §10.4, DESIGN "Slash commands"): `Some(stop)` when
@@ -274,6 +280,7 @@ impl Agent {
             model_id,
             reasoning_effort,
             settings: settings.clone(),
+            tasks: Some(Arc::new(crate::agent::subagent::Subagents)),
         })
     }
 

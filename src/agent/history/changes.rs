@@ -358,11 +358,11 @@ pub async fn read_now(editor: &Editor, path: &Path) -> Result<Option<String>, Fi
 }
 
 /// Runs a prompt turn with its checkpoint: begun once the turn holds the
-/// gate (`_gate`, from [`Tracker::gate`]), finished with the files' final
-/// contents.
+/// gate (`_gate`, from [`Tracker::gate`], which the caller keeps until it
+/// has announced the turn's end), finished with the files' final contents.
 pub async fn checkpointed<F, T>(
     session: &Arc<Session>,
-    _gate: tokio::sync::MutexGuard<'_, ()>,
+    _gate: &tokio::sync::MutexGuard<'_, ()>,
     prompt: &str,
     max_bytes: u64,
     cancel: &tokio_util::sync::CancellationToken,
@@ -405,7 +405,6 @@ where
                 None,
             ));
     }
-    super::cursors::after_turn(session);
     result
 }
 

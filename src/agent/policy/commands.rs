@@ -775,7 +775,6 @@ mod tests {
     /// not read (and reading does not wait: the FIFO hung `session/new`); a
     /// link inside the project is read; a project `/commit` that hides the
     /// user's own says so.
-    #[cfg(unix)] // FIFOs and `/dev/zero` are Unix's
     #[test]
     fn project_prompt_files_are_read_like_project_files() {
         let dir = tempfile::tempdir().unwrap();
@@ -788,11 +787,12 @@ mod tests {
         std::fs::write(proj.join("inside.md"), "INSIDE TEXT").unwrap();
         use crate::platform::fs::symlink as link;
         link(root.join("other/notes.md"), cmds_dir.join("steal.md")).unwrap();
-        link("/dev/zero", cmds_dir.join("zero.md")).unwrap();
+        // `/dev/zero` and a FIFO where the system has them.
+        if let Some(device) = crate::platform::fs::ENDLESS_DEVICE {
+            link(device, cmds_dir.join("zero.md")).unwrap();
+        }
         link("../../inside.md", cmds_dir.join("inside.md")).unwrap();
-        let fifo = std::ffi::CString::new(cmds_dir.join("hang.md").to_str().unwrap()).unwrap();
-        // SAFETY: a valid C string for mkfifo(3).
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        crate::platform::fs::make_fifo_for_test(&cmds_dir.join("hang.md"));
         std::fs::write(cmds_dir.join("commit.md"), "PROJECT COMMIT").unwrap();
         std::fs::write(
             cmds_dir.join("big.md"),

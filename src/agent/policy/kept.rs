@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::permission::Grant;
+use super::grant::Grant;
 
 const DIR: &str = "permissions";
 

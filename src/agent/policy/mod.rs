@@ -2,6 +2,7 @@
 //! the session modes and config options, and the slash commands.
 pub(super) mod add_dir;
 pub(super) mod commands;
+pub mod grant;
 pub mod kept;
 pub(super) mod memory;
 pub mod modes;

@@ -23,6 +23,7 @@ use crate::tools::Access;
 use crate::tools::paths::{is_inside, outside_paths_in_command};
 use crate::tools::sanitize_title;
 
+pub use crate::agent::policy::grant::Grant;
 use crate::agent::policy::kept::Kept;
 pub use crate::agent::policy::prefix::{command_prefix, matches_prefix};
 use crate::agent::policy::protected::{Protected, in_git_dir, linked_elsewhere};
@@ -54,39 +55,6 @@ pub enum Scope {
     Fetch(String),
     /// Nothing to remember (a command whose prefix cannot be trusted).
     Once,
-}
-
-/// One remembered answer: an access kind and what it applies to. Kept
-/// ones are stored as JSON (`kept.rs`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Grant {
-    Edits { tool: String },
-    External { tool: String },
-    Read { path: PathBuf },
-    Write { path: PathBuf },
-    Command { prefix: String },
-    CommandOn { prefix: String, path: PathBuf },
-    Fetch { domain: String },
-}
-
-impl Grant {
-    /// What the grant allows, as in the options' names.
-    pub fn describe(&self) -> String {
-        match self {
-            Grant::Edits { tool } => {
-                format!("edits by {tool} inside the project (protected files excepted)")
-            }
-            Grant::External { tool } => format!("the tool {tool}"),
-            Grant::Read { path } => format!("reading {}", path.display()),
-            Grant::Write { path } => format!("writing {}", path.display()),
-            Grant::Command { prefix } => format!("`{prefix} …` inside the project"),
-            Grant::CommandOn { prefix, path } => {
-                format!("`{prefix} …` on {}", path.display())
-            }
-            Grant::Fetch { domain } => format!("fetching URLs of {domain}"),
-        }
-    }
 }
 
 impl Scope {

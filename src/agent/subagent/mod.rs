@@ -39,7 +39,7 @@ use crate::editor::Divert;
 use crate::llm::{ChatMessage, ToolCallRequest, ToolSpec};
 use crate::tools::sanitize_title;
 
-use crate::agent::engine::model_call::TurnEnv;
+use crate::agent::engine::model_call::{Tasks, TurnEnv};
 use crate::agent::engine::tool_call::{
     CallResult, cancelled, failed as fail, result_limit, trim_to,
 };
@@ -54,16 +54,40 @@ pub const TOOL: &str = "task";
 /// in the title of a child's permission request.
 const TASK_IN_TITLE: usize = 48;
 
+/// The `task` tool as a turn runs it ([`Tasks`]): what the prompt handler
+/// gives every turn.
+pub struct Subagents;
+
+impl Tasks for Subagents {
+    fn name(&self) -> &'static str {
+        TOOL
+    }
+
+    fn tool_spec(&self, env: &TurnEnv, session: &Session) -> Option<ToolSpec> {
+        tool_spec(env, session)
+    }
+
+    fn run<'a>(
+        &'a self,
+        env: &'a TurnEnv,
+        parent: &'a Arc<Session>,
+        history: &'a mut History,
+        req: &'a ToolCallRequest,
+        cancel: &'a CancellationToken,
+    ) -> futures::future::BoxFuture<'a, CallResult> {
+        run(env, parent, history, req, cancel)
+    }
+}
+
 /// The `task` tool, when `session` may start children.
-pub fn tool_spec(env: &TurnEnv, session: &Session) -> Option<ToolSpec> {
+fn tool_spec(env: &TurnEnv, session: &Session) -> Option<ToolSpec> {
     (session.depth < env.settings.subagent_max_depth).then(|| ToolSpec {
         name: TOOL.into(),
         description: "Hand a self-contained piece of work to a subagent: a fresh assistant with \
-            its own context and the same project, tools and permissions, which works on it and \
-            answers with its result. Use it for work that needs many steps but whose result is \
-            short (researching a question across the code base, a focused change with its \
-            checks), so your own context stays small. The subagent sees only `prompt`: give it \
-            everything it needs to know."
+            its own context and your project, tools and permissions, which does it and answers \
+            with its result. Use it for work of many steps whose result is short (researching a \
+            question across the code, a focused change with its checks), to keep your own \
+            context small. The subagent sees only `prompt`: give it everything it needs."
             .into(),
         parameters: json!({
             "type": "object",
@@ -79,7 +103,7 @@ pub fn tool_spec(env: &TurnEnv, session: &Session) -> Option<ToolSpec> {
                 "mode": {
                     "type": "string",
                     "enum": Mode::ALL.map(Mode::id),
-                    "description": "Optional: a narrower mode for the subagent (e.g. read-only for research). Never wider than yours."
+                    "description": "A narrower mode for the subagent (e.g. read-only for research); never wider than yours."
                 }
             },
             "required": ["description", "prompt"],
@@ -162,7 +186,7 @@ struct Args {
 
 /// Runs a `task` call of `parent`'s turn (whose history is `history`).
 /// Boxed: the child's turn runs the turn loop that runs this call.
-pub fn run<'a>(
+fn run<'a>(
     env: &'a TurnEnv,
     parent: &'a Arc<Session>,
     history: &'a mut History,

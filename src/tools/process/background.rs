@@ -148,6 +148,8 @@ fn reserve(session: &str) -> Result<String, JobError> {
 }
 
 fn insert(session: &str, job: Arc<Job>) {
+    // Editor writes beneath a root are made locally while a job runs.
+    crate::editor::watch_background(any_running);
     jobs()
         .entry(session.to_owned())
         .or_default()
@@ -184,7 +186,8 @@ pub fn list(session: &str) -> Vec<Listed> {
 }
 
 /// Whether a job of any session is running now: editor writes beneath a
-/// root are then made locally (`editor::files::gate`, issue 42 item 9).
+/// root are then made locally (`editor::files::gate`, issue 42 item 9,
+/// which asks through [`crate::editor::watch_background`]).
 pub fn any_running() -> bool {
     jobs()
         .values()

@@ -1,5 +1,8 @@
-//! Output accumulation: UTF-8 decoding per stream, tail buffer, streaming.
+//! Output accumulation: decoding per stream (UTF-8, or the console's code
+//! page on Windows: [`crate::platform::console`]), tail buffer, streaming.
 use tokio::time::Instant;
+
+use crate::platform::console::Decoder;
 
 use super::{CommandResult, FLUSH_BYTES, FLUSH_INTERVAL, Stream};
 
@@ -13,8 +16,9 @@ pub(super) struct Output {
     /// Text not yet handed to `on_output`.
     pending: String,
     last_flush: Option<Instant>,
-    /// Incomplete UTF-8 sequence at the end of the last read, per stream.
-    carry: [Vec<u8>; 2],
+    /// The text of each stream so far (a character cut at the end of the
+    /// last read waits there).
+    decoders: [Decoder; 2],
     /// The tail of each stream alone.
     streams: [String; 2],
 }
@@ -27,7 +31,7 @@ impl Output {
             total: 0,
             pending: String::new(),
             last_flush: None,
-            carry: [Vec::new(), Vec::new()],
+            decoders: [Decoder::new(), Decoder::new()],
             streams: [String::new(), String::new()],
         }
     }
@@ -38,7 +42,7 @@ impl Output {
 
     pub(super) fn push(&mut self, stream: Stream, bytes: &[u8]) {
         let mut text = String::with_capacity(bytes.len() + 4);
-        decode_utf8(&mut self.carry[stream as usize], bytes, &mut text);
+        self.decoders[stream as usize].push(bytes, &mut text);
         self.append_to(stream, &text);
         self.append(&text);
     }
@@ -52,12 +56,12 @@ impl Output {
     }
 
     pub(super) fn end(&mut self, stream: Stream) {
-        let carry = std::mem::take(&mut self.carry[stream as usize]);
-        if !carry.is_empty() {
-            let text = String::from_utf8_lossy(&carry).into_owned();
+        let mut text = String::new();
+        self.decoders[stream as usize].finish(&mut text);
+        if !text.is_empty() {
             self.append_to(stream, &text);
-            self.append(&text);
         }
+        self.append(&text);
     }
 
     pub(super) fn append(&mut self, text: &str) {
@@ -116,32 +120,4 @@ pub(super) fn keep_tail(s: &mut String, limit: usize) {
     }
     let start = crate::utf8::ceil_boundary(s, s.len() - limit);
     s.drain(..start);
-}
-
-/// Decode `carry ++ bytes` into `out`, replacing invalid sequences with
-/// U+FFFD and leaving an incomplete trailing sequence in `carry`.
-pub(super) fn decode_utf8(carry: &mut Vec<u8>, bytes: &[u8], out: &mut String) {
-    carry.extend_from_slice(bytes);
-    let mut i = 0;
-    while i < carry.len() {
-        match std::str::from_utf8(&carry[i..]) {
-            Ok(text) => {
-                out.push_str(text);
-                i = carry.len();
-            }
-            Err(err) => {
-                let valid = err.valid_up_to();
-                out.push_str(std::str::from_utf8(&carry[i..i + valid]).unwrap_or_default());
-                i += valid;
-                match err.error_len() {
-                    Some(bad) => {
-                        out.push(char::REPLACEMENT_CHARACTER);
-                        i += bad;
-                    }
-                    None => break, // incomplete: wait for more bytes
-                }
-            }
-        }
-    }
-    carry.drain(..i);
 }

@@ -73,6 +73,8 @@ pub struct Reply {
     pub(super) headers: Vec<(String, String)>,
     pub(super) delay: Duration,
     pub(super) first_byte_delay: Duration,
+    /// Not answered before this many chat requests have arrived.
+    pub(super) held_for_chats: usize,
 }
 
 impl Reply {
@@ -82,6 +84,7 @@ impl Reply {
             headers: Vec::new(),
             delay: Duration::ZERO,
             first_byte_delay: Duration::ZERO,
+            held_for_chats: 0,
         }
     }
 
@@ -258,6 +261,13 @@ impl Reply {
     /// Waits this long before sending the status line.
     pub fn first_byte_delay(mut self, delay: Duration) -> Self {
         self.first_byte_delay = delay;
+        self
+    }
+
+    /// Holds the reply until `n` chat requests have arrived (a server that
+    /// answers one request only once another one came).
+    pub fn held_until_chat_requests(mut self, n: usize) -> Self {
+        self.held_for_chats = n;
         self
     }
 

@@ -181,6 +181,18 @@ pub(super) async fn handle_connection(inner: Arc<Inner>, stream: TcpStream) {
         let _ = gone_tx.send(true);
     });
 
+    if reply.held_for_chats > 0 {
+        let mut version = inner.version.subscribe();
+        loop {
+            let chats = {
+                let st = inner.state.lock().unwrap();
+                st.requests.iter().filter(|r| r.is_chat()).count()
+            };
+            if chats >= reply.held_for_chats || version.changed().await.is_err() {
+                break;
+            }
+        }
+    }
     if !reply.first_byte_delay.is_zero() {
         tokio::time::sleep(reply.first_byte_delay).await;
     }
