@@ -245,11 +245,25 @@ fn sandbox_check(s: &Settings) -> Check {
         }
         Sandbox::LandlockOnly { .. } | Sandbox::Unavailable { .. } => Check::new(Level::Warn, text),
     };
-    match crate::platform::sandbox::fix(level) {
+    let check = match crate::platform::sandbox::fix(level) {
         Some(fix) => check.fix(fix),
+        None => check,
+    };
+    // In a container, its seccomp profile decides which layers hold.
+    match crate::platform::sandbox::container() {
+        Some(runtime) => Check {
+            text: format!("{}; running in a container ({runtime})", check.text),
+            fix: check.fix.or_else(|| {
+                (!matches!(level, Sandbox::Full { .. })).then(|| CONTAINER_FIX.to_owned())
+            }),
+            ..check
+        },
         None => check,
     }
 }
+
+/// What a container needs for the full sandbox (docs/deploy.md).
+const CONTAINER_FIX: &str = "in a container, the full sandbox needs unprivileged user namespaces (a seccomp profile that allows unshare and clone with CLONE_NEWUSER) and Landlock; docs/deploy.md says how";
 
 fn key_check(s: &Settings) -> Check {
     match (&s.key_source, s.api_key.is_some()) {

@@ -4,6 +4,7 @@
 //! the files found by `linux/git_dirs.rs`)
 //! and a PID namespace; it also supervises unsandboxed commands and MCP
 //! servers so that they die with the agent.
+mod container;
 mod git_dirs;
 pub mod launcher;
 mod mounts;
@@ -14,6 +15,7 @@ mod seccomp;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+pub use container::container;
 pub use launcher::{MESSAGE_PREFIX, SUBCOMMAND};
 pub use net::listener_owner;
 

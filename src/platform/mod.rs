@@ -124,6 +124,13 @@ pub mod sandbox {
     pub fn fix(level: &Level) -> Option<&'static str> {
         super::os::sandbox_fix(level)
     }
+
+    /// The container the agent runs in (`docker`, `podman`, `Kubernetes`,
+    /// …), where one is seen: its seccomp profile decides which sandbox
+    /// layers hold (Linux; `None` elsewhere).
+    pub fn container() -> Option<String> {
+        super::os::container()
+    }
 }
 
 /// Processes: the shell, program lookup, process trees and how a

@@ -39,6 +39,11 @@ pub fn wrap(
     Some((found, args.iter().map(OsString::from).collect()))
 }
 
+/// Containers are a Linux matter here: none is detected on Windows.
+pub fn container() -> Option<String> {
+    None
+}
+
 pub fn sandbox_fix(_level: &Level) -> Option<&'static str> {
     Some(
         "run acp-coder inside WSL 2 for the Linux sandbox; on Windows itself full-auto asks before each command (full_auto_without_sandbox = true in the config lets it run them unasked and unconfined)",
