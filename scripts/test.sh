@@ -44,9 +44,9 @@ export ACP_CODER_ACP_PYTHON="$CI_TOOLS/acp-venv/bin/python"
 # HttpClient) against `acp-coder serve` (tests/suite/serve_rust_client.rs
 # runs tests/acp_rs, its own package with its own lock file: never a
 # dependency of acp-coder). Built once into the cache; needs crates.io and a
-# C compiler (aws-lc-sys), no cmake.
-cargo build --release --locked --quiet --manifest-path tests/acp_rs/Cargo.toml --target-dir "$CI_TOOLS/acp-rs-target"
-export ACP_CODER_ACP_RS_CLIENT="$CI_TOOLS/acp-rs-target/release/acp-rs-client"
+# C compiler (aws-lc-sys), no cmake; about 3 minutes cold on 2 cores.
+cargo build --locked --quiet --manifest-path tests/acp_rs/Cargo.toml --target-dir "$CI_TOOLS/acp-rs-target"
+export ACP_CODER_ACP_RS_CLIENT="$CI_TOOLS/acp-rs-target/debug/acp-rs-client"
 # The Kubernetes schemas (tests/suite/deploy.rs validates deploy/kubernetes/).
 venv "$CI_TOOLS/k8s-venv" "kubernetes-validate==1.37.0"
 export ACP_CODER_K8S_PYTHON="$CI_TOOLS/k8s-venv/bin/python"

@@ -22,7 +22,7 @@ fn acp_rs_client() -> String {
     match std::env::var(var) {
         Ok(v) if !v.is_empty() => v,
         _ => panic!(
-            "{var} is not set; build the client with `cargo build --release --locked --manifest-path tests/acp_rs/Cargo.toml --target-dir DIR` and set {var}=DIR/release/acp-rs-client (scripts/test.sh does)"
+            "{var} is not set; build the client with `cargo build --locked --manifest-path tests/acp_rs/Cargo.toml --target-dir DIR` and set {var}=DIR/debug/acp-rs-client (scripts/test.sh does)"
         ),
     }
 }
