@@ -2,7 +2,8 @@
 # Runs every test. The suite drives third-party programs a test may not
 # download itself: the ACP linter acplint, the official MCP reference servers
 # (npm's server-everything, the Python MCP SDK with its OAuth server side),
-# the official A2A and ACP Python SDKs, kubernetes-validate (the Kubernetes
+# the official A2A and ACP Python SDKs, the official ACP Rust SDK's remote
+# client (tests/acp_rs, built here), kubernetes-validate (the Kubernetes
 # schemas) and, where Python 3.12 exists, OpenHands' SDK. This script
 # installs them once, pinned, into a cache (CI_TOOLS, default
 # $TMPDIR/acp-coder-ci-tools; needs Node/npm and python3 with venv), then
@@ -39,6 +40,13 @@ export ACP_CODER_A2A_PYTHON="$CI_TOOLS/a2a-venv/bin/python"
 # `acp-coder serve` (tests/suite/serve.rs drives tests/acp_py/client.py).
 venv "$CI_TOOLS/acp-venv" "agent-client-protocol[http]==0.12.1"
 export ACP_CODER_ACP_PYTHON="$CI_TOOLS/acp-venv/bin/python"
+# The official ACP Rust SDK's remote client (agent-client-protocol-http's
+# HttpClient) against `acp-coder serve` (tests/suite/serve_rust_client.rs
+# runs tests/acp_rs, its own package with its own lock file: never a
+# dependency of acp-coder). Built once into the cache; needs crates.io and a
+# C compiler (aws-lc-sys), no cmake; about 3 minutes cold on 2 cores.
+cargo build --locked --quiet --manifest-path tests/acp_rs/Cargo.toml --target-dir "$CI_TOOLS/acp-rs-target"
+export ACP_CODER_ACP_RS_CLIENT="$CI_TOOLS/acp-rs-target/debug/acp-rs-client"
 # The Kubernetes schemas (tests/suite/deploy.rs validates deploy/kubernetes/).
 venv "$CI_TOOLS/k8s-venv" "kubernetes-validate==1.37.0"
 export ACP_CODER_K8S_PYTHON="$CI_TOOLS/k8s-venv/bin/python"

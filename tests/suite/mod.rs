@@ -66,6 +66,7 @@ mod sandbox_escape;
 mod secrets;
 mod security;
 mod serve;
+mod serve_rust_client;
 mod session_logs;
 mod session_setup;
 mod sessions;

@@ -41,7 +41,7 @@ async fn raw_initialize(s: &Served, headers: &[(&str, &str)]) -> (u16, Option<St
 }
 
 /// One write the agent asks permission for, then a closing text.
-fn script_write(model: &FakeModel, file: &str, text: &str) {
+pub(super) fn script_write(model: &FakeModel, file: &str, text: &str) {
     model.push(Reply::tool_calls([write_call("w1", file, "remote\n")]));
     model.push(Reply::text(text));
 }
@@ -611,6 +611,14 @@ async fn python_sdk_scenario(kind: &str) {
         s.stderr()
     );
     let r: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    check_sdk_scenario(&r, &ws);
+}
+
+/// What an official SDK's remote client reports after the scenario of
+/// tests/acp_py/client.py (and tests/acp_rs): the permission was asked once
+/// and allowed, the file written, the cancelled turn ended `cancelled`, the
+/// session replayed after a reconnect, every frame valid per the schema.
+pub(super) fn check_sdk_scenario(r: &Value, ws: &Workspace) {
     assert_eq!(r["first"], "end_turn", "{r}");
     assert_eq!(r["permissions"], 1, "{r}");
     assert!(r["toolUpdates"].as_u64().unwrap() >= 2, "{r}");
