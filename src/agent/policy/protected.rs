@@ -61,6 +61,13 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     // Helix language-server commands.
     "**/.helix/config.toml",
     "**/.helix/languages.toml",
+    // Claude Code's and Gemini CLI's project settings hold hooks those
+    // agents run; their command folders are prompts this agent reads.
+    "**/.claude/settings.json",
+    "**/.claude/settings.local.json",
+    "**/.claude/commands/**",
+    "**/.gemini/settings.json",
+    "**/.gemini/commands/**",
 ];
 
 /// Compiled protected globs.
@@ -131,6 +138,11 @@ pub fn sandbox_read_only(root: &Path) -> Vec<PathBuf> {
         ".dir-locals-2.el",
         ".helix/config.toml",
         ".helix/languages.toml",
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+        ".claude/commands",
+        ".gemini/settings.json",
+        ".gemini/commands",
         ".cargo/config",
         ".cargo/config.toml",
         ".husky",
@@ -341,6 +353,11 @@ mod tests {
             "/proj/.zed/debug.json",
             "/proj/.husky/pre-commit",
             "/proj/.pre-commit-config.yaml",
+            "/proj/.claude/settings.json",
+            "/proj/.claude/settings.local.json",
+            "/proj/.claude/commands/deploy.md",
+            "/proj/sub/.gemini/settings.json",
+            "/proj/.gemini/commands/git/commit.toml",
             "/other/.git/config",
         ] {
             assert!(p.covers(Path::new(path), &roots), "{path}");
