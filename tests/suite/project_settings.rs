@@ -5,7 +5,7 @@
 //! MCP servers (each asked before it starts). Keys that would widen the
 //! sandbox, the network, the permissions or the endpoint are refused and
 //! reported, never applied.
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::common::spawn_in_home;
 use crate::support::{FakeEditor, FakeModel, PermissionDecision, Reply, Workspace};
@@ -173,7 +173,7 @@ async fn a_project_mcp_server_asks_before_it_starts() {
         FILE,
         format!(
             "[mcp_servers.probe]\ncommand = \"sh\"\nargs = [\"-c\", {}]\n",
-            json!(format!("touch '{}'", marker.display()))
+            serde_json::json!(format!("touch '{}'", marker.display()))
         ),
     );
     p.editor.push_permission(PermissionDecision::Option("yes"));
