@@ -43,7 +43,7 @@ impl Tool for CommandOutput {
         "command_output"
     }
     fn description(&self) -> &str {
-        "Read a background command's output since the last read (at most the last 64 KB; a note says when earlier output was dropped), whether it still runs, and its exit code once it ended. wait_ms waits for it to end first, returning as soon as it does: use it to wait for a build instead of polling."
+        "Read a background command's new output (the last 64 KB at most), whether it still runs, and its exit code once it ended. wait_ms waits for it to end first: use it to wait for a build instead of polling."
     }
     fn parameters(&self) -> Value {
         args_schema(
