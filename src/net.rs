@@ -107,6 +107,51 @@ impl ServerCertVerifier for LazyVerifier {
     }
 }
 
+/// The accept loop of the agent's servers (`serve`, `a2a`): takes TCP
+/// connections until SIGTERM or SIGINT, at most `limit` at once (a new one
+/// past it is closed, and `what` names the server in the warning), each with
+/// `TCP_NODELAY` (small JSON replies and SSE events go out at once, not
+/// after a delayed ACK), and runs `serve` on each in a task of its own,
+/// holding its place until `serve` returns. A failed accept is retried
+/// after 50 ms.
+pub async fn accept_until_terminated<F, Fut>(
+    listener: tokio::net::TcpListener,
+    limit: usize,
+    what: &str,
+    serve: F,
+) where
+    F: Fn(tokio::net::TcpStream) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(limit));
+    let shutdown = crate::rpc::terminated();
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            () = &mut shutdown => break,
+        };
+        let stream = match accepted {
+            Ok((s, _)) => s,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            tracing::warn!("{what}: too many connections; closing a new one");
+            continue;
+        };
+        let connection = serve(stream);
+        tokio::spawn(async move {
+            connection.await;
+            drop(permit);
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,7 +33,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::method;
@@ -300,30 +299,9 @@ impl InProcessAgent {
 /// Serves HTTP/1.1 connections (at most [`MAX_CONNECTIONS`] at once) until
 /// SIGTERM/SIGINT.
 async fn accept_loop(listener: TcpListener, server: Arc<server::Server>) {
-    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let shutdown = rpc::terminated();
-    tokio::pin!(shutdown);
-    loop {
-        let accepted = tokio::select! {
-            r = listener.accept() => r,
-            () = &mut shutdown => break,
-        };
-        let stream = match accepted {
-            Ok((s, _)) => s,
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        // Small JSON replies and SSE events go out at once, not after a delayed ACK.
-        let _ = stream.set_nodelay(true);
-        let Ok(permit) = connections.clone().try_acquire_owned() else {
-            tracing::warn!("too many A2A connections; closing a new one");
-            continue;
-        };
+    crate::net::accept_until_terminated(listener, MAX_CONNECTIONS, "a2a", move |stream| {
         let server = server.clone();
-        tokio::spawn(async move {
+        async move {
             let svc = hyper::service::service_fn(move |req| {
                 let server = server.clone();
                 async move { Ok::<_, Infallible>(server::handle(server, req).await) }
@@ -333,9 +311,9 @@ async fn accept_loop(listener: TcpListener, server: Arc<server::Server>) {
                 .header_read_timeout(Duration::from_secs(30))
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
                 .await;
-            drop(permit);
-        });
-    }
+        }
+    })
+    .await;
 }
 
 #[cfg(test)]

@@ -21,7 +21,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -340,29 +339,9 @@ async fn accept_loop(listener: TcpListener, server: Arc<Server>) {
         .max_connections
         .saturating_mul(limits.max_sessions.saturating_add(2))
         .clamp(16, 4096);
-    let permits = Arc::new(Semaphore::new(tcp));
-    let shutdown = crate::rpc::terminated();
-    tokio::pin!(shutdown);
-    loop {
-        let accepted = tokio::select! {
-            r = listener.accept() => r,
-            () = &mut shutdown => break,
-        };
-        let stream = match accepted {
-            Ok((s, _)) => s,
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            tracing::warn!("serve: too many TCP connections; closing a new one");
-            continue;
-        };
+    crate::net::accept_until_terminated(listener, tcp, "serve", move |stream| {
         let server = server.clone();
-        tokio::spawn(async move {
+        async move {
             let svc = hyper::service::service_fn(move |req| {
                 let server = server.clone();
                 async move { Ok::<_, std::convert::Infallible>(http::handle(server, req).await) }
@@ -376,9 +355,9 @@ async fn accept_loop(listener: TcpListener, server: Arc<Server>) {
             let _ = builder
                 .serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), svc)
                 .await;
-            drop(permit);
-        });
-    }
+        }
+    })
+    .await;
 }
 
 #[cfg(test)]
