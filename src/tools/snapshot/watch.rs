@@ -253,8 +253,12 @@ struct Watching {
     truncated: bool,
     dirs: HashSet<PathBuf>,
     generation: u64,
-    /// `(generation, path, stamp before)`, oldest first.
-    journal: Vec<(u64, PathBuf, Option<Stamp>)>,
+    /// `(generation, path, stamp before, replaced)`, oldest first.
+    /// `replaced`: a rename or create put another file at the path, which
+    /// is a change even when the stamps match (Windows stamps carry no
+    /// file identity, and a same-size file written in the same clock tick
+    /// has the same size and mtime).
+    journal: Vec<(u64, PathBuf, Option<Stamp>, bool)>,
     /// A watch could not be added (the inotify limit): stop watching.
     gave_up: bool,
 }
@@ -312,7 +316,7 @@ impl Watching {
         // Only live marks read the journal.
         let oldest = lock(live).keys().next().copied();
         match oldest {
-            Some(g) => self.journal.retain(|(at, _, _)| *at > g),
+            Some(g) => self.journal.retain(|(at, ..)| *at > g),
             None => self.journal.clear(),
         }
         Mark(Kind::Watch {
@@ -351,7 +355,7 @@ impl Watching {
 
     /// The paths with events up to a fresh marker, and whether events were
     /// lost.
-    fn drain(&mut self) -> (Vec<(PathBuf, bool)>, bool) {
+    fn drain(&mut self) -> (Vec<(PathBuf, Seen)>, bool) {
         self.markers += 1;
         let marker = self.sync_dir.0.join(self.markers.to_string());
         let mut lost = std::fs::write(&marker, b"").is_err();
@@ -383,15 +387,9 @@ impl Watching {
             {
                 continue;
             }
-            // The path itself went away (a deleted or moved-out directory
-            // loses its watch with it).
-            let gone = matches!(
-                ev.kind,
-                EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(RenameMode::From))
-            );
-            for p in ev.paths {
+            for (i, p) in ev.paths.into_iter().enumerate() {
                 if !p.starts_with(&self.sync_dir.0) {
-                    dirty.push((p, gone));
+                    dirty.push((p, Seen::of(ev.kind, i)));
                 }
             }
         }
@@ -400,11 +398,19 @@ impl Watching {
     }
 
     fn note(&mut self, path: &Path, now: Option<Stamp>) {
+        self.note_as(path, now, false);
+    }
+
+    /// [`Self::note`], where `replaced` says another file was put at the
+    /// path (a change even if the stamps match).
+    fn note_as(&mut self, path: &Path, now: Option<Stamp>, replaced: bool) {
         let old = self.files.get(path).copied();
-        if old == now {
+        let replaced = replaced && old.is_some() && now.is_some();
+        if old == now && !replaced {
             return;
         }
-        self.journal.push((self.generation, path.to_owned(), old));
+        self.journal
+            .push((self.generation, path.to_owned(), old, replaced));
         match now {
             Some(s) if self.files.len() < MAX_ENTRIES || old.is_some() => {
                 self.files.insert(path.to_owned(), s);
@@ -446,10 +452,14 @@ impl Watching {
     }
 
     /// Updates the stamps of the paths with events.
-    fn apply(&mut self, roots: &[PathBuf], dirty: Vec<(PathBuf, bool)>) {
+    fn apply(&mut self, roots: &[PathBuf], dirty: Vec<(PathBuf, Seen)>) {
         let mut by_dir: HashMap<PathBuf, HashSet<OsString>> = HashMap::new();
-        for (p, gone) in dirty {
-            if gone && self.dirs.contains(&p) {
+        let mut replaced: HashSet<PathBuf> = HashSet::new();
+        for (p, seen) in dirty {
+            if seen == Seen::Replaced {
+                replaced.insert(p.clone());
+            }
+            if seen == Seen::Gone && self.dirs.contains(&p) {
                 // Its watch is gone; a directory there now is a new one.
                 self.remove_tree(&p);
             }
@@ -478,7 +488,7 @@ impl Watching {
                 }
                 match Stamp::lstat(&path) {
                     Some(now) => {
-                        self.note(&path, Some(now));
+                        self.note_as(&path, Some(now), replaced.contains(&path));
                         false
                     }
                     None => true,
@@ -502,7 +512,7 @@ impl Watching {
                             self.remove_tree(&path);
                         }
                         let now = Stamp::lstat(&path);
-                        self.note(&path, now);
+                        self.note_as(&path, now, replaced.contains(&path));
                     }
                     None => {
                         if self.dirs.contains(&path) {
@@ -559,21 +569,22 @@ impl Watching {
 
     /// What changed since the mark of `generation`.
     fn changes_since(&self, generation: u64) -> Changes {
-        let mut first: HashMap<&Path, Option<Stamp>> = HashMap::new();
-        for (at, path, old) in &self.journal {
+        // Per path: the stamp at the mark, and whether it was replaced since.
+        let mut first: HashMap<&Path, (Option<Stamp>, bool)> = HashMap::new();
+        for (at, path, old, replaced) in &self.journal {
             if *at > generation {
-                first.entry(path.as_path()).or_insert(*old);
+                first.entry(path.as_path()).or_insert((*old, false)).1 |= *replaced;
             }
         }
         let mut c = Changes {
             incomplete: self.truncated,
             ..Changes::default()
         };
-        for (path, old) in first {
+        for (path, (old, replaced)) in first {
             match (old, self.files.get(path)) {
                 (None, Some(_)) => c.created.push(path.to_owned()),
                 (Some(_), None) => c.deleted.push(path.to_owned()),
-                (Some(a), Some(b)) if a != *b => c.changed.push(path.to_owned()),
+                (Some(a), Some(b)) if replaced || a != *b => c.changed.push(path.to_owned()),
                 _ => {}
             }
         }
@@ -581,6 +592,36 @@ impl Watching {
         c.changed.sort();
         c.deleted.sort();
         c
+    }
+}
+
+/// What an event says of one of its paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// Written, or its metadata changed.
+    Touched,
+    /// Went away (a deleted or moved-out directory loses its watch with it).
+    Gone,
+    /// Another file was moved or created there (`sed -i`, an editor's
+    /// atomic save).
+    Replaced,
+}
+
+impl Seen {
+    /// What `kind` says of its `index`-th path (a rename with both names
+    /// lists the old one first).
+    fn of(kind: EventKind, index: usize) -> Seen {
+        match kind {
+            EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(RenameMode::From)) => {
+                Seen::Gone
+            }
+            EventKind::Modify(ModifyKind::Name(RenameMode::Both)) if index == 0 => Seen::Gone,
+            EventKind::Create(_)
+            | EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both)) => {
+                Seen::Replaced
+            }
+            _ => Seen::Touched,
+        }
     }
 }
 

@@ -56,7 +56,16 @@ fn a_replaced_file_counts_as_changed() {
     let (_d, root) = project();
     let w = watch(&root);
     let mark = w.mark();
-    std::fs::write(root.join("src/a.tmp"), "a").unwrap();
+    // Same size and the same mtime, as when both writes fall in one clock
+    // tick: only the rename tells (Windows stamps carry no inode).
+    let mtime = std::fs::metadata(root.join("src/a.rs"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let tmp = std::fs::File::create(root.join("src/a.tmp")).unwrap();
+    std::io::Write::write_all(&mut &tmp, b"a").unwrap();
+    tmp.set_modified(mtime).unwrap();
+    drop(tmp);
     std::fs::rename(root.join("src/a.tmp"), root.join("src/a.rs")).unwrap();
     let (c, _) = w.since(&mark);
     assert_eq!(c.changed, [root.join("src/a.rs")]);
