@@ -244,7 +244,7 @@ impl Tool for Glob {
         "glob"
     }
     fn description(&self) -> &str {
-        "Find files by path pattern (e.g. `**/*.rs`, `src/**/test_*.py`, `Cargo.toml`; a pattern \
+        "Find files by path pattern (e.g. `**/*.rs`, `src/**/test_*.py`; a pattern \
          without `/` matches file names at any depth). Returns sorted paths relative to the working \
          directory. Respects .gitignore and skips hidden files."
     }

@@ -32,8 +32,7 @@ impl Tool for ReadFile {
     }
     fn description(&self) -> &str {
         "Read a text file. Returns numbered lines (`  LINE\\tTEXT`; the number and tab are not part \
-         of the file). Reads at most 2000 lines at a time; use offset/limit to page through long files. \
-         Reads the editor's buffer (unsaved changes included)."
+         of the file). Reads at most 2000 lines at a time; use offset/limit to page through long files."
     }
     fn parameters(&self) -> Value {
         args_schema(

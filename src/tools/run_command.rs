@@ -54,8 +54,8 @@ fn description(shell: &str) -> String {
          The result lists the project's files the command created, changed or deleted. For \
          servers, watchers and long builds set background: true: you get a handle (e.g. \
          `bg1`) and the first output at once while the command keeps running; read it with \
-         command_output, stop it with command_kill. A handle lasts across turns until killed \
-         or the session closes; a few may run at once per session."
+         command_output, stop it with command_kill. Handles last until killed or the session \
+         ends."
     )
 }
 
@@ -73,7 +73,7 @@ impl Tool for RunCommand {
             json!({
                 "command": {"type": "string", "description": "The shell command line."},
                 "cwd": {"type": "string", "description": "Directory to run in. Default: the working directory."},
-                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Kill the command after this many milliseconds. Default 120000. Ignored with background."},
+                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Milliseconds before the command is killed (not in the background). Default 120000."},
                 "background": {"type": "boolean", "description": "Run in the background and return a handle at once. Default false."}
             }),
             &["command"],

@@ -28,8 +28,8 @@ impl Tool for WriteFile {
     }
     fn description(&self) -> &str {
         "Create a file, or replace its whole content (parent directories are created). To \
-         change part of a file, prefer edit_file. Read an existing file before overwriting it: \
-         an unread file is not overwritten, you get its content instead."
+         change part of a file, prefer edit_file. Read an existing file first: otherwise you \
+         get its content instead."
     }
     fn parameters(&self) -> Value {
         args_schema(

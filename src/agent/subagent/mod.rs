@@ -85,9 +85,8 @@ fn tool_spec(env: &TurnEnv, session: &Session) -> Option<ToolSpec> {
         name: TOOL.into(),
         description: "Hand a self-contained piece of work to a subagent: a fresh assistant with \
             its own context and your project, tools and permissions, which does it and answers \
-            with its result. Use it for work of many steps whose result is short (researching a \
-            question across the code, a focused change with its checks), to keep your own \
-            context small. The subagent sees only `prompt`: give it everything it needs."
+            with its result. Use it for many-step work with a short result (research across the \
+            code, a focused change), to keep your context small. The subagent sees only `prompt`: give it everything it needs."
             .into(),
         parameters: json!({
             "type": "object",
