@@ -289,6 +289,8 @@ async fn blind_edit_gets_the_file_and_the_next_try_lands() {
     model.push(Reply::tool_call("w1", "write_file", write.clone()));
     model.push(Reply::tool_call("w2", "write_file", write));
     model.push(Reply::text("Fixed."));
+    // Asked once to check the change (nothing ran since): the answer again.
+    model.push(Reply::text("Fixed."));
     let ws = {
         ws.write("notes.txt", "old notes\n");
         ws
@@ -635,6 +637,8 @@ async fn the_files_a_prompt_names_come_with_it() {
         json!({"path": "calc/ops.py", "old_string": "return a - b", "new_string": "return a + b"}),
     ));
     model.push(Reply::text("Fixed."));
+    // Asked once to check the change (nothing ran since): the answer again.
+    model.push(Reply::text("Fixed."));
     let r = ready_with(&model, &[], ws).await;
     r.editor.set_mode(&r.sid, "accept-edits").await;
     let prompt = format!(
@@ -968,4 +972,56 @@ async fn an_answer_that_claims_work_never_done_gets_the_record() {
         "{thoughts:?}"
     );
     assert_eq!(model.unscripted_requests(), 0);
+}
+
+/// A small model that changes a file and stops without running anything
+/// (Exercism's acronym with Qwen2.5-Coder 1.5B: one edit, "done", the test
+/// command the request named never run) is asked once to check its change;
+/// after a command, its answer stands. Outside the small-model mode, and
+/// where commands are not offered, the first answer ends the turn.
+#[tokio::test]
+async fn a_change_no_command_checked_is_pushed_on_once() {
+    let model = FakeModel::start().await;
+    small_window(&model);
+    model.push(Reply::tool_call(
+        "w1",
+        "write_file",
+        json!({"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}),
+    ));
+    model.push(Reply::text("I implemented add."));
+    model.push(Reply::tool_call(
+        "c1",
+        "run_command",
+        json!({"command": "echo checked"}),
+    ));
+    model.push(Reply::text("Done; the check passed."));
+    let r = ready_with(&model, &[], notes()).await;
+    r.editor.set_mode(&r.sid, "full-auto").await;
+    let result = r.editor.prompt(&r.sid, "write add in calc.py").await;
+    assert_eq!(result["stopReason"], "end_turn");
+    let requests = model.chat_requests();
+    assert_eq!(requests.len(), 4);
+    let told = requests[2].messages().last().cloned().unwrap();
+    assert_eq!(told["role"], "user", "{told}");
+    assert!(
+        told["content"]
+            .to_string()
+            .contains("no command has checked them since"),
+        "{told}"
+    );
+    assert!(model.tool_result_for("c1").unwrap().contains("checked"));
+    assert_eq!(model.unscripted_requests(), 0);
+
+    // Every model but a small one: the answer ends the turn.
+    let model = FakeModel::start().await;
+    model.push(Reply::tool_call(
+        "w1",
+        "write_file",
+        json!({"path": "calc.py", "content": "x = 1\n"}),
+    ));
+    model.push(Reply::text("I wrote calc.py."));
+    let r = ready_with(&model, &[], notes()).await;
+    r.editor.set_mode(&r.sid, "full-auto").await;
+    r.editor.prompt(&r.sid, "write calc.py").await;
+    assert_eq!(model.chat_requests().len(), 2);
 }

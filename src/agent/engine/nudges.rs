@@ -2,7 +2,8 @@
 //! stop at the first failed call and explain the error as their answer, or
 //! write a tool's result themselves instead of calling the tool, or make a
 //! plan, mark it done and stop there, or tell the user how to do the task
-//! (or show the code) instead of doing it. In the small-model mode such a
+//! (or show the code) instead of doing it, or change files and stop without
+//! running the tests the request named. In the small-model mode such a
 //! reply gets one message back, once per turn for each kind, and the turn
 //! goes on; a refused call (the user said no) or a cancelled one is never
 //! pushed on.
@@ -15,6 +16,9 @@ pub const ONLY_PLANNED: &str = "Nothing has been done yet: no tool has read or c
 /// Sent when the model, having changed nothing, tells the user how to do
 /// the task or shows code.
 pub const INSTRUCTED: &str = "Nothing in the project has changed. Do not tell or show the user how to do the task: do it yourself now with the tools (read_file, edit_file, write_file, run_command), then answer with what you did or found. If your reply only answered a question, give that answer again in one sentence.";
+/// Sent when the model ends the turn with changes that no command has
+/// checked since they were made (commands being offered).
+pub const UNVERIFIED: &str = "You changed files, and no command has checked them since. If the project has tests or a build (the request may name the command), run it now with run_command and fix what fails. If there is nothing to run, give your final answer again.";
 /// Sent when the model wrote a tool result itself.
 pub const FABRICATED: &str = "You wrote a <tool_response> yourself, but tool results come only from the tools, when you call them. Call the tool you need now, or give your final answer.";
 
@@ -29,6 +33,11 @@ pub struct Nudges {
     acted: bool,
     /// A call changed something.
     changed: bool,
+    /// A call changed something and no command has run since.
+    unchecked: bool,
+    /// `run_command` is offered to the model in this turn.
+    can_run: bool,
+    unverified_sent: bool,
     after_failure_sent: bool,
     only_planned_sent: bool,
     fabricated_sent: bool,
@@ -57,7 +66,13 @@ impl Nudges {
         self.last_call_failed = outcome == Outcome::Failed && !refused && !cancelled;
         self.acted |= matches!(outcome, Outcome::Looked | Outcome::Changed);
         self.changed |= outcome == Outcome::Changed;
+        self.unchecked |= outcome == Outcome::Changed;
         self.only_planned = outcome == Outcome::Noted && !self.acted;
+    }
+
+    /// Whether the model is offered `run_command` (set before each request).
+    pub fn commands_offered(&mut self, yes: bool) {
+        self.can_run = yes;
     }
 
     /// A reply without calls, `text` its text: the message to send back
@@ -87,6 +102,10 @@ impl Nudges {
             self.instructed_sent = true;
             return Some(INSTRUCTED);
         }
+        if !self.unverified_sent && self.unchecked && self.can_run {
+            self.unverified_sent = true;
+            return Some(UNVERIFIED);
+        }
         None
     }
 }
@@ -101,6 +120,7 @@ impl Nudges {
             self.files_changed.push(f);
         }
         if let Some(c) = command {
+            self.unchecked = false;
             self.commands_run.push(c);
         }
     }
@@ -329,6 +349,50 @@ mod tests {
         let mut n = Nudges::new(true);
         let shown = "Here is the implementation:\n```python\ndef is_palindrome(s):\n    return s == s[::-1]\n```";
         assert_eq!(n.on_final_reply(shown), Some(INSTRUCTED));
+    }
+
+    #[test]
+    fn changes_no_command_checked_are_pushed_on_once() {
+        // Qwen2.5-Coder 1.5B (Exercism acronym): one edit, then "done",
+        // the test command the request named never run.
+        let mut n = Nudges::new(true);
+        n.commands_offered(true);
+        n.call_finished(Changed, false, false);
+        n.ran(Some("acronym.py".into()), None);
+        assert_eq!(
+            n.on_final_reply("The function is implemented."),
+            Some(UNVERIFIED)
+        );
+        assert_eq!(n.on_final_reply("There is nothing to run."), None);
+        // Tests run, then another edit: that edit is unchecked.
+        let mut n = Nudges::new(true);
+        n.commands_offered(true);
+        n.call_finished(Changed, false, false);
+        n.ran(Some("a.py".into()), None);
+        n.call_finished(Looked, false, false);
+        n.ran(None, Some("python3 -m unittest".into()));
+        assert_eq!(n.on_final_reply("Done."), None);
+        let mut n = Nudges::new(true);
+        n.commands_offered(true);
+        n.call_finished(Looked, false, false);
+        n.ran(None, Some("python3 -m unittest".into()));
+        n.call_finished(Changed, false, false);
+        n.ran(Some("a.py".into()), None);
+        assert_eq!(n.on_final_reply("Fixed."), Some(UNVERIFIED));
+        // No command tool offered, or nothing
+        // changed: nothing to check.
+        let mut n = Nudges::new(true);
+        n.call_finished(Changed, false, false);
+        assert_eq!(n.on_final_reply("Done."), None);
+        let mut n = Nudges::new(true);
+        n.commands_offered(true);
+        n.call_finished(Looked, false, false);
+        assert_eq!(n.on_final_reply("The limit is 25 MB."), None);
+        // Only in the small-model mode.
+        let mut n = Nudges::new(false);
+        n.commands_offered(true);
+        n.call_finished(Changed, false, false);
+        assert_eq!(n.on_final_reply("Done."), None);
     }
 
     #[test]

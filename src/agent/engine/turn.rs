@@ -269,6 +269,7 @@ async fn request(
     } = *turn;
     let request = model_call::turn_request(env, session, history);
     let offered: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
+    nudges.commands_offered(offered.iter().any(|t| t == COMMAND_TOOL));
     let completion = match model_call::call_model(env, session, &request, cancel, true).await? {
         model_call::Outcome::Cancelled { partial } => {
             if !partial.is_empty() {
@@ -667,6 +668,9 @@ fn record_of(
 
 /// The edit tool ([`crate::tools`]' `edit_file`).
 const EDIT_TOOL: &str = "edit_file";
+
+/// The command tool ([`crate::tools`]' `run_command`).
+const COMMAND_TOOL: &str = "run_command";
 
 /// The plan tool ([`crate::tools`]' `update_plan`).
 const PLAN_TOOL: &str = "update_plan";
