@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 /// Cancel → response here only has to tell "at once" from "when the model
 /// or a timeout ends" (the hung model below never ends). The issue's 10 ms
 /// target (typically ~2 ms) is judged by the `cancel` bench on a release
-/// build; a debug build on a loaded 2-core machine must not fail on luck.
-const CANCEL_BOUND: Duration = Duration::from_secs(2);
+/// build; a debug build on a loaded 2-core machine must not fail on luck
+/// (under Wine, beside a model server and a test build, one took 2.5 s).
+/// The slowest alternative it must tell apart is a first byte 20 s late.
+const CANCEL_BOUND: Duration = Duration::from_secs(10);
 
 #[tokio::test]
 async fn cancel_mid_stream_answers_cancelled_fast_and_drops_the_request() {
