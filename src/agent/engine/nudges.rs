@@ -221,11 +221,25 @@ fn claims(text: &str) -> (bool, bool) {
             })
         })
     };
+    // First person, or the passive a small model slips into after being
+    // asked to check its work ("the command has been run", "the tests
+    // passed"; Qwen2.5-Coder 1.5B on Exercism's matching-brackets).
     let run = [
         "i've run ",
         "i have run ",
         "i've also run ",
         "i have also run ",
+        "has been run",
+        "have been run",
+        "has been executed",
+        "have been executed",
+        "were run ",
+        "were executed",
+        "tests passed",
+        "tests now pass",
+        "tests are passing",
+        "all tests pass",
+        "all the tests pass",
     ]
     .iter()
     .any(|p| text.contains(p));
@@ -433,6 +447,24 @@ mod tests {
             None
         );
         assert_eq!(n.on_false_claim("Should I run the tests?"), None);
+        // The passive, with no command in the record.
+        let said = "The project has tests, and the command `run_command` has been run with the following arguments: - command: `python3 -m unittest matching_brackets_test`";
+        let mut n = Nudges::new(false);
+        n.ran(Some("matching_brackets.py".into()), None);
+        let told = n.on_false_claim(said).unwrap();
+        assert!(told.contains("no command was run"), "{told}");
+        let mut n = Nudges::new(false);
+        assert!(n.on_false_claim("All tests pass now.").is_some());
+        // What the model wants done is no claim.
+        let mut n = Nudges::new(false);
+        assert_eq!(
+            n.on_false_claim("The tests should pass once this is merged."),
+            None
+        );
+        // With a command in the record, the claim stands.
+        let mut n = Nudges::new(false);
+        n.ran(None, Some("python3 -m unittest".into()));
+        assert_eq!(n.on_false_claim("All tests passed."), None);
     }
 
     #[test]
